@@ -1,0 +1,17 @@
+{
+  "targets": [
+    {
+      "target_name": "runwarden",
+      "sources": ["native/runwarden.cc"],
+      "include_dirs": ["<!(node -p \"require('node-addon-api').include_dir\")"],
+      "defines": ["NAPI_VERSION=8", "NAPI_DISABLE_CPP_EXCEPTIONS"],
+      "cflags": ["-O2", "-Wall", "-Wextra"],
+      "cflags_cc": ["-O2", "-Wall", "-Wextra", "-std=c++17"],
+      "xcode_settings": {
+        "GCC_OPTIMIZATION_LEVEL": "2",
+        "CLANG_CXX_LANGUAGE_STANDARD": "c++17",
+        "MACOSX_DEPLOYMENT_TARGET": "11.0"
+      }
+    }
+  ]
+}

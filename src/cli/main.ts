@@ -1,0 +1,48 @@
+/**
+ * The runwarden command line: a thin layer over the library. Each command
+ * lives in its own module and registers itself here.
+ */
+import { readFileSync } from 'node:fs';
+import { Command, CommanderError } from 'commander';
+import { Exit, reportFailure } from './io.js';
+import { registerProbe } from './probe.js';
+
+function version(): string {
+  const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
+  return pkg.version;
+}
+
+/** Builds the program; exported so tests can inspect it without running it. */
+export function buildProgram(): Command {
+  const program = new Command();
+  program
+    .name('runwarden')
+    .description(
+      'Tell a run that is thinking from a run whose process is dead.\n' +
+        'Liveness comes from the kernel: a leg holds an exclusive flock(2) on its run\'s resume.lock;\n' +
+        'readers probe it with a shared, non-blocking lock and never write.',
+    )
+    .version(version(), '-V, --version')
+    .showHelpAfterError('(run with --help for usage)')
+    .exitOverride();
+  registerProbe(program);
+  for (const cmd of program.commands) cmd.exitOverride().showHelpAfterError('(run with --help for usage)');
+  return program;
+}
+
+/** Runs the CLI and exits with its status. */
+export async function main(argv: string[]): Promise<void> {
+  const program = buildProgram();
+  let code: number = Exit.Ok;
+  try {
+    await program.parseAsync(argv);
+    code = typeof process.exitCode === 'number' ? process.exitCode : Exit.Ok;
+  } catch (e) {
+    if (e instanceof CommanderError) {
+      code = e.exitCode === 0 ? Exit.Ok : Exit.Usage;
+    } else {
+      code = reportFailure(e);
+    }
+  }
+  process.exitCode = code;
+}

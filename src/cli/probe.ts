@@ -1,0 +1,49 @@
+/** `runwarden probe PATH`: the three-valued answer for a lock file or run directory. */
+import { statSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import type { Command } from 'commander';
+import { LOCK_FILE } from '../marker.js';
+import { probeLock, type ProbeResult } from '../probe.js';
+import { out, printJson } from './io.js';
+
+const MEANING: Record<ProbeResult['liveness'], string> = {
+  held: 'a live leg holds the lock',
+  free: 'no leg holds the lock; its writer is gone',
+  unknown: 'cannot tell; an open leg keeps reading as in flight',
+};
+
+/** A directory means its resume.lock; anything else is the lock path itself. */
+export function lockPathFor(path: string): string {
+  const abs = resolve(path);
+  try {
+    if (statSync(abs).isDirectory()) return join(abs, LOCK_FILE);
+  } catch {
+    /* missing or unreadable: probe it as given, which answers unknown */
+  }
+  return abs;
+}
+
+export function registerProbe(program: Command): void {
+  program
+    .command('probe')
+    .summary('ask whether the leg holding a run lock is alive')
+    .description(
+      'Probe a run lock with a shared, non-blocking flock and print held, free or unknown with the reason.\n' +
+        'PATH is a run directory (its resume.lock is probed) or a lock file. The probe never creates,\n' +
+        'writes or removes anything, and never opens the file on a filesystem not known to be local.\n' +
+        'Exit status is 0 for every answer; 1 only on an unexpected error.',
+    )
+    .argument('<path>', 'run directory or lock file')
+    .option('--json', 'print {"path","liveness","reason"}')
+    .action((path: string, opts: { json?: boolean }) => {
+      const lockPath = lockPathFor(path);
+      const r = probeLock(lockPath);
+      if (opts.json) {
+        printJson({ path: lockPath, liveness: r.liveness, reason: r.reason });
+        return;
+      }
+      const detail = r.detail ? `, ${r.detail}` : '';
+      out(`${r.liveness}  (${r.reason}${detail})  ${lockPath}`);
+      out(`  ${MEANING[r.liveness]}`);
+    });
+}

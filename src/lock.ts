@@ -1,0 +1,235 @@
+/**
+ * The acquire path (SPEC B.1): a leg takes the run's lock for its whole life.
+ *
+ * Invariants this module keeps, and why:
+ * - The flock, not the file's existence, is the lock: the file is opened
+ *   O_CREAT without O_EXCL, so it is reused across legs.
+ * - The file is never truncated or written before the exclusive flock is
+ *   held (no O_TRUNC at open): a caller that then loses the race must not
+ *   have blanked the live holder's file.
+ * - Release unlocks and closes and never unlinks. An unlink between another
+ *   process's open and its flock would let two legs lock two inodes.
+ * - The descriptor is close-on-exec (libuv adds O_CLOEXEC to every open), so a
+ *   child the leg spawns cannot keep the run looking alive after the leg dies.
+ * - The marker selects the semantics: an unmarked, non-empty file was written
+ *   by a pre-flock version whose live leg holds no flock, so taking the flock
+ *   would prove nothing; it is refused under the legacy rules instead.
+ */
+import { closeSync, constants, fstatSync, ftruncateSync, lstatSync, mkdirSync, openSync, readSync, writeSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { LockFileError, LockHeldError, type FileKind } from './errors.js';
+import { classifyHead, HEAD_BYTES, markedContent, markedPid, parseLegacyPid } from './marker.js';
+import { FlockOp, native } from './native.js';
+
+/** A lock this process holds. */
+export interface HeldLock {
+  /** The lock file's path, as given. */
+  readonly path: string;
+  /** The pid written into the file (a label). */
+  readonly pid: number;
+  /** True until `release()` is called. */
+  readonly held: boolean;
+  /** Unlocks and closes; never unlinks. Safe to call more than once. */
+  release(): void;
+}
+
+export interface AcquireOptions {
+  /**
+   * How long to keep retrying a contended exclusive lock before refusing,
+   * in milliseconds (default 100). A reader's shared probe holds the lock for
+   * microseconds, so a starting leg may meet a reader rather than a leg; a
+   * live leg still refuses once the window is over. 0 disables retrying.
+   */
+  retryMs?: number;
+  /** The pid label written into the file (default: this process). */
+  pid?: number;
+}
+
+const OPEN_FLAGS = constants.O_RDWR | constants.O_CREAT | constants.O_NOFOLLOW | constants.O_NONBLOCK;
+const sleeper = new Int32Array(new SharedArrayBuffer(4));
+
+function sleepSync(ms: number): void {
+  Atomics.wait(sleeper, 0, 0, ms);
+}
+
+function kindOfPath(path: string): FileKind {
+  try {
+    const st = lstatSync(path);
+    if (st.isSymbolicLink()) return 'symlink';
+    if (st.isDirectory()) return 'directory';
+    if (st.isFIFO()) return 'fifo';
+    if (st.isSocket()) return 'socket';
+    if (st.isCharacterDevice()) return 'character device';
+    if (st.isBlockDevice()) return 'block device';
+    if (st.isFile()) return 'file';
+  } catch {
+    /* fall through */
+  }
+  return 'unknown';
+}
+
+function notRegular(path: string, kind: FileKind): LockFileError {
+  return new LockFileError(
+    `lock path "${path}" is a ${kind}, not a regular file; runwarden will not use it as a lock`,
+    'ENOTREGULAR',
+    path,
+    kind,
+  );
+}
+
+/** Opens the lock file for a leg, refusing anything that is not a regular file. */
+function openLockFile(path: string): number {
+  let fd: number;
+  try {
+    fd = openSync(path, OPEN_FLAGS, 0o600);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ELOOP' || code === 'EISDIR' || code === 'ENXIO' || code === 'EOPNOTSUPP') {
+      const kind = kindOfPath(path);
+      if (kind !== 'file') throw notRegular(path, kind);
+    }
+    throw err;
+  }
+  const st = fstatSync(fd);
+  if (!st.isFile()) {
+    closeSync(fd);
+    throw notRegular(path, st.isFIFO() ? 'fifo' : st.isDirectory() ? 'directory' : st.isSocket() ? 'socket' : 'unknown');
+  }
+  return fd;
+}
+
+function readHead(fd: number, buf: Buffer): number {
+  return readSync(fd, buf, 0, buf.length, 0);
+}
+
+/** The refusal for a pre-flock lock file (B.1 step 2). */
+function legacyRefusal(path: string, head: Buffer, len: number, size: number): LockHeldError {
+  const pid = parseLegacyPid(head, len, size);
+  const gone = pid !== undefined && native().pidProbe(pid) === 'gone';
+  const lines = [
+    `run lock "${path}" was written by an older, pre-flock version: under its rules the file's existence is the lock, and runwarden cannot tell whether that leg is still running.`,
+  ];
+  if (gone) lines.push(`The pid it names (${pid}) no longer exists, so the lock is very likely stale.`);
+  lines.push(`If no leg of this run is running, delete the file and try again:`, `  rm "${path}"`);
+  return new LockHeldError(lines.join('\n'), { path, legacy: true, pidGone: gone, pid: gone ? pid : undefined });
+}
+
+function futureRefusal(path: string, head: Buffer, len: number): LockHeldError {
+  let end = head.indexOf(0x0a);
+  if (end < 0 || end > len) end = len;
+  const line = head.subarray(0, end).toString('latin1').replace(/\r+$/, '');
+  return new LockHeldError(
+    `run lock "${path}" was written by a newer version (format "${line}"); this version cannot judge it. Use the newer version for this run.`,
+    { path, future: true },
+  );
+}
+
+function heldRefusal(path: string, pid: number | undefined): LockHeldError {
+  const by = pid === undefined ? '' : ` (started by pid ${pid})`;
+  return new LockHeldError(`a leg of this run is in flight${by}; wait for it, or stop it`, { path, pid });
+}
+
+/** Refusals decided from the file's head before (or right after) locking. */
+function refusalForHead(path: string, fd: number, head: Buffer): LockHeldError | undefined {
+  const len = readHead(fd, head);
+  const kind = classifyHead(head, len);
+  if (kind === 'future') return futureRefusal(path, head, len);
+  if (kind === 'unmarked') return legacyRefusal(path, head, len, fstatSync(fd).size);
+  return undefined;
+}
+
+/**
+ * Takes the run's lock for a leg: creates the run directory (0700) and the
+ * lock file (0600) if missing, refuses pre-flock and future-format files,
+ * takes `LOCK_EX|LOCK_NB` (retrying briefly past readers' shared probes),
+ * then, holding it, truncates and writes the marker and pid, and checks that
+ * the path still names the locked inode.
+ *
+ * @throws LockHeldError when another leg owns the run (or may, for a legacy file).
+ * @throws LockFileError when the path is not a regular file or was replaced.
+ * @throws NativeError / fs errors for failures the kernel reports.
+ */
+export function acquireLock(lockPath: string, options: AcquireOptions = {}): HeldLock {
+  if (typeof lockPath !== 'string' || lockPath.length === 0) {
+    throw new TypeError('acquireLock(lockPath): lockPath must be a non-empty string');
+  }
+  const retryMs = options.retryMs ?? 100;
+  const pid = options.pid ?? process.pid;
+  if (!Number.isInteger(retryMs) || retryMs < 0) throw new RangeError('retryMs must be a non-negative integer');
+  if (!Number.isInteger(pid) || pid < 1 || pid > 2 ** 31 - 1) throw new RangeError('pid must be an integer from 1 to 2^31-1');
+  const n = native();
+  if (!n.hasFlock) throw new Error(`runwarden cannot take a lock on ${process.platform}: no flock(2)`);
+
+  mkdirSync(dirname(lockPath), { recursive: true, mode: 0o700 });
+  const fd = openLockFile(lockPath);
+  let locked = false;
+  try {
+    const head = Buffer.alloc(HEAD_BYTES);
+    const early = refusalForHead(lockPath, fd, head);
+    if (early) throw early;
+
+    const deadline = Date.now() + retryMs;
+    for (;;) {
+      if (n.flock(fd, FlockOp.Exclusive)) break;
+      if (Date.now() >= deadline) {
+        const len = readHead(fd, head);
+        throw heldRefusal(lockPath, classifyHead(head, len) === 'marked' ? markedPid(head, len) : undefined);
+      }
+      sleepSync(2);
+    }
+    locked = true;
+
+    // A pre-flock writer may have created its file between our open and our
+    // lock only if it did not see ours; re-check under the lock anyway.
+    const late = refusalForHead(lockPath, fd, head);
+    if (late) throw late;
+
+    const content = markedContent(pid);
+    ftruncateSync(fd, 0);
+    const written = writeSync(fd, content, 0, content.length, 0);
+    if (written !== content.length) throw new Error(`short write to "${lockPath}" (${written} of ${content.length} bytes)`);
+
+    const mine = fstatSync(fd, { bigint: true });
+    let now;
+    try {
+      now = lstatSync(lockPath, { bigint: true });
+    } catch {
+      now = undefined;
+    }
+    if (now === undefined || now.ino !== mine.ino || now.dev !== mine.dev) {
+      throw new LockFileError(
+        `lock file "${lockPath}" was deleted or replaced while it was being locked; refusing, since another leg may hold the new file`,
+        'ELOCKREPLACED',
+        lockPath,
+      );
+    }
+  } catch (err) {
+    if (locked) {
+      try {
+        n.flock(fd, FlockOp.Unlock);
+      } catch {
+        /* close below releases it */
+      }
+    }
+    closeSync(fd);
+    throw err;
+  }
+
+  let open = true;
+  return {
+    path: lockPath,
+    pid,
+    get held() {
+      return open;
+    },
+    release() {
+      if (!open) return;
+      open = false;
+      try {
+        n.flock(fd, FlockOp.Unlock);
+      } finally {
+        closeSync(fd);
+      }
+    },
+  };
+}

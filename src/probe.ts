@@ -1,0 +1,242 @@
+/**
+ * The read-time probe (SPEC B.2): is the leg that owns this lock alive?
+ *
+ * Invariants this module keeps:
+ * - Three answers only, and `free` needs an affirmative fact: a shared lock
+ *   actually granted on a marked file on a known-local filesystem, or a
+ *   pre-flock file whose strictly parsed pid kill(2) reports gone (ESRCH).
+ *   Every doubt, error or surprise is `unknown`, which callers read as the
+ *   pre-existing answer (an open leg is in flight). A false "dead" is the
+ *   dangerous direction; nothing here can produce one from a failure.
+ * - It creates, writes, truncates, renames and removes nothing: the file is
+ *   opened read-only without O_CREAT, and only a shared lock is taken, so a
+ *   probe never contends with another probe.
+ * - It never blocks: the open is non-blocking (a FIFO answers at once) and
+ *   no-follow, the lock attempt is non-blocking.
+ * - It never opens the file on a filesystem outside the known-local list.
+ */
+import { lstatSync } from 'node:fs';
+import { constants as osConstants } from 'node:os';
+import { dirname } from 'node:path';
+import { describeFsType, nativeLocalList } from './fsgate.js';
+import { classifyHead, HEAD_BYTES, parseLegacyPid } from './marker.js';
+import { native, Stage } from './native.js';
+
+/** The three-valued answer. */
+export type Liveness = 'held' | 'free' | 'unknown';
+
+/**
+ * Why the probe answered as it did; a closed set.
+ * - held: `flock-held` (a leg holds the exclusive lock).
+ * - free: `flock-free` (the shared lock was granted on a marked file),
+ *   `legacy-pid-gone` (pre-flock file whose pid kill(2) says is gone).
+ * - unknown: `legacy-pid-alive` (pre-flock file, pid exists or EPERM),
+ *   `legacy-pid-unknown` (kill failed otherwise), `legacy-unparsable`
+ *   (pre-flock file that is not exactly one pid), `empty-file`,
+ *   `future-marker` (a newer version's format), `missing` (no lock file or
+ *   no run directory), `not-regular-file` (directory, FIFO, symlink, socket,
+ *   device), `open-error`, `read-error`, `flock-error`, `fs-not-local`
+ *   (filesystem not on the known-local list; file not opened), `fs-error`
+ *   (statfs failed), `unsupported-platform` (no flock(2) here).
+ */
+export type ProbeReason =
+  | 'flock-held'
+  | 'flock-free'
+  | 'legacy-pid-gone'
+  | 'legacy-pid-alive'
+  | 'legacy-pid-unknown'
+  | 'legacy-unparsable'
+  | 'empty-file'
+  | 'future-marker'
+  | 'missing'
+  | 'not-regular-file'
+  | 'open-error'
+  | 'read-error'
+  | 'flock-error'
+  | 'fs-not-local'
+  | 'fs-error'
+  | 'unsupported-platform';
+
+/** Every reason, in documentation order. */
+export const PROBE_REASONS: readonly ProbeReason[] = [
+  'flock-held',
+  'flock-free',
+  'legacy-pid-gone',
+  'legacy-pid-alive',
+  'legacy-pid-unknown',
+  'legacy-unparsable',
+  'empty-file',
+  'future-marker',
+  'missing',
+  'not-regular-file',
+  'open-error',
+  'read-error',
+  'flock-error',
+  'fs-not-local',
+  'fs-error',
+  'unsupported-platform',
+];
+
+/** A probe's answer. `detail` adds facts (an errno name, a file type) where there are any. */
+export interface ProbeResult {
+  readonly liveness: Liveness;
+  readonly reason: ProbeReason;
+  readonly detail?: string;
+}
+
+/** Test seams for what cannot be produced on this machine. */
+export interface ProbeOptions {
+  /**
+   * Replace the known-local filesystem list (linux magics as numbers,
+   * darwin names as strings). Lets a test stand in for a network
+   * filesystem where none can be mounted.
+   */
+  localFsTypes?: readonly (number | string)[];
+}
+
+const HELD: ProbeResult = Object.freeze({ liveness: 'held', reason: 'flock-held' });
+const FREE: ProbeResult = Object.freeze({ liveness: 'free', reason: 'flock-free' });
+
+function answer(liveness: Liveness, reason: ProbeReason, detail?: string): ProbeResult {
+  return Object.freeze(detail === undefined ? { liveness, reason } : { liveness, reason, detail });
+}
+
+let errnoNames: Map<number, string> | undefined;
+/** errno number to name (ENOENT …), built on first use from the OS constants. */
+export function errnoName(errno: number): string {
+  if (errnoNames === undefined) {
+    errnoNames = new Map();
+    for (const [name, value] of Object.entries(osConstants.errno)) {
+      if (!errnoNames.has(value)) errnoNames.set(value, name);
+    }
+  }
+  return errnoNames.get(errno) ?? `errno ${errno}`;
+}
+
+/** A readable kind for a non-regular file, from its lstat, without following links. */
+function kindOf(path: string): string | undefined {
+  try {
+    const st = lstatSync(path);
+    if (st.isSymbolicLink()) return 'symlink';
+    if (st.isDirectory()) return 'directory';
+    if (st.isFIFO()) return 'fifo';
+    if (st.isSocket()) return 'socket';
+    if (st.isCharacterDevice()) return 'character device';
+    if (st.isBlockDevice()) return 'block device';
+    if (st.isFile()) return 'file';
+  } catch {
+    return undefined;
+  }
+  return 'unknown';
+}
+
+function modeKind(mode: number): string {
+  switch (mode & 0o170000) {
+    case 0o040000:
+      return 'directory';
+    case 0o010000:
+      return 'fifo';
+    case 0o120000:
+      return 'symlink';
+    case 0o140000:
+      return 'socket';
+    case 0o020000:
+      return 'character device';
+    case 0o060000:
+      return 'block device';
+    default:
+      return 'unknown';
+  }
+}
+
+// Reused across calls: probes are synchronous, so one buffer serves all.
+const head = Buffer.alloc(HEAD_BYTES);
+const out = new Float64Array(5);
+let defaultList: Uint32Array | string[] | undefined;
+
+/**
+ * Probes the lock file at `lockPath` (its directory is the run directory)
+ * and answers held / free / unknown with a reason. Never throws for anything
+ * the file system does; only a broken installation (the addon cannot load)
+ * or a non-string argument throws.
+ */
+export function probeLock(lockPath: string, options?: ProbeOptions): ProbeResult {
+  if (typeof lockPath !== 'string' || lockPath.length === 0) {
+    throw new TypeError('probeLock(lockPath): lockPath must be a non-empty string');
+  }
+  if (lockPath.includes('\0')) return answer('unknown', 'open-error', 'path contains a NUL byte');
+  const n = native();
+  if (!n.hasFlock) return answer('unknown', 'unsupported-platform', `no flock(2) on ${process.platform}`);
+  let list: Uint32Array | string[];
+  if (options?.localFsTypes !== undefined) list = nativeLocalList(n.platform, options.localFsTypes);
+  else list = defaultList ??= nativeLocalList(n.platform);
+  const dir = dirname(lockPath);
+  let stage: number;
+  try {
+    stage = n.probeFacts(dir, lockPath, list, head, out);
+  } catch (err) {
+    // Only argument problems (e.g. an over-long path) throw from the addon.
+    const code = (err as { code?: string }).code ?? 'error';
+    return answer('unknown', 'open-error', code);
+  }
+  switch (stage) {
+    case Stage.SharedGranted:
+    case Stage.SharedContended:
+    case Stage.SharedError:
+      return judgeHead(stage, out[3] as number, out[4] as number);
+    case Stage.FsNotLocal:
+      return answer('unknown', 'fs-not-local', n.platform === 'darwin' ? safeFsType(dir) : describeFsType(out[0] as number));
+    case Stage.FsError: {
+      const name = errnoName(out[1] as number);
+      return name === 'ENOENT' ? answer('unknown', 'missing', 'no run directory') : answer('unknown', 'fs-error', `statfs: ${name}`);
+    }
+    case Stage.OpenError: {
+      const name = errnoName(out[1] as number);
+      if (name === 'ENOENT') return answer('unknown', 'missing', 'no lock file');
+      if (name === 'ELOOP' || name === 'ENXIO' || name === 'EISDIR') {
+        const kind = kindOf(lockPath);
+        if (kind !== undefined && kind !== 'file') return answer('unknown', 'not-regular-file', kind);
+      }
+      return answer('unknown', 'open-error', `open: ${name}`);
+    }
+    case Stage.NotRegular:
+      return answer('unknown', 'not-regular-file', modeKind(out[2] as number));
+    case Stage.ReadError:
+      return answer('unknown', 'read-error', `pread: ${errnoName(out[1] as number)}`);
+    case Stage.NoFlock:
+      return answer('unknown', 'unsupported-platform', `no flock(2) on ${process.platform}`);
+    default:
+      return answer('unknown', 'flock-error', `unexpected native stage ${stage}`);
+  }
+}
+
+function safeFsType(dir: string): string {
+  try {
+    return describeFsType(native().fsType(dir));
+  } catch {
+    return 'unknown type';
+  }
+}
+
+/** Decides from the head bytes and the shared-lock answer (B.2 steps 4–5). */
+function judgeHead(stage: number, len: number, size: number): ProbeResult {
+  switch (classifyHead(head, len)) {
+    case 'marked':
+      if (stage === Stage.SharedGranted) return FREE;
+      if (stage === Stage.SharedContended) return HELD;
+      return answer('unknown', 'flock-error', `flock: ${errnoName(out[1] as number)}`);
+    case 'future':
+      return answer('unknown', 'future-marker', head.subarray(0, Math.min(len, head.indexOf(0x0a) >>> 0)).toString('latin1'));
+    case 'empty':
+      return answer('unknown', 'empty-file');
+    case 'unmarked': {
+      const pid = parseLegacyPid(head, len, size);
+      if (pid === undefined) return answer('unknown', 'legacy-unparsable');
+      const presence = native().pidProbe(pid);
+      if (presence === 'gone') return answer('free', 'legacy-pid-gone', `pid ${pid}`);
+      // A pid that exists may be a recycled stranger: it is never shown.
+      if (presence === 'present') return answer('unknown', 'legacy-pid-alive');
+      return answer('unknown', 'legacy-pid-unknown');
+    }
+  }
+}
