@@ -5,7 +5,13 @@
 import { readFileSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
 import { Exit, reportFailure } from './io.js';
+import { registerDemo } from './demo.js';
+import { registerExec } from './exec.js';
 import { registerProbe } from './probe.js';
+import { registerRuns } from './runs.js';
+import { registerServe } from './serve.js';
+import { registerStatus } from './status.js';
+import { registerWatch } from './watch.js';
 
 function version(): string {
   const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
@@ -25,7 +31,13 @@ export function buildProgram(): Command {
     .version(version(), '-V, --version')
     .showHelpAfterError('(run with --help for usage)')
     .exitOverride();
+  registerRuns(program);
+  registerStatus(program);
   registerProbe(program);
+  registerWatch(program);
+  registerExec(program);
+  registerServe(program);
+  registerDemo(program);
   for (const cmd of program.commands) cmd.exitOverride().showHelpAfterError('(run with --help for usage)');
   return program;
 }
