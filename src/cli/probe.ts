@@ -1,6 +1,6 @@
 /** `runwarden probe PATH`: the three-valued answer for a lock file or run directory. */
 import { statSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { basename, join, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { LOCK_FILE } from '../marker.js';
 import { probeLock, type ProbeResult } from '../probe.js';
@@ -12,9 +12,13 @@ const MEANING: Record<ProbeResult['liveness'], string> = {
   unknown: 'cannot tell; an open leg keeps reading as in flight',
 };
 
-/** A directory means its resume.lock; anything else is the lock path itself. */
+/**
+ * A directory means its resume.lock; anything else, and anything named
+ * resume.lock whatever it is, is the lock path itself.
+ */
 export function lockPathFor(path: string): string {
   const abs = resolve(path);
+  if (basename(abs) === LOCK_FILE) return abs;
   try {
     if (statSync(abs).isDirectory()) return join(abs, LOCK_FILE);
   } catch {
@@ -28,9 +32,9 @@ export function registerProbe(program: Command): void {
     .command('probe')
     .summary('ask whether the leg holding a run lock is alive')
     .description(
-      'Probe a run lock with a shared, non-blocking flock and print held, free or unknown with the reason.\n' +
-        'PATH is a run directory (its resume.lock is probed) or a lock file. The probe never creates,\n' +
-        'writes or removes anything, and never opens the file on a filesystem not known to be local.\n' +
+      'Probe a run lock with a shared, non-blocking flock and print held, free or unknown with the reason.\n\n' +
+        'PATH is a run directory (its resume.lock is probed) or a lock file. The probe never creates, ' +
+        'writes or removes anything, and never opens the file on a filesystem not known to be local.\n\n' +
         'Exit status is 0 for every answer; 1 only on an unexpected error.',
     )
     .argument('<path>', 'run directory or lock file')

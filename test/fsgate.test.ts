@@ -1,0 +1,123 @@
+/**
+ * The filesystem gate (SPEC B.2 step 2) on real filesystems: local ones are
+ * probed, a FUSE mount is not, and on a non-local filesystem the lock file is
+ * never opened (proved with strace, with a positive control showing that the
+ * same trace does see the open on a local filesystem).
+ *
+ * These tests mount things, so they need root and /dev/fuse (bindfs). Where a
+ * mount cannot be made they FAIL with the reason: a gate that was not tested
+ * must not read as a gate that passed.
+ */
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describeFsType, filesystemType, LINUX_LOCAL_FS, probeLock } from '../src/index.js';
+import { cleanupTemp, killAll, ROOT, startHolder, tempDir } from './helpers/lock-procs.js';
+
+const MARKED = 'oh-my-graph-lock 1\n1\n';
+const mounts: string[] = [];
+let base: string;
+
+function mustRun(cmd: string, args: string[], why: string): void {
+  const r = spawnSync(cmd, args, { encoding: 'utf8', timeout: 20_000 });
+  if (r.error || r.status !== 0) {
+    throw new Error(
+      `CANNOT TEST THE FILESYSTEM GATE: ${why} failed (${cmd} ${args.join(' ')}): ` +
+        `${r.error?.message ?? r.stderr.trim()}. Needs root, /dev/fuse and Debian's bindfs (.ci/run installs it).`,
+    );
+  }
+}
+
+function unmountAll(): void {
+  for (const m of mounts.splice(0).reverse()) {
+    spawnSync('umount', [m]);
+    spawnSync('fusermount', ['-u', m]);
+  }
+}
+
+/** Runs a probe in a child under strace; returns the probe result and the syscalls touching lockPath. */
+function tracedProbe(lockPath: string): { result: unknown; opens: string[]; statfs: string[] } {
+  const log = join(base, `strace-${Math.random().toString(36).slice(2)}.log`);
+  const script = `import('${ROOT}/dist/index.js').then(m => process.stdout.write(JSON.stringify(m.probeLock(${JSON.stringify(lockPath)}))))`;
+  const r = spawnSync('strace', ['-f', '-qq', '-e', 'trace=open,openat,openat2,statfs', '-o', log, process.execPath, '-e', script], {
+    encoding: 'utf8',
+    timeout: 20_000,
+  });
+  if (r.error || r.status !== 0) throw new Error(`strace run failed: ${r.error?.message ?? r.stderr}`);
+  const lines = readFileSync(log, 'utf8').split('\n');
+  return {
+    result: JSON.parse(r.stdout),
+    opens: lines.filter((l) => /\bopen(at2?)?\(/.test(l) && l.includes(lockPath)),
+    statfs: lines.filter((l) => l.includes('statfs(') && l.includes(lockPath.slice(0, lockPath.lastIndexOf('/')))),
+  };
+}
+
+beforeAll(() => {
+  base = tempDir('rw-fs-');
+});
+afterEach(() => killAll());
+afterAll(() => {
+  killAll();
+  unmountAll();
+  cleanupTemp();
+});
+
+describe('filesystem gate', () => {
+  it('the test temp dir is on a known-local filesystem and is probed', () => {
+    const t = filesystemType(base);
+    expect(LINUX_LOCAL_FS.has(t as number), `temp dir is ${describeFsType(t)}`).toBe(true);
+    const d = join(base, 'local');
+    mkdirSync(d);
+    writeFileSync(join(d, 'resume.lock'), MARKED);
+    expect(probeLock(join(d, 'resume.lock'))).toEqual({ liveness: 'free', reason: 'flock-free' });
+  });
+
+  it('tmpfs reads as local: free and held are both told', async () => {
+    const mnt = join(base, 'tmpfs');
+    mkdirSync(mnt);
+    mustRun('mount', ['-t', 'tmpfs', '-o', 'size=4m', 'rw-test', mnt], 'mounting a tmpfs');
+    mounts.push(mnt);
+    expect(filesystemType(mnt)).toBe(0x01021994);
+    const lock = join(mnt, 'run', 'resume.lock');
+    const h = await startHolder(lock);
+    expect(probeLock(lock)).toEqual({ liveness: 'held', reason: 'flock-held' });
+    h.proc.kill('SIGKILL');
+    await new Promise((r) => h.proc.once('exit', r));
+    expect(probeLock(lock)).toEqual({ liveness: 'free', reason: 'flock-free' });
+  });
+
+  it('a FUSE mount (bindfs) reads unknown/fs-not-local, and the lock file is never opened', () => {
+    const src = join(base, 'fuse-src');
+    const mnt = join(base, 'fuse-mnt');
+    mkdirSync(join(src, 'run'), { recursive: true });
+    mkdirSync(mnt);
+    writeFileSync(join(src, 'run', 'resume.lock'), MARKED);
+    mustRun('bindfs', [src, mnt], 'mounting a FUSE filesystem with bindfs');
+    mounts.push(mnt);
+    expect(describeFsType(filesystemType(mnt))).toContain('fuse');
+
+    const onFuse = join(mnt, 'run', 'resume.lock');
+    const traced = tracedProbe(onFuse);
+    expect(traced.result).toMatchObject({ liveness: 'unknown', reason: 'fs-not-local' });
+    expect(traced.statfs.length, 'the probe did look at the filesystem type').toBeGreaterThan(0);
+    expect(traced.opens, 'the lock file must not be opened on a non-local filesystem').toEqual([]);
+
+    // Positive control: the same trace sees the open on a local filesystem,
+    // so an empty list above is evidence, not a blind spot.
+    const local = tracedProbe(join(src, 'run', 'resume.lock'));
+    expect(local.result).toEqual({ liveness: 'free', reason: 'flock-free' });
+    expect(local.opens.length).toBeGreaterThan(0);
+  });
+
+  it('seam: a filesystem type outside the list (stand-in for NFS) is unknown and the file is not opened', () => {
+    const d = join(base, 'seam');
+    mkdirSync(d);
+    // A directory in place of the lock file would read not-regular-file if it
+    // were opened; fs-not-local proves the gate answered first.
+    mkdirSync(join(d, 'resume.lock'));
+    expect(probeLock(join(d, 'resume.lock'), { localFsTypes: [] })).toMatchObject({ liveness: 'unknown', reason: 'fs-not-local' });
+    expect(probeLock(join(d, 'resume.lock'))).toMatchObject({ reason: 'not-regular-file' });
+  });
+});
+

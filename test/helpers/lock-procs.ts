@@ -1,0 +1,114 @@
+/**
+ * Real processes for lock tests: holders that take the run lock and hold it
+ * until killed. Every process started here is tracked and killed by
+ * `killAll()`, which each test file calls in afterEach.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const here = dirname(fileURLToPath(import.meta.url));
+export const ROOT = join(here, '..', '..');
+export const HOLDER = join(here, '..', 'fixtures', 'holder.mjs');
+export const CLI = join(ROOT, 'bin', 'runwarden.js');
+
+const tracked = new Set<number>();
+const tempDirs: string[] = [];
+
+/** A fresh temp dir, removed by cleanupTemp(). */
+export function tempDir(prefix = 'rw-'): string {
+  const d = mkdtempSync(join(tmpdir(), prefix));
+  tempDirs.push(d);
+  return d;
+}
+
+export function cleanupTemp(): void {
+  for (const d of tempDirs.splice(0)) rmSync(d, { recursive: true, force: true });
+}
+
+/** Registers a pid (or a process group, as a negative number) for killAll. */
+export function track(pid: number): void {
+  tracked.add(pid);
+}
+
+/** SIGKILLs everything tracked (groups included) and forgets it. */
+export function killAll(): void {
+  for (const pid of tracked) {
+    try {
+      process.kill(pid, 'SIGCONT');
+    } catch {
+      /* gone */
+    }
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      /* gone */
+    }
+  }
+  tracked.clear();
+}
+
+/** Resolves with the first stdout line starting with `READY `, parsed. */
+export function waitReady<T = Record<string, number>>(proc: ChildProcess, timeoutMs = 10_000): Promise<T> {
+  return new Promise((resolve, reject) => {
+    let buf = '';
+    let errBuf = '';
+    const timer = setTimeout(() => reject(new Error(`process ${proc.pid} not ready in ${timeoutMs} ms; stderr: ${errBuf}`)), timeoutMs);
+    proc.stderr?.on('data', (d: Buffer) => (errBuf += d.toString()));
+    proc.stdout?.on('data', (d: Buffer) => {
+      buf += d.toString();
+      const m = /^READY ?(.*)$/m.exec(buf);
+      if (m) {
+        clearTimeout(timer);
+        resolve((m[1] ? JSON.parse(m[1]) : {}) as T);
+      }
+    });
+    proc.on('exit', (code, sig) => {
+      clearTimeout(timer);
+      reject(new Error(`process exited before ready (code ${code}, signal ${sig}); stderr: ${errBuf}`));
+    });
+  });
+}
+
+/** Resolves once the process has exited and been reaped. */
+export function waitExit(proc: ChildProcess): Promise<void> {
+  if (proc.exitCode !== null || proc.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => proc.once('exit', () => resolve()));
+}
+
+export interface Holder {
+  proc: ChildProcess;
+  pid: number;
+  child?: number;
+}
+
+/** Starts a runwarden holder (test/fixtures/holder.mjs) on lockPath. */
+export async function startHolder(lockPath: string, flags: string[] = []): Promise<Holder> {
+  const proc = spawn(process.execPath, [HOLDER, lockPath, ...flags], { stdio: ['ignore', 'pipe', 'pipe'] });
+  track(proc.pid as number);
+  const r = await waitReady<{ held: number; child?: number }>(proc);
+  if (r.child !== undefined) track(-r.child);
+  return r.child === undefined ? { proc, pid: r.held } : { proc, pid: r.held, child: r.child };
+}
+
+/**
+ * Starts util-linux flock(1) holding `mode` (-x or -s) on path and running
+ * `sleep` with the lock fd inherited (flock(1) does not close it for the child).
+ */
+export async function startFlock1(path: string, mode: '-x' | '-s'): Promise<{ proc: ChildProcess }> {
+  const proc = spawn('flock', [mode, '-n', path, '-c', 'echo READY; exec sleep 600'], { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  track(-(proc.pid as number));
+  await waitReady(proc);
+  return { proc };
+}
+
+/** Resolves when the predicate holds, polling; rejects after timeoutMs. */
+export async function until(pred: () => boolean, timeoutMs = 5000, stepMs = 10): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  while (!pred()) {
+    if (Date.now() > end) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, stepMs));
+  }
+}

@@ -1,0 +1,250 @@
+/**
+ * acquireLock (SPEC B.1): what a starting leg may and may not do, and the
+ * exact wording of every refusal.
+ */
+import { spawn, spawnSync } from 'node:child_process';
+import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:net';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { acquireLock, LockFileError, LockHeldError, probeLock, processPresence } from '../src/index.js';
+import { cleanupTemp, killAll, ROOT, startFlock1, startHolder, tempDir, track, waitExit, waitReady } from './helpers/lock-procs.js';
+
+const servers: Server[] = [];
+afterEach(async () => {
+  killAll();
+  await Promise.all(servers.splice(0).map((s) => new Promise((r) => s.close(() => r(undefined)))));
+  cleanupTemp();
+});
+
+function refusal(fn: () => unknown): LockHeldError {
+  try {
+    fn();
+  } catch (e) {
+    expect(e).toBeInstanceOf(LockHeldError);
+    return e as LockHeldError;
+  }
+  throw new Error('expected a LockHeldError');
+}
+
+describe('acquireLock: taking and releasing', () => {
+  it('creates the run directory 0700 and the lock file 0600 with exactly the marker and pid', () => {
+    const dir = join(tempDir(), 'a', 'run-1');
+    const lock = acquireLock(join(dir, 'resume.lock'));
+    try {
+      expect(statSync(dir).mode & 0o777).toBe(0o700);
+      expect(statSync(join(dir, 'resume.lock')).mode & 0o777).toBe(0o600);
+      expect(readFileSync(join(dir, 'resume.lock'), 'latin1')).toBe(`oh-my-graph-lock 1\n${process.pid}\n`);
+      expect(lock.pid).toBe(process.pid);
+      expect(lock.held).toBe(true);
+    } finally {
+      lock.release();
+    }
+  });
+
+  it('keeps the mode of an existing directory and file', () => {
+    const dir = tempDir();
+    chmodSync(dir, 0o755);
+    writeFileSync(join(dir, 'resume.lock'), '', { mode: 0o644 });
+    chmodSync(join(dir, 'resume.lock'), 0o644);
+    acquireLock(join(dir, 'resume.lock')).release();
+    expect(statSync(dir).mode & 0o777).toBe(0o755);
+    expect(statSync(join(dir, 'resume.lock')).mode & 0o777).toBe(0o644);
+  });
+
+  it('release unlocks and closes, never unlinks, and is idempotent', () => {
+    const path = join(tempDir(), 'resume.lock');
+    const lock = acquireLock(path);
+    const ino = statSync(path).ino;
+    lock.release();
+    lock.release();
+    expect(lock.held).toBe(false);
+    expect(existsSync(path)).toBe(true);
+    expect(statSync(path).ino).toBe(ino);
+    expect(probeLock(path)).toEqual({ liveness: 'free', reason: 'flock-free' });
+    // The file is reused by the next leg, same inode.
+    const again = acquireLock(path, { pid: 7 });
+    expect(statSync(path).ino).toBe(ino);
+    again.release();
+  });
+
+  it('truncates a longer stale content when reusing the file (no stale pid digits survive)', () => {
+    const path = join(tempDir(), 'resume.lock');
+    writeFileSync(path, 'oh-my-graph-lock 1\n2147483647\nsome trailing junk from an old writer\n');
+    acquireLock(path, { pid: 12 }).release();
+    expect(readFileSync(path, 'latin1')).toBe('oh-my-graph-lock 1\n12\n');
+  });
+
+  it('a refused acquire does not touch the holder\'s file', async () => {
+    const path = join(tempDir(), 'run', 'resume.lock');
+    const h = await startHolder(path);
+    const before = readFileSync(path);
+    const st = statSync(path);
+    refusal(() => acquireLock(path, { retryMs: 0 }));
+    expect(readFileSync(path)).toEqual(before);
+    expect(statSync(path).mtimeMs).toBe(st.mtimeMs);
+    expect(before.toString()).toBe(`oh-my-graph-lock 1\n${h.pid}\n`);
+  });
+
+  it('an empty lock file (a crashed acquire before its write) is taken normally', () => {
+    const path = join(tempDir(), 'resume.lock');
+    writeFileSync(path, '');
+    acquireLock(path).release();
+    expect(readFileSync(path, 'latin1')).toMatch(/^oh-my-graph-lock 1\n\d+\n$/);
+  });
+
+  it('retries past a reader\'s brief shared lock instead of refusing', async () => {
+    const path = join(tempDir(), 'resume.lock');
+    writeFileSync(path, 'oh-my-graph-lock 1\n1\n');
+    // A reader that holds LOCK_SH for ~40 ms, far longer than a real probe.
+    const reader = spawn('flock', ['-s', path, '-c', 'echo READY; sleep 0.04'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    track(reader.pid as number);
+    await waitReady(reader);
+    const lock = acquireLock(path, { retryMs: 2000 });
+    lock.release();
+    await waitExit(reader);
+  });
+});
+
+describe('acquireLock: refusals and their exact wording', () => {
+  it('held by a live leg: names the pid as a label, never rm/delete/kill', async () => {
+    const path = join(tempDir(), 'run', 'resume.lock');
+    const h = await startHolder(path);
+    const e = refusal(() => acquireLock(path, { retryMs: 30 }));
+    expect(e.code).toBe('ELOCKHELD');
+    expect(e.message).toBe(`a leg of this run is in flight (started by pid ${h.pid}); wait for it, or stop it`);
+    expect(e.message).not.toMatch(/\brm\b|delete|kill/i);
+    expect(e).toMatchObject({ path, pid: h.pid, legacy: false, pidGone: false, future: false });
+  });
+
+  it('held, after the holder was SIGKILLed: no longer refused', async () => {
+    const path = join(tempDir(), 'run', 'resume.lock');
+    const h = await startHolder(path);
+    h.proc.kill('SIGKILL');
+    await waitExit(h.proc);
+    acquireLock(path).release();
+  });
+
+  it('a pre-flock file with a live pid: legacy refusal with the exact rm advice and no pid shown', () => {
+    const path = join(tempDir(), 'resume.lock');
+    writeFileSync(path, `${process.pid}\n`);
+    const e = refusal(() => acquireLock(path));
+    expect(e).toMatchObject({ code: 'ELOCKHELD', legacy: true, pidGone: false, future: false, pid: undefined });
+    expect(e.message).toContain(`rm "${path}"`);
+    expect(e.message).not.toContain(String(process.pid));
+    expect(e.message).not.toContain('very likely stale');
+    expect(readFileSync(path, 'latin1')).toBe(`${process.pid}\n`);
+  });
+
+  it('a pre-flock file whose pid is gone: says "very likely stale" and names that pid', () => {
+    const r = spawnSync('true');
+    const pid = r.pid as number;
+    expect(processPresence(pid)).toBe('gone');
+    const path = join(tempDir(), 'resume.lock');
+    writeFileSync(path, `${pid}\n`);
+    const e = refusal(() => acquireLock(path));
+    expect(e).toMatchObject({ legacy: true, pidGone: true, pid });
+    expect(e.message).toContain('very likely stale');
+    expect(e.message).toContain(String(pid));
+    expect(e.message).toContain(`rm "${path}"`);
+  });
+
+  it('a pre-flock file with an unparsable body: legacy refusal with rm advice', () => {
+    const path = join(tempDir(), 'resume.lock');
+    writeFileSync(path, 'hello world\n');
+    const e = refusal(() => acquireLock(path));
+    expect(e).toMatchObject({ legacy: true, pidGone: false });
+    expect(e.message).toContain(`rm "${path}"`);
+  });
+
+  it('a future marker: "written by a newer version", never the rm advice', () => {
+    const path = join(tempDir(), 'resume.lock');
+    writeFileSync(path, 'oh-my-graph-lock 2\n77\n');
+    const e = refusal(() => acquireLock(path));
+    expect(e).toMatchObject({ future: true, legacy: false });
+    expect(e.message).toContain('written by a newer version');
+    expect(e.message).not.toMatch(/\brm\b|delete/i);
+    expect(readFileSync(path, 'latin1')).toBe('oh-my-graph-lock 2\n77\n');
+  });
+
+  const notRegular: Array<[string, (p: string) => Promise<void> | void]> = [
+    ['directory', (p) => mkdirSync(p)],
+    ['fifo', (p) => void spawnSync('mkfifo', [p])],
+    [
+      'symlink',
+      (p) => {
+        writeFileSync(p + '.target', 'oh-my-graph-lock 1\n1\n');
+        symlinkSync(p + '.target', p);
+      },
+    ],
+    [
+      'socket',
+      async (p) => {
+        const s = createServer();
+        servers.push(s);
+        await new Promise<void>((r) => s.listen(p, () => r()));
+      },
+    ],
+  ];
+  for (const [kind, make] of notRegular) {
+    it(`a ${kind} in place of the lock file is refused, naming the path and what it is`, async () => {
+      const path = join(tempDir(), 'resume.lock');
+      await make(path);
+      let caught: unknown;
+      try {
+        acquireLock(path);
+      } catch (e) {
+        caught = e;
+      }
+      expect(caught).toBeInstanceOf(LockFileError);
+      const e = caught as LockFileError;
+      expect(e.code).toBe('ENOTREGULAR');
+      expect(e.kind).toBe(kind);
+      expect(e.message).toContain(path);
+      expect(e.message).toContain(kind);
+      if (kind === 'symlink') expect(readFileSync(path + '.target', 'latin1')).toBe('oh-my-graph-lock 1\n1\n');
+    });
+  }
+
+  it('refuses when the file was replaced while it waited for the lock (inode re-check)', async () => {
+    const path = join(tempDir(), 'run', 'resume.lock');
+    // A holder that, after 300 ms, moves its locked file aside, puts a new
+    // file in its place, and only then lets go of the old inode.
+    const script = `
+      import { renameSync, writeFileSync } from 'node:fs';
+      import { acquireLock } from '${ROOT}/dist/index.js';
+      const p = ${JSON.stringify(path)};
+      const l = acquireLock(p);
+      console.log('READY');
+      setTimeout(() => { renameSync(p, p + '.old'); writeFileSync(p, ''); l.release(); setTimeout(() => {}, 60000); }, 300);
+    `;
+    const proc = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'pipe'] });
+    track(proc.pid as number);
+    await waitReady(proc);
+    let caught: unknown;
+    try {
+      acquireLock(path, { retryMs: 3000 });
+    } catch (e) {
+      caught = e;
+    }
+    expect(caught).toBeInstanceOf(LockFileError);
+    expect((caught as LockFileError).code).toBe('ELOCKREPLACED');
+    // Nothing holds the new file: the refusal left no lock behind.
+    expect(existsSync(path + '.old')).toBe(true);
+    acquireLock(path).release();
+  });
+
+  it('validates its arguments before any system call', () => {
+    expect(() => acquireLock('')).toThrow(TypeError);
+    expect(() => acquireLock(join(tempDir(), 'x'), { pid: 0 })).toThrow(RangeError);
+    expect(() => acquireLock(join(tempDir(), 'x'), { retryMs: -1 })).toThrow(RangeError);
+  });
+
+  it('a shared lock that persists (not a brief probe) still refuses once the window ends', async () => {
+    const path = join(tempDir(), 'resume.lock');
+    writeFileSync(path, 'oh-my-graph-lock 1\n1\n');
+    await startFlock1(path, '-s');
+    const e = refusal(() => acquireLock(path, { retryMs: 50 }));
+    expect(e.message).toContain('in flight');
+  });
+});
