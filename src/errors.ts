@@ -80,3 +80,18 @@ export class LockFileError extends Error {
     this.kind = kind;
   }
 }
+
+/**
+ * A file in a run directory cannot be used as runwarden needs it (e.g. a
+ * FIFO or symlink where events.jsonl should be). Nothing was written.
+ */
+export class RunFileError extends Error {
+  readonly code: string;
+  readonly path: string;
+  constructor(message: string, code: string, path: string) {
+    super(message);
+    this.name = 'RunFileError';
+    this.code = code;
+    this.path = path;
+  }
+}

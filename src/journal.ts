@@ -1,0 +1,92 @@
+/**
+ * The writer side of events.jsonl (SPEC A.2), used only by a leg that holds
+ * the run's lock (`runwarden exec`).
+ *
+ * Invariants:
+ * - Only the holder of the run's flock appends, so lines from two writers
+ *   never interleave; callers must hold the lock before `openJournal`.
+ * - One event is one `write(2)` of one complete line, followed by fsync, so a
+ *   crash leaves at worst one unterminated final line, which readers handle.
+ * - If the file ends in an unterminated line (a writer crashed mid-line),
+ *   the first append starts with a newline so the new event is not glued to
+ *   the fragment.
+ * - The file is opened append-only, created 0600, never through a symlink,
+ *   never blocking; anything but a regular file is refused.
+ */
+import { closeSync, constants, fstatSync, fsyncSync, openSync, readSync, writeSync } from 'node:fs';
+import { RunFileError } from './errors.js';
+
+/** The schema version runwarden writes. */
+export const EVENT_SCHEMA = 3;
+
+/** Name of the stream inside a run directory. */
+export const EVENTS_FILE = 'events.jsonl';
+
+/** An event to append; `schema`, `ts` and `run_id` are filled in. */
+export type EventFields = { event: string } & Record<string, unknown>;
+
+export interface Journal {
+  append(fields: EventFields): void;
+  close(): void;
+}
+
+const FLAGS = constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NOFOLLOW | constants.O_NONBLOCK;
+
+/** Drops keys whose values are empty, per "optional fields appear only when non-empty". */
+function compact(fields: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(fields)) {
+    if (v === undefined || v === null || v === '') continue;
+    if (Array.isArray(v) && v.length === 0) continue;
+    out[k] = v;
+  }
+  return out;
+}
+
+/** Opens `path` for appending events of run `runId`. */
+export function openJournal(path: string, runId: string): Journal {
+  let fd: number;
+  try {
+    fd = openSync(path, FLAGS, 0o600);
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code === 'ELOOP' || code === 'EISDIR' || code === 'ENXIO') {
+      throw new RunFileError(`"${path}" is not a regular file (${code}); refusing to write events to it`, 'ENOTREGULAR', path);
+    }
+    throw e;
+  }
+  const st = fstatSync(fd);
+  if (!st.isFile()) {
+    closeSync(fd);
+    throw new RunFileError(`"${path}" is not a regular file; refusing to write events to it`, 'ENOTREGULAR', path);
+  }
+  let needsNewline = false;
+  if (st.size > 0) {
+    const rfd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+    try {
+      const last = Buffer.alloc(1);
+      readSync(rfd, last, 0, 1, st.size - 1);
+      needsNewline = last[0] !== 0x0a;
+    } finally {
+      closeSync(rfd);
+    }
+  }
+  let open = true;
+  return {
+    append(fields: EventFields) {
+      if (!open) throw new Error('journal is closed');
+      const { event, ...rest } = fields;
+      const line = JSON.stringify({ schema: EVENT_SCHEMA, ts: new Date().toISOString(), run_id: runId, event, ...compact(rest) });
+      const bytes = Buffer.from((needsNewline ? '\n' : '') + line + '\n', 'utf8');
+      const n = writeSync(fd, bytes);
+      if (n !== bytes.length) throw new Error(`short write to "${path}" (${n} of ${bytes.length} bytes)`);
+      needsNewline = false;
+      fsyncSync(fd);
+    },
+    close() {
+      if (!open) return;
+      open = false;
+      closeSync(fd);
+    },
+  };
+}

@@ -1,0 +1,181 @@
+/**
+ * One leg of a run around an arbitrary command (`runwarden exec`): the lock
+ * brackets the event stream, and the child's process group is recorded so
+ * that, if this leg dies, readers can say whether its child outlived it.
+ *
+ * Ordering invariant (SPEC B.1): the lock is taken before the first event is
+ * appended and released after the last, so no reader ever sees an open leg
+ * without a held lock. Callers get the lock released on every path out.
+ *
+ * The child runs in a process group of its own (so that signals for the
+ * child do not hit runwarden, and so the group can be probed later). Its
+ * process-group id is written to `exec.pgid` before it can do any work: the
+ * child starts as a tiny shell that waits on a pipe, and only after the file
+ * is written and synced does runwarden release it to exec the command, in the
+ * same process (same pid, same group).
+ */
+import { spawn } from 'node:child_process';
+import { closeSync, constants, fstatSync, fsyncSync, openSync, unlinkSync, writeSync } from 'node:fs';
+import { constants as osConstants } from 'node:os';
+import { join } from 'node:path';
+import type { Writable } from 'node:stream';
+import { RunFileError } from './errors.js';
+import { EVENTS_FILE, openJournal } from './journal.js';
+import { acquireLock, type AcquireOptions } from './lock.js';
+import { LOCK_FILE } from './marker.js';
+
+/** The internal file where an exec leg records its child's process group. */
+export const PGID_FILE = 'exec.pgid';
+
+/** The signals a leg forwards to its child's group. */
+export const FORWARDED_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
+
+export interface LegOptions {
+  runId: string;
+  /** The node id for the command (default `command`). */
+  nodeId?: string;
+  /** Passed to acquireLock. */
+  lock?: AcquireOptions;
+  /** Called once the child's group is recorded, before it runs. */
+  onSpawn?: (pgid: number) => void;
+}
+
+export interface LegResult {
+  /** The child's exit code, or null if a signal ended it. */
+  code: number | null;
+  /** The signal that ended the child, or null. */
+  signal: NodeJS.Signals | null;
+  /** What runwarden should exit with: the code, or 128+N for signal N. */
+  exitCode: number;
+  /** The child's process group id, when it started. */
+  pgid: number | undefined;
+}
+
+// Waits for one line on fd 3, closes it, then becomes the command.
+// If runwarden dies before releasing it, read sees EOF and the command never runs.
+const GATE = 'IFS= read -r _ <&3 || exit 125; exec 3<&-; exec "$@"';
+
+function writePgid(runDir: string, pgid: number): void {
+  const path = join(runDir, PGID_FILE);
+  const fd = openSync(path, constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_NOFOLLOW | constants.O_NONBLOCK, 0o600);
+  try {
+    if (!fstatSync(fd).isFile()) throw new RunFileError(`"${path}" is not a regular file`, 'ENOTREGULAR', path);
+    writeSync(fd, `${pgid}\n`);
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** Removes a previous leg's record, so it can never be read as this leg's. */
+function forgetPgid(runDir: string): void {
+  try {
+    unlinkSync(join(runDir, PGID_FILE));
+  } catch {
+    /* absent, or not ours to remove (a directory): readers validate it anyway */
+  }
+}
+
+function signalNumber(sig: NodeJS.Signals): number {
+  return (osConstants.signals as Record<string, number>)[sig] ?? 0;
+}
+
+/**
+ * Runs `argv` as one leg of the run in `runDir`. Throws (before appending or
+ * spawning anything) when the lock cannot be taken; otherwise resolves when
+ * the child has ended and the leg is closed in the stream.
+ */
+export async function runLeg(runDir: string, argv: readonly string[], opts: LegOptions): Promise<LegResult> {
+  if (argv.length === 0 || argv[0] === '') throw new TypeError('runLeg: a command is required');
+  const nodeId = opts.nodeId ?? 'command';
+  const lock = acquireLock(join(runDir, LOCK_FILE), opts.lock);
+  let journal;
+  try {
+    journal = openJournal(join(runDir, EVENTS_FILE), opts.runId);
+  } catch (e) {
+    lock.release();
+    throw e;
+  }
+  let pgid: number | undefined;
+  let pending: NodeJS.Signals | undefined;
+  const handlers = new Map<NodeJS.Signals, () => void>();
+  for (const sig of FORWARDED_SIGNALS) {
+    // Installed before anything starts, so a signal can never kill runwarden
+    // between lock and child and leave a leg open behind it.
+    const h = () => {
+      if (pgid === undefined) {
+        pending ??= sig;
+        return;
+      }
+      try {
+        process.kill(-pgid, sig);
+      } catch {
+        /* the group is already gone */
+      }
+    };
+    handlers.set(sig, h);
+    process.on(sig, h);
+  }
+  try {
+    forgetPgid(runDir);
+    journal.append({ event: 'run_started', command: [...argv] });
+    journal.append({ event: 'node_started', node_id: nodeId });
+
+    const child = spawn('/bin/sh', ['-c', GATE, 'runwarden-exec', ...argv], {
+      detached: true,
+      stdio: ['inherit', 'inherit', 'inherit', 'pipe'],
+    });
+    const ended = new Promise<{ code: number | null; signal: NodeJS.Signals | null; error?: Error }>((resolve) => {
+      child.once('error', (error) => resolve({ code: null, signal: null, error }));
+      child.once('exit', (code, signal) => resolve({ code, signal }));
+    });
+    const gate = child.stdio[3] as Writable | null;
+    gate?.on('error', () => {}); // the child may die before reading; its exit says so
+    if (child.pid !== undefined) {
+      try {
+        writePgid(runDir, child.pid);
+      } catch (e) {
+        process.kill(-child.pid, 'SIGKILL');
+        pending ??= 'SIGKILL';
+        process.stderr.write(`runwarden: could not record the child's process group: ${(e as Error).message}\n`);
+      }
+      if (pending !== undefined) {
+        // Never let the command start: close the gate unreleased and end the child.
+        gate?.destroy();
+        process.kill(-child.pid, 'SIGKILL');
+      } else {
+        pgid = child.pid;
+        opts.onSpawn?.(pgid);
+        gate?.end('\n');
+      }
+    }
+    const r = await ended;
+
+    let result: LegResult;
+    if (r.error !== undefined) {
+      journal.append({ event: 'node_failed', node_id: nodeId, verdict: 'FAIL', detail: `could not start: ${r.error.message}` });
+      journal.append({ event: 'run_finished', outcome: 'failed', detail: `${nodeId} could not start` });
+      result = { code: null, signal: null, exitCode: 127, pgid: undefined };
+    } else if (r.code === 0) {
+      journal.append({ event: 'node_passed', node_id: nodeId, verdict: 'PASS', detail: 'exit code 0' });
+      journal.append({ event: 'run_finished', outcome: 'passed' });
+      result = { code: 0, signal: null, exitCode: 0, pgid };
+    } else if (pending !== undefined && pgid === undefined) {
+      const detail = `interrupted by ${pending} before it started`;
+      journal.append({ event: 'node_failed', node_id: nodeId, verdict: 'FAIL', detail });
+      journal.append({ event: 'run_finished', outcome: 'failed', detail: `${nodeId}: ${detail}` });
+      result = { code: null, signal: pending, exitCode: 128 + signalNumber(pending), pgid: undefined };
+    } else {
+      const detail = r.signal ? `signal ${r.signal}` : `exit code ${r.code}`;
+      journal.append({ event: 'node_failed', node_id: nodeId, verdict: 'FAIL', detail });
+      journal.append({ event: 'run_finished', outcome: 'failed', detail: `${nodeId} failed: ${detail}` });
+      const exitCode = r.signal ? 128 + signalNumber(r.signal) : (r.code ?? 1);
+      result = { code: r.code, signal: r.signal, exitCode, pgid };
+    }
+    return result;
+  } finally {
+    for (const [sig, h] of handlers) process.off(sig, h);
+    journal.close();
+    lock.release();
+  }
+}
