@@ -1,0 +1,143 @@
+/**
+ * The dashboard page's script, served from /assets/dashboard.js. It renders
+ * the server's cards and applies its patches; it derives nothing: every
+ * state word and hint comes from the server, which takes them from the same
+ * runStatus/listRuns the CLI prints.
+ */
+export const DASHBOARD_JS = String.raw`(function () {
+  'use strict';
+  var RW = window.RW;
+  var el = RW.el;
+  var cards = {};      // run id -> card data
+  var nodes = {};      // run id -> element
+  var order = [];      // run ids, newest first
+  var SECTIONS = ['in-flight', 'abandoned', 'settled', 'other'];
+
+  function section(name) { return document.querySelector('section.group[data-section="' + name + '"]'); }
+
+  function renderHeader(doc) {
+    if (doc.root !== undefined) document.getElementById('root').textContent = doc.root;
+    var t = document.getElementById('tallies');
+    RW.clear(t);
+    var states = RW.TALLY_STATES.slice();
+    ['pending', 'unknown'].forEach(function (s) { if (doc.tallies[s] > 0) states.push(s); });
+    states.forEach(function (s) {
+      var n = doc.tallies[s] || 0;
+      t.appendChild(el('span', { class: 'tally' + (n === 0 ? ' zero' : ''), 'data-state': s, 'data-tally': s }, [
+        el('span', { class: 'dot' }), el('b', { text: String(n) }), s,
+      ]));
+    });
+    var v = document.getElementById('cost');
+    var sub = document.getElementById('cost-sub');
+    if (doc.cost.unknown) {
+      v.textContent = 'unknown';
+      sub.textContent = doc.cost.known_usd > 0 ? RW.money(doc.cost.known_usd) + ' known' : 'some costs were not reported';
+    } else {
+      v.textContent = RW.money(doc.cost.known_usd);
+      sub.textContent = 'all runs';
+    }
+  }
+
+  function timesText(c) {
+    var start = RW.ms(c.started_at), end = RW.ms(c.ended_at), lastEv = RW.ms(c.last_event_at);
+    if (c.state === 'pending') return 'no events yet';
+    if (c.state === 'unknown') return isNaN(start) ? '' : 'started ' + RW.when(c.started_at);
+    if (isNaN(start)) return '';
+    var parts = ['started ' + RW.when(c.started_at)];
+    if (c.section === 'in-flight') {
+      parts.push('elapsed ' + RW.duration(Date.now() - start));
+    } else if (c.state === 'abandoned') {
+      if (!isNaN(lastEv)) parts.push('last heard ' + RW.ago(c.last_event_at));
+    } else if (!isNaN(end)) {
+      parts.push('ended ' + RW.when(c.ended_at));
+      parts.push('took ' + RW.duration(end - start));
+    }
+    return parts.join('  ·  ');
+  }
+
+  function buildCard(c) {
+    var r = c.report || {};
+    var graph = r.graph;
+    var head = el('div', { class: 'card-head' }, [
+      el('span', { class: 'graph' + (graph ? '' : ' none'), title: graph || '', text: graph || 'no graph recorded' }),
+      el('span', { class: 'cost' + (r.cost_unknown ? ' unknown' : ''), text: c.report ? RW.money(r.cost_usd, r.cost_unknown) : '' }),
+    ]);
+    var idRow = el('div', { class: 'row' }, [
+      RW.pill(c.state),
+      el('span', { class: 'runid' }, [el('a', { href: RW.runHref(c.run_id), title: c.run_id, text: c.run_id })]),
+    ]);
+    var counts = '';
+    if (typeof r.nodes_total === 'number') counts = (r.nodes_passed || 0) + '/' + r.nodes_total + ' passed';
+    else if (c.nodes && c.nodes.length) counts = c.nodes.length + ' node' + (c.nodes.length === 1 ? '' : 's') + ' seen';
+    var stripRow = el('div', { class: 'row' }, [RW.strip(c.nodes, c.nodes_more), counts ? el('span', { class: 'counts', text: counts }) : null]);
+    var times = el('div', { class: 'row times', 'data-times': '1', text: timesText(c) });
+    var kids = [el('a', { class: 'cover', href: RW.runHref(c.run_id), 'aria-label': 'open run ' + c.run_id }), head, idRow, stripRow, times];
+    if (c.state === 'abandoned' && r.hint) {
+      kids.push(el('div', { class: 'hint', 'data-kind': 'abandoned', 'data-hint': '1' }, [el('span', { class: 'hint-title', text: 'What now' }), r.hint]));
+    }
+    if (c.error) kids.push(el('div', { class: 'error', 'data-error': '1', text: 'Cannot read this run: ' + c.error }));
+    if (r.warnings && r.warnings.length) kids.push(el('div', { class: 'warnings', text: r.warnings.join('; ') }));
+    return el('article', { class: 'card', 'data-state': c.state, 'data-run-id': c.run_id, 'data-section': c.section }, kids);
+  }
+
+  function place() {
+    var counts = {};
+    SECTIONS.forEach(function (s) { counts[s] = 0; });
+    order.forEach(function (id) {
+      var c = cards[id], e = nodes[id];
+      if (!c || !e) return;
+      var box = section(c.section).querySelector('.cards');
+      box.appendChild(e); // moves it; keeps newest-first order within each section
+      counts[c.section]++;
+    });
+    SECTIONS.forEach(function (s) {
+      var sec = section(s);
+      sec.classList.toggle('has-cards', counts[s] > 0);
+      sec.querySelector('h2 .count').textContent = counts[s] ? String(counts[s]) : '';
+      if (s === 'other') sec.hidden = counts[s] === 0;
+    });
+  }
+
+  function upsert(c) {
+    var old = nodes[c.run_id];
+    var e = buildCard(c);
+    if (old && old.parentNode) old.parentNode.replaceChild(e, old);
+    cards[c.run_id] = c;
+    nodes[c.run_id] = e;
+  }
+
+  function remove(id) {
+    var e = nodes[id];
+    if (e && e.parentNode) e.parentNode.removeChild(e);
+    delete nodes[id];
+    delete cards[id];
+  }
+
+  function onSnapshot(doc) {
+    Object.keys(nodes).forEach(remove);
+    doc.runs.forEach(upsert);
+    order = doc.order;
+    renderHeader(doc);
+    document.getElementById('skipped').textContent = doc.skipped && doc.skipped.length ? doc.skipped.length + ' entr' + (doc.skipped.length === 1 ? 'y' : 'ies') + ' under the root could not be reported (see /api/runs)' : '';
+    place();
+  }
+
+  function onPatch(p) {
+    (p.remove || []).forEach(remove);
+    (p.upsert || []).forEach(upsert);
+    if (p.order) order = p.order;
+    renderHeader(p);
+    place();
+  }
+
+  // Elapsed and "ago" texts move on their own between server pushes.
+  setInterval(function () {
+    Object.keys(nodes).forEach(function (id) {
+      var t = nodes[id].querySelector('[data-times]');
+      if (t) t.textContent = timesText(cards[id]);
+    });
+  }, 1000);
+
+  RW.connect('/api/events', { snapshot: onSnapshot, patch: onPatch });
+})();
+`;

@@ -1,0 +1,210 @@
+/**
+ * The live part of `serve`: one timer re-derives what the connected pages
+ * show and pushes only what changed, over server-sent events.
+ *
+ * Invariants:
+ * - At most one derivation runs at a time, and the next starts no sooner
+ *   than `intervalMs` after the previous one started (never overlapping, never
+ *   queueing up behind a slow disk). With the default 1 s interval a change on
+ *   disk, or a holder's death, reaches an open page within about one interval
+ *   plus one derivation.
+ * - The timer runs only while a page is connected: an idle server reads
+ *   nothing.
+ * - Every connected page receives a `beat` on every tick, changed or not,
+ *   so the page can tell "nothing changed" from "updates stopped".
+ * - A client is sent a full `snapshot` (or `run` document) when it connects,
+ *   then `patch` events relative to exactly what it was sent.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { applyCommonHeaders, type ErrorBody } from './http.js';
+import { totals, type DashboardDoc, type DashboardPatch, type RunDetail } from './view.js';
+
+/** What the hub needs from the reading side. */
+export interface HubSources {
+  /** The whole dashboard, freshly derived. */
+  dashboard(): Promise<DashboardDoc>;
+  /** One run's detail, or the error document when it cannot be served. */
+  run(id: string): Promise<RunDetail | ErrorBody>;
+}
+
+export interface HubOptions {
+  /** Milliseconds between derivations (default 1000). */
+  intervalMs?: number;
+  /** Where problems are reported (default: stderr). */
+  log?: (line: string) => void;
+}
+
+interface Client {
+  res: ServerResponse;
+  /** The run this client follows, or undefined for the dashboard. */
+  runId: string | undefined;
+  /** For run clients: the JSON of the last document sent. */
+  lastRun: string | undefined;
+  /** For dashboard clients: whether the snapshot has been sent. */
+  primed: boolean;
+}
+
+function frame(event: string, data: unknown): string {
+  // JSON.stringify escapes CR and LF, so the payload is one SSE data line.
+  return `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
+}
+
+/** The server-sent event hub. */
+export class LiveHub {
+  private readonly clients = new Set<Client>();
+  private readonly intervalMs: number;
+  private readonly log: (line: string) => void;
+  private timer: NodeJS.Timeout | undefined;
+  private running = false;
+  private closed = false;
+  /** The last dashboard derived, and each card's JSON in it (the diff base). */
+  private current: DashboardDoc | undefined;
+  private cardJson = new Map<string, string>();
+  private lastError = '';
+
+  constructor(
+    private readonly sources: HubSources,
+    options: HubOptions = {},
+  ) {
+    this.intervalMs = options.intervalMs ?? 1000;
+    this.log = options.log ?? ((line) => process.stderr.write(line + '\n'));
+  }
+
+  /** How many pages are connected. */
+  get size(): number {
+    return this.clients.size;
+  }
+
+  /** Takes over a GET /api/events response and keeps it open. */
+  attach(req: IncomingMessage, res: ServerResponse, runId: string | undefined): void {
+    applyCommonHeaders(res);
+    res.setHeader('Content-Type', 'text/event-stream; charset=utf-8');
+    res.setHeader('Connection', 'keep-alive');
+    res.setHeader('X-Accel-Buffering', 'no');
+    res.writeHead(200);
+    if (req.method === 'HEAD' || this.closed) {
+      res.end();
+      return;
+    }
+    res.write(`retry: 1000\n\n`);
+    const client: Client = { res, runId, lastRun: undefined, primed: false };
+    this.clients.add(client);
+    const drop = (): void => {
+      this.clients.delete(client);
+      if (this.clients.size === 0) this.idle();
+    };
+    req.on('close', drop);
+    res.on('error', drop);
+    if (runId === undefined && this.current !== undefined) this.prime(client, this.current);
+    // A new page should not wait a whole interval for its first picture.
+    this.schedule(0);
+  }
+
+  /** Ends every stream and stops the timer. */
+  close(): void {
+    this.closed = true;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+    for (const c of this.clients) c.res.end();
+    this.clients.clear();
+  }
+
+  private idle(): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+    this.current = undefined;
+    this.cardJson.clear();
+  }
+
+  private schedule(delayMs: number): void {
+    if (this.closed || this.clients.size === 0) return;
+    if (this.running) return; // the running tick schedules the next one
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = setTimeout(() => void this.tick(), delayMs);
+    this.timer.unref();
+  }
+
+  private async tick(): Promise<void> {
+    this.timer = undefined;
+    if (this.closed || this.clients.size === 0) return;
+    this.running = true;
+    const started = Date.now();
+    try {
+      await this.step();
+    } catch (e) {
+      this.report(e);
+    } finally {
+      this.running = false;
+    }
+    this.schedule(Math.max(0, this.intervalMs - (Date.now() - started)));
+  }
+
+  private report(e: unknown): void {
+    const msg = e instanceof Error ? e.message : String(e);
+    if (msg !== this.lastError) this.log(`runwarden serve: ${msg}`);
+    this.lastError = msg;
+  }
+
+  private async step(): Promise<void> {
+    const clients = [...this.clients];
+    let error: string | undefined;
+    if (clients.some((c) => c.runId === undefined)) {
+      try {
+        this.pushDashboard(await this.sources.dashboard());
+        this.lastError = '';
+      } catch (e) {
+        this.report(e);
+        error = e instanceof Error ? e.message : String(e);
+      }
+    }
+    const runIds = new Set(clients.filter((c) => c.runId !== undefined).map((c) => c.runId as string));
+    for (const id of runIds) {
+      let json: string;
+      try {
+        json = JSON.stringify(await this.sources.run(id));
+      } catch (e) {
+        this.report(e);
+        continue;
+      }
+      for (const c of this.clients) {
+        if (c.runId !== id || c.lastRun === json) continue;
+        c.lastRun = json;
+        c.res.write(`event: run\ndata: ${json}\n\n`);
+      }
+    }
+    const beat = frame('beat', error === undefined ? { t: new Date().toISOString() } : { t: new Date().toISOString(), error });
+    for (const c of this.clients) c.res.write(beat);
+  }
+
+  private prime(c: Client, doc: DashboardDoc): void {
+    c.primed = true;
+    c.res.write(frame('snapshot', doc));
+  }
+
+  /** Diffs a fresh dashboard against the last one and sends each page what it lacks. */
+  private pushDashboard(doc: DashboardDoc): void {
+    const next = new Map<string, string>();
+    const upsert = [];
+    for (const card of doc.runs) {
+      const json = JSON.stringify(card);
+      next.set(card.run_id, json);
+      if (this.cardJson.get(card.run_id) !== json) upsert.push(card);
+    }
+    const remove = [...this.cardJson.keys()].filter((id) => !next.has(id));
+    const prev = this.current;
+    const orderChanged = prev === undefined || prev.order.length !== doc.order.length || prev.order.some((id, i) => doc.order[i] !== id);
+    this.current = doc;
+    this.cardJson = next;
+    let patch: DashboardPatch | undefined;
+    if (upsert.length > 0 || remove.length > 0 || orderChanged) {
+      const t = totals(doc.runs);
+      patch = { root: doc.root, generated_at: doc.generated_at, tallies: t.tallies, cost: t.cost, upsert, remove };
+      if (orderChanged) patch.order = doc.order;
+    }
+    for (const c of this.clients) {
+      if (c.runId !== undefined) continue;
+      if (!c.primed) this.prime(c, doc);
+      else if (patch) c.res.write(frame('patch', patch));
+    }
+  }
+}

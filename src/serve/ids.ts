@@ -1,0 +1,60 @@
+/**
+ * Run ids as they arrive over HTTP (SPEC A.1: "over HTTP only run ids are
+ * accepted, and nothing outside the root is ever read or served").
+ *
+ * Invariant: a string that passes {@link checkRunId} names at most one
+ * directory entry directly inside the root. It holds no path separator, no
+ * NUL, and is not `.` or `..`, so `join(root, id)` cannot leave the root;
+ * {@link resolveRunDir} then refuses anything that is not a real directory
+ * there (a symlink could point anywhere, so it is refused too).
+ */
+import { lstatSync } from 'node:fs';
+import { join } from 'node:path';
+
+/** Longest directory name most filesystems allow (NAME_MAX), in bytes. */
+const NAME_MAX = 255;
+
+/** Why a run id was refused, or undefined when it is acceptable. */
+export function checkRunId(id: string): string | undefined {
+  if (id.length === 0) return 'run id is empty';
+  if (id === '.' || id === '..') return `run id "${id}" is not a run`;
+  if (id.includes('/')) return 'run id contains "/"; only ids directly under the root are served';
+  if (id.includes('\\')) return 'run id contains "\\"; only ids directly under the root are served';
+  if (id.includes('\0')) return 'run id contains a NUL byte';
+  if (Buffer.byteLength(id, 'utf8') > NAME_MAX) return 'run id is longer than a directory name can be';
+  return undefined;
+}
+
+/**
+ * Decodes one percent-encoded path segment. Returns undefined for a malformed
+ * encoding (a lone `%`, invalid UTF-8), which callers answer with 400.
+ */
+export function decodeSegment(segment: string): string | undefined {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return undefined;
+  }
+}
+
+/** The outcome of resolving a run id to its directory. */
+export type RunDirLookup =
+  | { ok: true; dir: string }
+  | { ok: false; status: 400 | 404; code: 'bad-run-id' | 'not-found'; message: string };
+
+/**
+ * Resolves a run id to `<root>/<id>` if, and only if, it is a valid id and
+ * that entry is a directory (not a symlink). Reads one lstat; writes nothing.
+ */
+export function resolveRunDir(root: string, id: string): RunDirLookup {
+  const bad = checkRunId(id);
+  if (bad !== undefined) return { ok: false, status: 400, code: 'bad-run-id', message: bad };
+  const dir = join(root, id);
+  try {
+    const st = lstatSync(dir);
+    if (st.isDirectory()) return { ok: true, dir };
+    return { ok: false, status: 404, code: 'not-found', message: `no run "${id}" under the root (not a directory)` };
+  } catch {
+    return { ok: false, status: 404, code: 'not-found', message: `no run "${id}" under the root` };
+  }
+}

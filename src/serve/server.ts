@@ -1,0 +1,222 @@
+/**
+ * The dashboard's HTTP server, on Node's own `http` module.
+ *
+ * Invariants:
+ * - Read-only: only GET and HEAD are answered; every other method is 405
+ *   with `Allow: GET, HEAD`. No handler writes, creates or removes anything.
+ * - Nothing outside the root: the only run-specific inputs are run ids taken
+ *   from single path segments (or the `run` query parameter), each checked by
+ *   `resolveRunDir` (no separator, no NUL, not `.`/`..`, a real directory
+ *   directly under the root) before anything is read.
+ * - Requests whose Host header names neither a loopback name nor the address
+ *   the server was asked to bind are refused, so a page on another site cannot
+ *   read the API through a DNS-rebound name.
+ * - A failure inside a handler answers 500 with the stable error document and
+ *   never takes the server down.
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { COMMON_JS } from './assets/common-js.js';
+import { CSS } from './assets/css.js';
+import { DASHBOARD_JS } from './assets/dashboard-js.js';
+import { DASHBOARD_HTML, FAVICON_SVG, RUN_HTML } from './assets/html.js';
+import { RUN_JS } from './assets/run-js.js';
+import { LiveHub } from './hub.js';
+import { sendBody, sendError, sendJson, type ErrorBody } from './http.js';
+import { decodeSegment, resolveRunDir } from './ids.js';
+import type { DashboardDoc, RunDetail } from './view.js';
+
+/** What the server reads through; the CLI wires these to the reading layer. */
+export interface ServeSources {
+  /** The `runs --json` document for the root. */
+  runsJson(): Promise<unknown>;
+  /** The dashboard document. */
+  dashboard(): Promise<DashboardDoc>;
+  /** One run's detail; `dir` is already validated as `<root>/<id>`. */
+  run(id: string, dir: string): Promise<RunDetail>;
+}
+
+export interface ServeOptions {
+  /** The runs root (absolute). */
+  root: string;
+  sources: ServeSources;
+  /** Address to bind (default 127.0.0.1). */
+  host?: string;
+  /** Port; 0 picks a free one (default 0 here; the CLI has its own default). */
+  port?: number;
+  /** Live derivation interval in ms (default 1000). */
+  intervalMs?: number;
+  log?: (line: string) => void;
+}
+
+export interface DashboardServer {
+  readonly server: Server;
+  readonly hub: LiveHub;
+  readonly host: string;
+  readonly port: number;
+  /** The page's address, e.g. http://127.0.0.1:7341/ */
+  readonly url: string;
+  /** Stops accepting, ends every live stream and closes every connection. */
+  close(): Promise<void>;
+}
+
+const ASSETS: Readonly<Record<string, readonly [string, string]>> = {
+  '/assets/app.css': ['text/css; charset=utf-8', CSS],
+  '/assets/common.js': ['text/javascript; charset=utf-8', COMMON_JS],
+  '/assets/dashboard.js': ['text/javascript; charset=utf-8', DASHBOARD_JS],
+  '/assets/run.js': ['text/javascript; charset=utf-8', RUN_JS],
+  '/favicon.svg': ['image/svg+xml', FAVICON_SVG],
+};
+
+const HTML = 'text/html; charset=utf-8';
+
+/** Formats host:port for a URL (brackets around IPv6). */
+export function urlFor(host: string, port: number): string {
+  const h = host.includes(':') ? `[${host}]` : host;
+  return `http://${h}:${port}/`;
+}
+
+/** Whether a Host header value names this server: loopback names or the bound host. */
+function hostAllowed(header: string | undefined, boundHost: string): boolean {
+  if (header === undefined) return false;
+  let name = header.trim().toLowerCase();
+  if (name.startsWith('[')) name = name.slice(1, name.indexOf(']') >>> 0);
+  else if (name.includes(':')) name = name.slice(0, name.lastIndexOf(':'));
+  const bound = boundHost.toLowerCase().replace(/^\[|\]$/g, '');
+  if (name === bound) return true;
+  if (name === 'localhost' || name === '::1' || /^127(\.\d{1,3}){3}$/.test(name)) return true;
+  // Bound to every address: any name that reached it is one the user chose to expose.
+  return bound === '0.0.0.0' || bound === '::';
+}
+
+/** Splits a request target into decoded path segments and its query, without normalising `..`. */
+function parseTarget(url: string): { segments: string[] | undefined; query: URLSearchParams } {
+  const q = url.indexOf('?');
+  const path = q < 0 ? url : url.slice(0, q);
+  const query = new URLSearchParams(q < 0 ? '' : url.slice(q + 1));
+  if (!path.startsWith('/')) return { segments: undefined, query };
+  const raw = path.slice(1).split('/');
+  const segments: string[] = [];
+  for (const r of raw) {
+    const d = decodeSegment(r);
+    if (d === undefined) return { segments: undefined, query };
+    segments.push(d);
+  }
+  if (segments.length > 1 && segments[segments.length - 1] === '') segments.pop(); // trailing slash
+  return { segments, query };
+}
+
+/** Builds the request handler (exported for tests that want no socket). */
+function handler(opts: ServeOptions, hub: LiveHub, boundHost: string) {
+  const { root, sources } = opts;
+  return async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    if (req.method !== 'GET' && req.method !== 'HEAD') {
+      sendError(req, res, 405, 'method-not-allowed', `${req.method ?? '?'} is not allowed: this server is read-only (GET and HEAD only)`, { Allow: 'GET, HEAD' });
+      return;
+    }
+    if (!hostAllowed(req.headers.host, boundHost)) {
+      sendError(req, res, 403, 'bad-host', 'the Host header does not name this server');
+      return;
+    }
+    const { segments, query } = parseTarget(req.url ?? '');
+    if (segments === undefined) {
+      sendError(req, res, 400, 'bad-request', 'malformed request path');
+      return;
+    }
+    const path = '/' + segments.join('/');
+    const asset = ASSETS[path];
+    if (asset !== undefined && segments.length <= 2) {
+      sendBody(req, res, 200, asset[0], asset[1], { 'Cache-Control': 'no-cache' });
+      return;
+    }
+    const [a, b, c, ...rest] = segments;
+    if (segments.length === 1 && a === '') {
+      sendBody(req, res, 200, HTML, DASHBOARD_HTML);
+      return;
+    }
+    if (a === 'run' && b !== undefined && c === undefined) {
+      const found = resolveRunDir(root, b);
+      sendBody(req, res, found.ok ? 200 : found.status, HTML, RUN_HTML);
+      return;
+    }
+    if (a === 'api' && rest.length === 0) {
+      if (b === 'runs' && c === undefined) {
+        sendJson(req, res, 200, await sources.runsJson());
+        return;
+      }
+      if (b === 'runs' && c !== undefined) {
+        const found = resolveRunDir(root, c);
+        if (!found.ok) {
+          sendError(req, res, found.status, found.code, found.message);
+          return;
+        }
+        sendJson(req, res, 200, await sources.run(c, found.dir));
+        return;
+      }
+      if (b === 'dashboard' && c === undefined) {
+        sendJson(req, res, 200, await sources.dashboard());
+        return;
+      }
+      if (b === 'events' && c === undefined) {
+        const run = query.get('run');
+        if (run !== null) {
+          const found = resolveRunDir(root, run);
+          if (!found.ok && found.code === 'bad-run-id') {
+            sendError(req, res, 400, found.code, found.message);
+            return;
+          }
+        }
+        hub.attach(req, res, run ?? undefined);
+        return;
+      }
+    }
+    sendError(req, res, 404, 'not-found', `nothing at ${path}`);
+  };
+}
+
+/** Starts the dashboard server and resolves once it is listening. */
+export async function startServer(opts: ServeOptions): Promise<DashboardServer> {
+  const host = opts.host ?? '127.0.0.1';
+  const log = opts.log ?? ((line: string) => process.stderr.write(line + '\n'));
+  const hub = new LiveHub(
+    {
+      dashboard: () => opts.sources.dashboard(),
+      run: async (id: string): Promise<RunDetail | ErrorBody> => {
+        const found = resolveRunDir(opts.root, id);
+        if (!found.ok) return { error: { code: found.code, message: found.message } };
+        return opts.sources.run(id, found.dir);
+      },
+    },
+    { intervalMs: opts.intervalMs ?? 1000, log },
+  );
+  const handle = handler(opts, hub, host);
+  const server = createServer((req, res) => {
+    handle(req, res).catch((e: unknown) => {
+      log(`runwarden serve: ${req.method} ${req.url}: ${e instanceof Error ? e.message : String(e)}`);
+      if (!res.headersSent) sendError(req, res, 500, 'internal', 'the server failed to answer this request');
+      else res.end();
+    });
+  });
+  server.keepAliveTimeout = 5000;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(opts.port ?? 0, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const port = (server.address() as AddressInfo).port;
+  return {
+    server,
+    hub,
+    host,
+    port,
+    url: urlFor(host, port),
+    close: () =>
+      new Promise<void>((resolve) => {
+        hub.close();
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}

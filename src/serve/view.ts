@@ -1,0 +1,188 @@
+/**
+ * The documents the dashboard serves and pushes, and the one mapping from a
+ * report's status word to what a card shows.
+ *
+ * Invariant: nothing here derives liveness or status. A card's state is a
+ * renaming of `RunReport.status` (which runStatus/listRuns computed, the
+ * same call the CLI makes), so the page and `runwarden runs` cannot disagree.
+ */
+import type { NodeState, RunReport, SkippedRun, Status } from '../types.js';
+
+/** What a card says: the status word in lower case, plus the two non-states. */
+export type CardState = 'planning' | 'running' | 'abandoned' | 'paused' | 'passed' | 'failed' | 'pending' | 'unknown';
+
+/** Where a card sits on the page (SPEC C.3), with `other` for no-status and unreadable runs. */
+export type Section = 'in-flight' | 'abandoned' | 'settled' | 'other';
+
+/** Every card state, in the order the header counts them. */
+export const CARD_STATES: readonly CardState[] = ['planning', 'running', 'abandoned', 'paused', 'passed', 'failed', 'pending', 'unknown'];
+
+const BY_STATUS: Record<Status, CardState> = {
+  PLANNING: 'planning',
+  RUNNING: 'running',
+  ABANDONED: 'abandoned',
+  PAUSED: 'paused',
+  PASS: 'passed',
+  FAIL: 'failed',
+};
+
+/** The card state for a report; `null` status ("no status yet") is `pending`. */
+export function cardState(report: RunReport | null): CardState {
+  if (report === null) return 'unknown';
+  return report.status === null ? 'pending' : BY_STATUS[report.status];
+}
+
+/** The section for a card state (SPEC B.3: PLANNING/RUNNING in flight; PAUSED/PASS/FAIL settled). */
+export function sectionOf(state: CardState): Section {
+  switch (state) {
+    case 'planning':
+    case 'running':
+      return 'in-flight';
+    case 'abandoned':
+      return 'abandoned';
+    case 'paused':
+    case 'passed':
+    case 'failed':
+      return 'settled';
+    default:
+      return 'other';
+  }
+}
+
+/** A node's state as drawn: the stream fold's states, plus `pending` for a graph node never started. */
+export type NodeView = NodeState | 'pending';
+
+/** One cell of a card's node strip. */
+export interface NodeChip {
+  id: string;
+  state: NodeView;
+}
+
+/** A run's times, from its events' `ts` (display only, never an ordering key). */
+export interface RunTimes {
+  /** `ts` of the first run_started. */
+  started_at: string | null;
+  /** `ts` of the run_finished that closed the last leg, when the last leg is closed. */
+  ended_at: string | null;
+  /** `ts` of the last event in the stream. */
+  last_event_at: string | null;
+}
+
+/** One card on the dashboard. */
+export interface RunCard extends RunTimes {
+  run_id: string;
+  state: CardState;
+  section: Section;
+  /** The report exactly as `runs --json` prints it; null only when the run could not be reported. */
+  report: RunReport | null;
+  /** Why the run could not be read (state `unknown`), else null. */
+  error: string | null;
+  /** The node strip, in graph order then first-seen order, capped at {@link STRIP_MAX}. */
+  nodes: NodeChip[];
+  /** How many nodes the cap left out of `nodes`. */
+  nodes_more: number;
+}
+
+/** The most cells a card's strip shows. */
+export const STRIP_MAX = 48;
+
+/** Header figures. */
+export interface Totals {
+  tallies: Record<CardState, number>;
+  /** Sum of every known cost; `unknown` is true when any run's cost is unknown (or the run is unreadable). */
+  cost: { known_usd: number; unknown: boolean };
+}
+
+/** The whole dashboard, as sent in the `snapshot` event and from GET /api/dashboard. */
+export interface DashboardDoc extends Totals {
+  root: string;
+  generated_at: string;
+  /** Run ids, newest first (descending byte order of the directory names). */
+  order: string[];
+  runs: RunCard[];
+  /** Entries listRuns could not report (each also appears as an `unknown` card). */
+  skipped: SkippedRun[];
+}
+
+/** What changed since the last push (the `patch` event). */
+export interface DashboardPatch extends Totals {
+  root: string;
+  generated_at: string;
+  upsert: RunCard[];
+  remove: string[];
+  /** Present when the set or order of runs changed. */
+  order?: string[];
+}
+
+/** A leg of a run, from the stream (SPEC A.2's fold, one entry per run_started). */
+export interface LegView {
+  /** 1-based leg number in file order. */
+  n: number;
+  phase: string;
+  started_at: string | null;
+  /** True for the last leg when no run_finished closed it. */
+  open: boolean;
+  outcome: string | null;
+  ended_at: string | null;
+  command: string[] | null;
+}
+
+/** A node on the run page. */
+export interface NodeDetail {
+  id: string;
+  state: NodeView;
+  /** From the snapshot's graph.nodes[*].depends_on, when it has one. */
+  depends_on: string[] | null;
+  cost_usd: number | null;
+  cost_unknown: boolean;
+  /** The detail of the node's last verdict event, when there is one. */
+  detail: string | null;
+}
+
+/** One event on the timeline, with the leg it belongs to. */
+export interface TimelineItem {
+  leg: number | null;
+  event: Record<string, unknown>;
+}
+
+/** GET /api/runs/:id and the run page's `run` event. */
+export interface RunDetail extends RunTimes {
+  root: string;
+  run_id: string;
+  state: CardState;
+  section: Section;
+  report: RunReport | null;
+  error: string | null;
+  nodes: NodeDetail[];
+  /** `layers` when any node has depends_on (the page lays nodes out by dependency depth), else `list`. */
+  layout: 'layers' | 'list';
+  legs: LegView[];
+  /** The last events of the stream, oldest first. */
+  timeline: TimelineItem[];
+  /** A sentence on what the timeline leaves out, or "". */
+  events_note: string;
+  skipped_lines: number;
+}
+
+/** Sums tallies and cost over cards. */
+export function totals(cards: readonly RunCard[]): Totals {
+  const tallies = Object.fromEntries(CARD_STATES.map((s) => [s, 0])) as Record<CardState, number>;
+  let known = 0;
+  let unknown = false;
+  for (const c of cards) {
+    tallies[c.state]++;
+    // An unreadable run's cost is not known either.
+    if (c.report === null) {
+      unknown = true;
+      continue;
+    }
+    if (c.report.cost_unknown) unknown = true;
+    if (typeof c.report.cost_usd === 'number') known += c.report.cost_usd;
+  }
+  return { tallies, cost: { known_usd: Math.round(known * 1e6) / 1e6, unknown } };
+}
+
+/** Descending byte order of run ids (SPEC A.1 "newest first"). */
+export function newestFirst(a: string, b: string): number {
+  return Buffer.compare(Buffer.from(b, 'utf8'), Buffer.from(a, 'utf8'));
+}
