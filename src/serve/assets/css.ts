@@ -102,7 +102,7 @@ section.group.has-cards .empty { display: none; }
 .card .graph.none { color: var(--ink-3); font-weight: 500; font-style: italic; }
 .card .cost { margin-left: auto; font-weight: 600; font-size: 14px; white-space: nowrap; }
 .card .cost.unknown { color: var(--ink-3); font-weight: 500; }
-.card .runid { font-family: var(--mono); font-size: 12px; color: var(--ink-3); overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }
+.card .runid { font-family: var(--mono); font-size: 12px; color: var(--ink-3); overflow: hidden; text-overflow: ellipsis; white-space: nowrap; margin-top: -5px; }
 .card .runid a { text-decoration: none; }
 .card .runid a:hover { text-decoration: underline; color: var(--ink); }
 .card a.cover { position: absolute; inset: 0; z-index: 0; border-radius: 8px; }
@@ -110,7 +110,7 @@ section.group.has-cards .empty { display: none; }
 .card .hint, .card .error, .card .warnings, .card .runid a, .card .hint * { position: relative; z-index: 1; }
 .card .row { display: flex; align-items: center; gap: 10px; font-size: 12.5px; color: var(--ink-2); }
 .card .row .sep { color: var(--rule-2); }
-.card .counts { white-space: nowrap; color: var(--ink-2); font-size: 12.5px; }
+.card .counts { white-space: nowrap; color: var(--ink-2); font-size: 12.5px; margin-left: auto; }
 
 .pill {
   display: inline-flex; align-items: center; gap: 6px; flex: none;
@@ -138,7 +138,7 @@ section.group.has-cards .empty { display: none; }
 [data-state="unknown"] { --c: var(--c-unknown); }
 
 /* node strip: one cell per node, coloured by its state */
-.strip { display: flex; flex-wrap: wrap; gap: 3px; min-height: 10px; align-items: center; }
+.strip { display: flex; flex-wrap: wrap; gap: 3px; min-height: 10px; align-items: center; flex: 1 1 auto; min-width: 0; }
 .strip .cell { width: 14px; height: 10px; border-radius: 2px; background: var(--c); }
 .strip .cell[data-state="running"] { animation: breathe 1.6s ease-in-out infinite; }
 .strip .cell[data-state="abandoned"] { background: repeating-linear-gradient(135deg, var(--c-abandoned) 0 3px, #b9b2cc 3px 5px); }
@@ -206,12 +206,12 @@ section.group.has-cards .empty { display: none; }
 .nodemap { position: relative; overflow-x: auto; }
 .nodemap svg.edges { position: absolute; left: 0; top: 0; pointer-events: none; overflow: visible; }
 .nodemap svg.edges path { fill: none; stroke: #c9c6bd; stroke-width: 1.5; }
-.layers { position: relative; display: flex; gap: 38px; align-items: flex-start; padding: 4px 2px 8px; width: max-content; min-width: 100%; }
-.layer { display: flex; flex-direction: column; gap: 10px; }
-.layer-label { font-size: 10.5px; text-transform: uppercase; letter-spacing: 0.08em; color: var(--ink-3); margin-bottom: -2px; }
+.layers { position: relative; display: flex; flex-direction: column; gap: 26px; padding: 2px 2px 8px; }
+.layer { display: flex; flex-direction: row; flex-wrap: wrap; gap: 10px 12px; align-items: flex-start; }
+.layer-label { flex: 0 0 100%; font-size: 10.5px; text-transform: uppercase; letter-spacing: 0.08em; color: var(--ink-3); margin-bottom: -4px; }
 .nodelist { display: grid; grid-template-columns: repeat(auto-fill, minmax(170px, 1fr)); gap: 10px; }
 .nodebox {
-  position: relative; z-index: 1; width: 178px; padding: 7px 9px; border-radius: 6px; background: var(--panel);
+  position: relative; z-index: 1; width: 168px; padding: 7px 9px; border-radius: 6px; background: var(--panel);
   border: 1px solid var(--rule-2); border-left: 4px solid var(--c); font-size: 12px;
 }
 .nodelist .nodebox { width: auto; }
@@ -219,7 +219,7 @@ section.group.has-cards .empty { display: none; }
 .nodebox .st { display: flex; gap: 8px; color: var(--ink-2); margin-top: 2px; }
 .nodebox .st .c { margin-left: auto; }
 .nodebox[data-state="abandoned"] { background: var(--violet-wash); border-left-style: solid; }
-.nodebox[data-state="pending"] { border-left-style: dashed; color: var(--ink-2); }
+.nodebox[data-state="pending"] { background: #fbfaf8; color: var(--ink-2); border-style: dashed; border-left-style: solid; }
 .nodebox[data-state="running"] .st b::after { content: " …"; }
 .nodebox .detail { color: var(--ink-3); margin-top: 3px; font-size: 11.5px; overflow-wrap: anywhere; max-height: 3.1em; overflow: hidden; }
 .nodemap-note { font-size: 12px; color: var(--ink-3); margin: 8px 0 0; }

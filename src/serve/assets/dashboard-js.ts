@@ -60,16 +60,13 @@ export const DASHBOARD_JS = String.raw`(function () {
     var graph = r.graph;
     var head = el('div', { class: 'card-head' }, [
       el('span', { class: 'graph' + (graph ? '' : ' none'), title: graph || '', text: graph || 'no graph recorded' }),
-      el('span', { class: 'cost' + (r.cost_unknown ? ' unknown' : ''), text: c.report ? RW.money(r.cost_usd, r.cost_unknown) : '' }),
+      el('span', { class: 'cost' + (r.cost_unknown || typeof r.cost_usd !== 'number' ? ' unknown' : ''), text: c.report ? (typeof r.cost_usd === 'number' || r.cost_unknown ? RW.money(r.cost_usd, r.cost_unknown) : 'no cost') : '' }),
     ]);
-    var idRow = el('div', { class: 'row' }, [
-      RW.pill(c.state),
-      el('span', { class: 'runid' }, [el('a', { href: RW.runHref(c.run_id), title: c.run_id, text: c.run_id })]),
-    ]);
+    var idRow = el('div', { class: 'runid' }, [el('a', { href: RW.runHref(c.run_id), title: c.run_id, text: c.run_id })]);
     var counts = '';
     if (typeof r.nodes_total === 'number') counts = (r.nodes_passed || 0) + '/' + r.nodes_total + ' passed';
     else if (c.nodes && c.nodes.length) counts = c.nodes.length + ' node' + (c.nodes.length === 1 ? '' : 's') + ' seen';
-    var stripRow = el('div', { class: 'row' }, [RW.strip(c.nodes, c.nodes_more), counts ? el('span', { class: 'counts', text: counts }) : null]);
+    var stripRow = el('div', { class: 'row' }, [RW.pill(c.state), RW.strip(c.nodes, c.nodes_more), counts ? el('span', { class: 'counts', text: counts }) : null]);
     var times = el('div', { class: 'row times', 'data-times': '1', text: timesText(c) });
     var kids = [el('a', { class: 'cover', href: RW.runHref(c.run_id), 'aria-label': 'open run ' + c.run_id }), head, idRow, stripRow, times];
     if (c.state === 'abandoned' && r.hint) {
@@ -118,7 +115,6 @@ export const DASHBOARD_JS = String.raw`(function () {
     doc.runs.forEach(upsert);
     order = doc.order;
     renderHeader(doc);
-    document.getElementById('skipped').textContent = doc.skipped && doc.skipped.length ? doc.skipped.length + ' entr' + (doc.skipped.length === 1 ? 'y' : 'ies') + ' under the root could not be reported (see /api/runs)' : '';
     place();
   }
 

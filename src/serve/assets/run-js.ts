@@ -170,11 +170,12 @@ export const RUN_JS = String.raw`(function () {
       (n.depends_on || []).forEach(function (dep) {
         var from = boxes[dep];
         if (!from || !to) return;
-        var x1 = from.right - box.left + map.scrollLeft, y1 = from.top + from.height / 2 - box.top;
-        var x2 = to.left - box.left + map.scrollLeft, y2 = to.top + to.height / 2 - box.top;
-        var mx = (x1 + x2) / 2;
+        // Parent's bottom edge to child's top edge (layers run top to bottom).
+        var x1 = from.left + from.width / 2 - box.left + map.scrollLeft, y1 = from.bottom - box.top;
+        var x2 = to.left + to.width / 2 - box.left + map.scrollLeft, y2 = to.top - box.top;
+        var my = (y1 + y2) / 2;
         var p = document.createElementNS(ns, 'path');
-        p.setAttribute('d', 'M' + x1 + ',' + y1 + ' C' + mx + ',' + y1 + ' ' + mx + ',' + y2 + ' ' + x2 + ',' + y2);
+        p.setAttribute('d', 'M' + x1 + ',' + y1 + ' C' + x1 + ',' + my + ' ' + x2 + ',' + my + ' ' + x2 + ',' + y2);
         svg.appendChild(p);
       });
     });
