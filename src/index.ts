@@ -8,3 +8,8 @@ export { probeLock, PROBE_REASONS, type Liveness, type ProbeReason, type ProbeRe
 export { LockHeldError, LockFileError, NativeError, type FileKind, type LockHeldDetails } from './errors.js';
 export { LINUX_LOCAL_FS, DARWIN_LOCAL_FS, describeFsType } from './fsgate.js';
 export { processPresence, groupPresence, filesystemType } from './kernel.js';
+export type { Status, NodeState, LegFacts, StreamFacts, RunReport, SkippedRun } from './types.js';
+export * from './feed.js';
+export * from './snapshot.js';
+export * from './status.js';
+export * from './hints.js';

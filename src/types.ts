@@ -29,6 +29,12 @@ export interface LegFacts {
   legs: number;
   /** The `command` array of the last run_started, when a `runwarden exec` leg wrote one. */
   command?: string[];
+  /**
+   * Gates paused in the last leg and not approved, rejected or re-run since:
+   * node ids whose latest node event is a `gate_paused` after `legOffset`,
+   * oldest first. Named in a PAUSED run's hint. Always set by runwarden's readers.
+   */
+  gates?: string[];
 }
 
 /** The whole result of reading events.jsonl. */

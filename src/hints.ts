@@ -1,0 +1,140 @@
+/**
+ * The recovery hints (SPEC B.4): what every surface prints beside an
+ * ABANDONED or PAUSED run. One wording, written once, so the `runs` row,
+ * `status`, `watch`'s refusal and the dashboard card say the same thing.
+ *
+ * Invariants this module keeps, and why:
+ * - An abandoned hint always carries the orphan warning: a leg's lock is
+ *   close-on-exec, so a child it started can outlive it and keep spending
+ *   while the run reads ABANDONED. The wording is the mitigation.
+ * - A run without a snapshot is never told to resume (resume loads the
+ *   snapshot first and cannot continue it): it is told to run the graph again.
+ * - A `runwarden exec` leg is told to run its own command again.
+ * - The process-group evidence for an exec leg is read-only and evidence
+ *   only: a process group id can be reused, so it authorises nothing.
+ */
+import { join } from 'node:path';
+import { groupPresence, type ProcessPresence } from './kernel.js';
+import { closeQuietly, FileReadError, openForRead, readAt } from './safefile.js';
+
+/** Where a `runwarden exec` leg records its child's process group (decimal pgid + "\n"). */
+const PGID_FILE = 'exec.pgid';
+/** A pgid file is a handful of digits; anything longer is not one. */
+const PGID_MAX_BYTES = 32;
+
+/** The sentence every abandoned hint ends with. */
+export const ORPHAN_WARNING =
+  'Warning: a child process the dead leg started may still be running and still spending; check for one before you spend again.';
+
+/** What the dead leg's recorded process group looks like now. */
+export type OrphanEvidence =
+  | { pgid: number; presence: ProcessPresence }
+  | { error: string };
+
+/** What an abandoned run's hint depends on. */
+export interface AbandonedHintFacts {
+  /** The run has a readable snapshot (so `resume --retry-failed` can continue it). */
+  hasSnapshot: boolean;
+  /** The `command` of the dead leg's `run_started`, when `runwarden exec` wrote it. */
+  command?: string[] | undefined;
+  /** The exec leg's process group evidence, when there is any. */
+  orphan?: OrphanEvidence | undefined;
+}
+
+const SAFE_WORD = /^[A-Za-z0-9_./:=@%+,-]+$/;
+
+/** Quotes one word for a POSIX shell only when it needs it. */
+export function shellQuote(word: string): string {
+  if (SAFE_WORD.test(word)) return word;
+  return `'${word.replace(/'/g, `'\\''`)}'`;
+}
+
+function orphanLine(orphan: OrphanEvidence | undefined): string | undefined {
+  if (orphan === undefined) return undefined;
+  if ('error' in orphan) return `Its command's process group could not be checked (${orphan.error}).`;
+  const { pgid, presence } = orphan;
+  if (presence === 'present') {
+    return `Its command's process group still has live processes (pgid ${pgid}): they may still be working and spending. (Evidence only: a group id can be reused.)`;
+  }
+  if (presence === 'gone') return `Its command's process group is gone (pgid ${pgid}).`;
+  return `Its command's process group could not be checked (pgid ${pgid}).`;
+}
+
+/**
+ * The hint for an ABANDONED run (SPEC B.4): names the run, says a leg started
+ * and never reported an end, gives the recovery (resume with a snapshot; run
+ * the graph again without one; the same `runwarden exec` command for an exec
+ * leg), and always warns about an orphaned child. Lines are separated by "\n".
+ */
+export function abandonedHint(runId: string, facts: AbandonedHintFacts): string {
+  const lines = [`run ${runId} is ABANDONED: a leg started and never reported an end (the process running it is gone).`];
+  const id = shellQuote(runId);
+  if (facts.command !== undefined && facts.command.length > 0) {
+    lines.push(`To recover, run \`runwarden exec ${id} -- ${facts.command.map(shellQuote).join(' ')}\` again.`);
+  } else if (facts.hasSnapshot) {
+    lines.push(`To recover, continue it with \`oh-my-graph resume ${id} --retry-failed\`.`);
+  } else {
+    lines.push('It never wrote a snapshot, so there is nothing to resume from: run the graph again.');
+  }
+  const evidence = orphanLine(facts.orphan);
+  if (evidence !== undefined) lines.push(evidence);
+  lines.push(ORPHAN_WARNING);
+  return lines.join('\n');
+}
+
+/**
+ * The hint for a PAUSED run (SPEC B.4): how to approve or reject the gate it
+ * waits at, how to retry failed nodes, and how to follow it. `gates` are the
+ * paused gate ids from the stream; with none known the placeholder
+ * `<gate-id>` is shown.
+ */
+export function pausedHint(runId: string, gates: readonly string[] = []): string {
+  const id = shellQuote(runId);
+  const gate = gates.length === 1 ? shellQuote(gates[0] as string) : '<gate-id>';
+  const where = gates.length === 0 ? 'at a gate' : gates.length === 1 ? `at gate ${gates[0]}` : `at gates ${gates.join(', ')}`;
+  return [
+    `run ${runId} is PAUSED ${where}, waiting for a decision.`,
+    `Approve with \`oh-my-graph resume ${id} --approve ${gate}\` or reject with \`oh-my-graph resume ${id} --reject ${gate}\`;` +
+      ` retry failed nodes with \`oh-my-graph resume ${id} --retry-failed\`; follow it with \`runwarden watch ${id}\`.`,
+  ].join('\n');
+}
+
+/** Strict parse of a pgid file: digits without a leading zero, one optional "\n", value 2..2^31-1. */
+export function parsePgid(bytes: Buffer): number | undefined {
+  const text = bytes.toString('latin1');
+  const m = /^([1-9][0-9]{0,9})\n?$/.exec(text);
+  if (m === null) return undefined;
+  const v = Number(m[1]);
+  return v >= 2 && v <= 2 ** 31 - 1 ? v : undefined;
+}
+
+/**
+ * Reads `exec.pgid` in `runDir` read-only (same care as any run file: no
+ * follow, non-blocking, regular files only, at most 32 bytes) and asks the
+ * kernel whether that process group still has members (`kill(-pgid, 0)`).
+ * Returns undefined when there is no such file.
+ */
+export function orphanEvidence(runDir: string): OrphanEvidence | undefined {
+  let file;
+  try {
+    file = openForRead(join(runDir, PGID_FILE), PGID_FILE);
+  } catch (err) {
+    if (err instanceof FileReadError) return { error: err.message };
+    throw err;
+  }
+  if (file === undefined) return undefined;
+  let pgid: number | undefined;
+  try {
+    if (file.size > PGID_MAX_BYTES) return { error: `${PGID_FILE} is ${file.size} bytes, too long to be a process group id` };
+    const buf = Buffer.alloc(PGID_MAX_BYTES + 1);
+    const n = readAt(file.fd, buf, 0, PGID_MAX_BYTES + 1, 0, PGID_FILE);
+    pgid = parsePgid(buf.subarray(0, n));
+  } catch (err) {
+    if (err instanceof FileReadError) return { error: err.message };
+    throw err;
+  } finally {
+    closeQuietly(file.fd);
+  }
+  if (pgid === undefined) return { error: `${PGID_FILE} does not hold a process group id` };
+  return { pgid, presence: groupPresence(pgid) };
+}

@@ -1,0 +1,133 @@
+/**
+ * Opening a run's files for reading, the one way every reader does it.
+ *
+ * Invariants this module keeps, and why:
+ * - Read-only, never created: O_RDONLY without O_CREAT, so a reader can
+ *   never leave a file behind (SPEC: readers create, write and remove nothing).
+ * - Never blocks: O_NONBLOCK, so a FIFO planted where a file should be opens
+ *   at once instead of waiting for a writer; the fstat check then refuses it
+ *   before any read could wait.
+ * - Never follows a symlink at the last component (O_NOFOLLOW): a link in a
+ *   run directory could point anywhere, including outside the runs root.
+ * - Close-on-exec: libuv adds O_CLOEXEC to every open, so no child inherits it.
+ * - Only regular files are read; anything else is an error naming what it is.
+ *
+ * Internal to runwarden (not exported from the package).
+ */
+import { closeSync, constants, fstatSync, lstatSync, openSync, readSync, type Stats } from 'node:fs';
+
+const READ_FLAGS = constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOFOLLOW;
+
+/** Why a file could not be opened or read. */
+export type FileProblem = 'not-regular' | 'io';
+
+/** A file that exists but cannot be read as a regular file. */
+export class FileReadError extends Error {
+  readonly problem: FileProblem;
+  /** For `not-regular`: what the path is (fifo, directory, symlink, socket, …). */
+  readonly kind: string | undefined;
+  /** The errno name for `io` problems (EACCES, EIO, …). */
+  readonly errno: string | undefined;
+  constructor(message: string, problem: FileProblem, kind?: string, errno?: string) {
+    super(message);
+    this.name = 'FileReadError';
+    this.problem = problem;
+    this.kind = kind;
+    this.errno = errno;
+  }
+}
+
+/** An open regular file: its descriptor and the size fstat reported at open. */
+export interface OpenFile {
+  readonly fd: number;
+  readonly size: number;
+  readonly stats: Stats;
+}
+
+/** A readable name for a file type, from a Stats (lstat or fstat). */
+export function kindOfStats(st: Stats): string {
+  if (st.isFile()) return 'regular file';
+  if (st.isDirectory()) return 'directory';
+  if (st.isSymbolicLink()) return 'symlink';
+  if (st.isFIFO()) return 'fifo';
+  if (st.isSocket()) return 'socket';
+  if (st.isCharacterDevice()) return 'character device';
+  if (st.isBlockDevice()) return 'block device';
+  return 'special file';
+}
+
+function kindAt(path: string): string | undefined {
+  try {
+    return kindOfStats(lstatSync(path));
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Opens `path` for reading under the rules above. Returns `undefined` when
+ * nothing is there (ENOENT, or a parent that is not a directory: ENOTDIR),
+ * because for a run's files absence is a fact, not an error. Throws
+ * FileReadError for anything present but unreadable. `label` names the file in
+ * messages (e.g. "events.jsonl").
+ */
+export function openForRead(path: string, label: string): OpenFile | undefined {
+  let fd: number;
+  try {
+    fd = openSync(path, READ_FLAGS);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code ?? 'EIO';
+    if (code === 'ENOENT' || code === 'ENOTDIR') return undefined;
+    if (code === 'ELOOP' || code === 'ENXIO' || code === 'EOPNOTSUPP' || code === 'EISDIR') {
+      const kind = kindAt(path);
+      if (kind !== undefined && kind !== 'regular file') {
+        throw new FileReadError(`${label} is a ${kind}, not a regular file`, 'not-regular', kind);
+      }
+    }
+    throw new FileReadError(`cannot open ${label}: ${code}`, 'io', undefined, code);
+  }
+  let st: Stats;
+  try {
+    st = fstatSync(fd);
+  } catch (err) {
+    closeSync(fd);
+    const code = (err as NodeJS.ErrnoException).code ?? 'EIO';
+    throw new FileReadError(`cannot stat ${label}: ${code}`, 'io', undefined, code);
+  }
+  if (!st.isFile()) {
+    closeSync(fd);
+    const kind = kindOfStats(st);
+    throw new FileReadError(`${label} is a ${kind}, not a regular file`, 'not-regular', kind);
+  }
+  return { fd, size: st.size, stats: st };
+}
+
+/**
+ * Reads up to `length` bytes at `position` into `buf` at `offset`, retrying
+ * short reads until `length` bytes arrived or the file ended. Returns the
+ * number of bytes read. Throws FileReadError on an I/O error.
+ */
+export function readAt(fd: number, buf: Buffer, offset: number, length: number, position: number, label: string): number {
+  let done = 0;
+  while (done < length) {
+    let n: number;
+    try {
+      n = readSync(fd, buf, offset + done, length - done, position + done);
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code ?? 'EIO';
+      throw new FileReadError(`cannot read ${label}: ${code}`, 'io', undefined, code);
+    }
+    if (n === 0) break;
+    done += n;
+  }
+  return done;
+}
+
+/** Closes a descriptor, ignoring errors (nothing was written through it). */
+export function closeQuietly(fd: number): void {
+  try {
+    closeSync(fd);
+  } catch {
+    /* a read-only descriptor: nothing to lose */
+  }
+}

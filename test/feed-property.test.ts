@@ -1,0 +1,169 @@
+/**
+ * Property: the backward tail reader gives the forward fold's answer.
+ *
+ * Over thousands of generated streams (seeded, so a failure reproduces):
+ * legs opened and closed, planning starts, duplicate and lone finishes,
+ * node and gate events, unknown events, garbage and wrong-shape lines,
+ * CRLF endings, unterminated and partial final lines, older and newer
+ * schemas, and over-long lines; each read forward and backward at several
+ * chunk sizes. The claims checked for every stream:
+ * 1. both readable ⇒ identical last-leg facts, and the tail's skipped count
+ *    equals the forward fold's skipped lines inside the region it consulted;
+ * 2. the tail refuses ⇒ the forward fold refuses too, no later in the file;
+ * 3. only the forward fold refuses ⇒ the line it refused lies before
+ *    everything the tail consulted (the tail never needed it);
+ * 4. the tail's answer does not depend on its chunk size.
+ */
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { MAX_LINE_BYTES, readLastLeg, readStream, StreamError, type TailFacts } from '../src/feed.js';
+import type { StreamFacts } from '../src/types.js';
+import { cleanup, tempDir } from './helpers/reading-fixtures.js';
+
+afterAll(cleanup);
+
+/** mulberry32: a small seeded PRNG, so every generated stream can be reproduced from its seed. */
+function rng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+interface GenOptions {
+  /** Probability weight of a newer-schema line. */
+  newer: number;
+  /** Include one over-long line at a random position. */
+  longLine: boolean;
+  maxLines: number;
+}
+
+function generate(seed: number, opt: GenOptions): Buffer {
+  const r = rng(seed);
+  const pick = <T>(xs: readonly T[]): T => xs[Math.floor(r() * xs.length)] as T;
+  const nodes = ['a', 'b', 'c', 'g1', 'g2'];
+  const base = (event: string, extra: Record<string, unknown> = {}, schema: number = r() < 0.1 ? 2 : 3) =>
+    JSON.stringify({ schema, ts: '2026-08-06T10:00:00Z', run_id: 'r', event, ...extra });
+  const line = (): string => {
+    const x = r();
+    if (x < 0.2) {
+      const k = r();
+      const extra: Record<string, unknown> = k < 0.3 ? { phase: 'planning' } : k < 0.4 ? { command: ['make', pick(['test', 'it'])] } : {};
+      return base('run_started', extra);
+    }
+    if (x < 0.35) {
+      const k = r();
+      return base('run_finished', k < 0.8 ? { outcome: pick(['passed', 'failed', 'paused', 'weird']) } : {});
+    }
+    if (x < 0.7) return base(pick(['node_started', 'node_retried', 'node_passed', 'node_failed', 'gate_paused', 'gate_approved', 'gate_rejected']), { node_id: pick(nodes) });
+    if (x < 0.75) return base('future_event', { node_id: pick(nodes) });
+    if (x < 0.75 + opt.newer) return base(pick(['run_started', 'run_finished', 'node_started']), { node_id: 'a', outcome: 'passed' }, 4);
+    // Malformed lines of many kinds.
+    return pick([
+      '',
+      'garbage',
+      '[1,2]',
+      'null',
+      '{"schema":"3","event":"run_started"}',
+      '{"schema":3.5,"event":"run_finished","outcome":"passed"}',
+      '{"schema":3,"event":"run_finished","outcome":1}',
+      '{"schema":3,"event":"node_passed"}',
+      '{"schema":3,"event":"run_started"',
+      '\u0000\u0001\u00ff binary',
+      '  {"schema":3,"event":"run_finished","outcome":"passed"}  ',
+    ]);
+  };
+  const count = Math.floor(r() * opt.maxLines);
+  const parts: string[] = [];
+  const longAt = opt.longLine ? Math.floor(r() * (count + 1)) : -1;
+  for (let i = 0; i < count; i++) {
+    if (i === longAt) parts.push('{"schema":3,"event":"run_started","pad":"' + 'x'.repeat(MAX_LINE_BYTES) + '"}');
+    parts.push(line());
+  }
+  if (longAt === count) parts.push('x'.repeat(MAX_LINE_BYTES + 2));
+  let out = '';
+  for (const p of parts) out += p + (r() < 0.2 ? '\r\n' : '\n');
+  const end = r();
+  if (end < 0.15 && out.endsWith('\n')) out = out.slice(0, out.endsWith('\r\n') ? -2 : -1); // final line without '\n'
+  else if (end < 0.25) out += line().slice(0, Math.floor(r() * 40)); // a partial final line
+  return Buffer.from(out, 'utf8');
+}
+
+type Outcome<T> = { ok: true; value: T } | { ok: false; err: StreamError };
+function attempt<T>(f: () => T): Outcome<T> {
+  try {
+    return { ok: true, value: f() };
+  } catch (e) {
+    if (e instanceof StreamError) return { ok: false, err: e };
+    throw e;
+  }
+}
+
+const dir = tempDir('rw-prop-');
+let counter = 0;
+
+function check(content: Buffer, label: string): 'equal' | 'both-refuse' | 'prefix-refused' {
+  const p = join(dir, `p${++counter % 64}.jsonl`);
+  writeFileSync(p, content);
+  const skips: number[] = [];
+  const fwd: Outcome<StreamFacts> = attempt(() => readStream(p, { onSkip: (o) => skips.push(o) }));
+  const tails: Outcome<TailFacts>[] = [1, 3, 64, 16 * 1024].map((chunkBytes) => attempt(() => readLastLeg(p, { chunkBytes })));
+  const tail = tails[0] as Outcome<TailFacts>;
+  // 4. chunk size does not matter
+  for (const t of tails) {
+    expect(t.ok, label).toBe(tail.ok);
+    if (t.ok && tail.ok) expect(t.value, label).toEqual(tail.value);
+    if (!t.ok && !tail.ok) expect(t.err.code, label).toBe(tail.err.code);
+  }
+  if (tail.ok && fwd.ok) {
+    // 1. same answer
+    const { legs: _legs, ...leg } = fwd.value.leg;
+    expect(tail.value.leg, label).toEqual(leg);
+    expect(tail.value.skippedLines, label).toBe(skips.filter((o) => o >= tail.value.from).length);
+    return 'equal';
+  }
+  if (!tail.ok) {
+    // 2. the tail refuses only what the forward fold refuses too
+    expect(fwd.ok, label).toBe(false);
+    if (!fwd.ok) expect(fwd.err.offset!, label).toBeLessThanOrEqual(tail.err.offset!);
+    return 'both-refuse';
+  }
+  // 3. the forward fold refused a line the tail never consulted
+  expect(fwd.ok).toBe(false);
+  if (!fwd.ok) expect(fwd.err.offset!, label).toBeLessThan(tail.value.from);
+  return 'prefix-refused';
+}
+
+describe('tail reader ≡ forward fold', () => {
+  it('on 4000 generated streams of every shape', () => {
+    const seen = { equal: 0, 'both-refuse': 0, 'prefix-refused': 0 };
+    for (let seed = 1; seed <= 4000; seed++) {
+      const content = generate(seed, { newer: seed % 4 === 0 ? 0.01 : 0, longLine: false, maxLines: seed % 10 === 0 ? 400 : 40 });
+      seen[check(content, `seed ${seed}`)]++;
+    }
+    // The generator really exercises every branch of the claim.
+    expect(seen.equal).toBeGreaterThan(3000);
+    expect(seen['both-refuse']).toBeGreaterThan(10);
+    expect(seen['prefix-refused']).toBeGreaterThan(10);
+  });
+
+  it('on streams holding one over-long line somewhere', () => {
+    const seen = { equal: 0, 'both-refuse': 0, 'prefix-refused': 0 };
+    for (let seed = 9001; seed <= 9030; seed++) seen[check(generate(seed, { newer: 0, longLine: true, maxLines: 30 }), `long seed ${seed}`)]++;
+    expect(seen.equal).toBe(0); // the forward fold refuses every one of them
+    expect(seen['both-refuse']).toBeGreaterThan(0);
+    expect(seen['prefix-refused']).toBeGreaterThan(0);
+  });
+
+  it('on well-formed streams only, the answers are always equal', () => {
+    for (let seed = 20_001; seed <= 21_000; seed++) {
+      const content = generate(seed, { newer: 0, longLine: false, maxLines: 60 });
+      expect(check(content, `clean seed ${seed}`)).toBe('equal');
+    }
+  });
+});

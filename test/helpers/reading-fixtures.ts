@@ -1,0 +1,185 @@
+/**
+ * Fixtures for the reading tests: temp roots, event lines, run directories,
+ * and real lock-holder processes (which take the lock through the built
+ * library, exactly as a leg does, and are always killed in cleanup).
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+
+export const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
+export const BIN = join(REPO, 'bin', 'runwarden.js');
+export const DIST_INDEX = pathToFileURL(join(REPO, 'dist', 'index.js')).href;
+
+const made: string[] = [];
+const children = new Set<ChildProcess>();
+
+/** A fresh temp directory, removed by {@link cleanup}. */
+export function tempDir(prefix = 'rw-'): string {
+  const d = mkdtempSync(join(tmpdir(), prefix));
+  made.push(d);
+  return d;
+}
+
+/** Kills every holder still alive and removes every temp directory. */
+export async function cleanup(): Promise<void> {
+  for (const c of children) {
+    if (c.exitCode === null && c.signalCode === null) {
+      c.kill('SIGKILL');
+      await new Promise((r) => c.once('exit', r));
+    }
+  }
+  children.clear();
+  for (const d of made.splice(0)) {
+    try {
+      chmodSync(d, 0o700);
+    } catch {
+      /* already gone */
+    }
+    rmSync(d, { recursive: true, force: true });
+  }
+}
+
+let seq = 0;
+/** A run id in the reference shape; later calls sort newer. */
+export function runId(n = ++seq): string {
+  return `20260806-1000${String(n % 100).padStart(2, '0')}.${String(n).padStart(9, '0')}-1`;
+}
+
+/** One events.jsonl line (with "\n"). */
+export function ev(event: string, fields: Record<string, unknown> = {}, id = 'r'): string {
+  return JSON.stringify({ schema: 3, ts: '2026-08-06T10:00:00Z', run_id: id, event, ...fields }) + '\n';
+}
+
+/** A state.json object with the given node verdicts (all listed in the graph unless `graph` is given). */
+export function snapshot(verdicts: Record<string, string>, opts: { graph?: string[]; name?: string; cost?: number; runId?: string } = {}): object {
+  const ids = opts.graph ?? Object.keys(verdicts);
+  const nodes: Record<string, unknown> = {};
+  for (const [id, verdict] of Object.entries(verdicts)) nodes[id] = { verdict, cost_usd: opts.cost ?? 0.25 };
+  return { schema: 3, run_id: opts.runId ?? 'r', graph: { name: opts.name ?? 'g', nodes: ids.map((id) => ({ id })) }, nodes };
+}
+
+export interface RunSpec {
+  events?: string | string[];
+  state?: object | string;
+  /** 'marked' writes a released marked lock; a string is written as is. */
+  lock?: 'marked' | string;
+  pgid?: string;
+}
+
+/** Creates `<root>/<id>` with the given files; returns its path. */
+export function makeRun(root: string, id: string, spec: RunSpec): string {
+  const dir = join(root, id);
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  if (spec.events !== undefined) writeFileSync(join(dir, 'events.jsonl'), Array.isArray(spec.events) ? spec.events.join('') : spec.events);
+  if (spec.state !== undefined) writeFileSync(join(dir, 'state.json'), typeof spec.state === 'string' ? spec.state : JSON.stringify(spec.state));
+  if (spec.lock !== undefined) writeFileSync(join(dir, 'resume.lock'), spec.lock === 'marked' ? 'oh-my-graph-lock 1\n4242\n' : spec.lock);
+  if (spec.pgid !== undefined) writeFileSync(join(dir, 'exec.pgid'), spec.pgid);
+  return dir;
+}
+
+const HOLDER = `
+const { acquireLock } = await import(process.env.RW_INDEX);
+const fs = await import('node:fs');
+const dirs = JSON.parse(process.env.RW_DIRS);
+const held = new Map();
+for (const d of dirs) {
+  held.set(d.dir, acquireLock(d.dir + '/resume.lock', { retryMs: 0 }));
+  if (d.lines) fs.appendFileSync(d.dir + '/events.jsonl', d.lines);
+}
+process.stdout.write('ready\\n');
+let buf = '';
+process.stdin.setEncoding('utf8');
+process.stdin.on('data', (chunk) => {
+  buf += chunk;
+  let nl;
+  while ((nl = buf.indexOf('\\n')) >= 0) {
+    const cmd = JSON.parse(buf.slice(0, nl));
+    buf = buf.slice(nl + 1);
+    if (cmd.append) fs.appendFileSync(cmd.dir + '/events.jsonl', cmd.append);
+    if (cmd.release) held.get(cmd.dir).release();
+    if (cmd.exit) process.exit(0);
+    process.stdout.write('ok\\n');
+  }
+});
+`;
+
+/** A real process holding run locks (taken through dist/, as a leg takes them). */
+export interface Holder {
+  child: ChildProcess;
+  pid: number;
+  /** Sends a command and waits for its acknowledgement. */
+  send(cmd: { dir: string; append?: string; release?: boolean }): Promise<void>;
+  /** SIGKILLs it and waits until the kernel has reaped it (its flocks are then free). */
+  kill(): Promise<void>;
+}
+
+/**
+ * Starts a process that takes the lock of each directory, appends `lines`
+ * to its events.jsonl (lock first, then events: the writer's invariant), and
+ * waits for commands on stdin.
+ */
+export async function startHolder(dirs: { dir: string; lines?: string }[]): Promise<Holder> {
+  const child = spawn(process.execPath, ['--input-type=module', '-e', HOLDER], {
+    env: { ...process.env, RW_INDEX: DIST_INDEX, RW_DIRS: JSON.stringify(dirs) },
+    stdio: ['pipe', 'pipe', 'inherit'],
+  });
+  children.add(child);
+  const acks: (() => void)[] = [];
+  let ready: () => void = () => {};
+  let failed: (e: Error) => void = () => {};
+  const readyP = new Promise<void>((res, rej) => {
+    ready = res;
+    failed = rej;
+  });
+  let out = '';
+  child.stdout!.setEncoding('utf8');
+  child.stdout!.on('data', (d: string) => {
+    out += d;
+    let nl;
+    while ((nl = out.indexOf('\n')) >= 0) {
+      const line = out.slice(0, nl);
+      out = out.slice(nl + 1);
+      if (line === 'ready') ready();
+      else if (line === 'ok') acks.shift()?.();
+    }
+  });
+  child.once('exit', (code, sig) => failed(new Error(`holder exited early (${code ?? sig})`)));
+  await readyP;
+  return {
+    child,
+    pid: child.pid!,
+    send(cmd) {
+      return new Promise<void>((res) => {
+        acks.push(res);
+        child.stdin!.write(JSON.stringify(cmd) + '\n');
+      });
+    },
+    async kill() {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      const gone = new Promise((r) => child.once('exit', r));
+      child.kill('SIGKILL');
+      await gone;
+    },
+  };
+}
+
+/** The pid of a process that has exited and been reaped. */
+export function deadPid(): number {
+  const r = spawnSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))'], { encoding: 'utf8' });
+  return Number(r.stdout);
+}
+
+/** Runs the CLI synchronously; returns status, stdout and stderr. */
+export function cli(args: string[], env: Record<string, string | undefined> = {}, timeoutMs = 20_000): { status: number | null; stdout: string; stderr: string } {
+  const merged: Record<string, string> = {};
+  for (const [k, v] of Object.entries({ ...process.env, NO_COLOR: '1', ...env })) if (v !== undefined) merged[k] = v;
+  const r = spawnSync(process.execPath, [BIN, ...args], {
+    encoding: 'utf8',
+    env: merged,
+    timeout: timeoutMs,
+  });
+  return { status: r.status, stdout: r.stdout, stderr: r.stderr };
+}
