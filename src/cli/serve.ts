@@ -1,6 +1,109 @@
-/** `runwarden serve` — not built yet (placeholder so the CLI compiles). */
+/**
+ * `runwarden serve`: the live local dashboard (SPEC C.2, C.3).
+ *
+ * Binds 127.0.0.1 unless told otherwise, prints its address (the real port
+ * when `--port 0` asked for any free one), and runs until interrupted. It
+ * only reads: the server answers GET and HEAD, and every page is derived from
+ * the same runStatus/listRuns the other commands print.
+ */
+import { statSync } from 'node:fs';
 import type { Command } from 'commander';
+import { DashboardModel } from '../serve/model.js';
+import { startServer } from '../serve/server.js';
+import { resolveRoot, RunIdError } from '../status.js';
+import { Exit, UserError, err, out } from './io.js';
 
-export function registerServe(_program: Command): void {
-  // placeholder
+/** The port used when --port is not given. */
+export const DEFAULT_PORT = 7341;
+
+function parsePort(value: string): number {
+  if (!/^\d{1,5}$/.test(value) || Number(value) > 65535) {
+    throw new UserError(`--port must be a whole number from 0 to 65535 (0 picks a free port), got "${value}"`);
+  }
+  return Number(value);
+}
+
+function isLoopback(host: string): boolean {
+  const h = host.toLowerCase().replace(/^\[|\]$/g, '');
+  return h === 'localhost' || h === '::1' || /^127(\.\d{1,3}){3}$/.test(h);
+}
+
+/** A root that exists must be a directory; a missing one is served empty (runs may appear). */
+function checkRoot(root: string): void {
+  let st;
+  try {
+    st = statSync(root);
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') return;
+    throw new UserError(`cannot read runs root "${root}": ${code ?? String(e)}`);
+  }
+  if (!st.isDirectory()) throw new UserError(`runs root "${root}" is not a directory`);
+}
+
+export function registerServe(program: Command): void {
+  program
+    .command('serve')
+    .summary('live local web dashboard of all runs')
+    .description(
+      'Serve a live dashboard of every run under the root: cards grouped as in flight, abandoned and\n' +
+        'settled, each with its state, node strip, cost and times, and for an abandoned run its recovery\n' +
+        'hint. A page per run shows its node map, leg history and last events. The page updates itself\n' +
+        '(server-sent events, re-derived every second), so a run whose process dies turns abandoned\n' +
+        'without a reload.\n\n' +
+        'Read-only: only GET and HEAD are answered, run ids are accepted only as names directly under the\n' +
+        'root, and nothing is written anywhere. JSON: GET /api/runs (the `runs --json` document) and\n' +
+        'GET /api/runs/<id> (the report plus node states, legs and last events).\n\n' +
+        'Runs until interrupted (Ctrl-C).',
+    )
+    .option('--root <dir>', 'runs root (default: $OMG_HOME/runs, else ~/.oh-my-graph/runs)')
+    .option('--port <n>', `port to listen on; 0 picks a free one (default ${DEFAULT_PORT})`)
+    .option('--host <addr>', 'address to bind (default 127.0.0.1; anything else exposes your runs to the network)', '127.0.0.1')
+    .action(async (opts: { root?: string; port?: string; host: string }) => {
+      let root: string;
+      try {
+        root = resolveRoot(opts.root);
+      } catch (e) {
+        if (e instanceof RunIdError) throw new UserError(e.message);
+        throw e;
+      }
+      checkRoot(root);
+      const port = opts.port === undefined ? DEFAULT_PORT : parsePort(opts.port);
+      if (opts.host.trim() === '') throw new UserError('--host must not be empty');
+      const model = new DashboardModel(root);
+      let server;
+      try {
+        server = await startServer({
+          root,
+          host: opts.host,
+          port,
+          sources: {
+            runsJson: async () => model.runsDocument(),
+            dashboard: () => model.dashboard(),
+            run: (id, dir) => model.page(id, dir),
+          },
+        });
+      } catch (e) {
+        const code = (e as NodeJS.ErrnoException).code;
+        if (code === 'EADDRINUSE') throw new UserError(`port ${port} on ${opts.host} is in use; pick another with --port, or --port 0 for any free port`);
+        if (code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND' || code === 'EAI_AGAIN') throw new UserError(`cannot bind ${opts.host}: not an address of this machine`);
+        if (code === 'EACCES') throw new UserError(`not allowed to listen on port ${port} (ports below 1024 need privileges)`);
+        throw e;
+      }
+      out(`runwarden serve: ${server.url}`);
+      out(`  root: ${root} (read-only)`);
+      out('  Ctrl-C to stop');
+      if (!isLoopback(opts.host)) err(`runwarden: warning: listening on ${opts.host}; anyone who can reach it can read every run under ${root}`);
+      const signal = await new Promise<NodeJS.Signals>((resolve) => {
+        const stop = (s: NodeJS.Signals): void => {
+          process.off('SIGINT', stop);
+          process.off('SIGTERM', stop);
+          resolve(s);
+        };
+        process.on('SIGINT', stop);
+        process.on('SIGTERM', stop);
+      });
+      await server.close();
+      process.exitCode = signal === 'SIGINT' ? Exit.Interrupted : Exit.Ok;
+    });
 }

@@ -17,14 +17,14 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { applyCommonHeaders, type ErrorBody } from './http.js';
-import { totals, type DashboardDoc, type DashboardPatch, type RunDetail } from './view.js';
+import { totals, type DashboardDoc, type DashboardPatch, type RunPage } from './view.js';
 
 /** What the hub needs from the reading side. */
 export interface HubSources {
   /** The whole dashboard, freshly derived. */
   dashboard(): Promise<DashboardDoc>;
   /** One run's detail, or the error document when it cannot be served. */
-  run(id: string): Promise<RunDetail | ErrorBody>;
+  run(id: string): Promise<RunPage | ErrorBody>;
 }
 
 export interface HubOptions {
@@ -196,9 +196,10 @@ export class LiveHub {
     this.current = doc;
     this.cardJson = next;
     let patch: DashboardPatch | undefined;
-    if (upsert.length > 0 || remove.length > 0 || orderChanged) {
+    const metaChanged = prev !== undefined && (prev.root_missing !== doc.root_missing || prev.skipped.length !== doc.skipped.length);
+    if (upsert.length > 0 || remove.length > 0 || orderChanged || metaChanged) {
       const t = totals(doc.runs);
-      patch = { root: doc.root, generated_at: doc.generated_at, tallies: t.tallies, cost: t.cost, upsert, remove };
+      patch = { root: doc.root, root_missing: doc.root_missing, skipped_count: doc.skipped.length, generated_at: doc.generated_at, tallies: t.tallies, cost: t.cost, upsert, remove };
       if (orderChanged) patch.order = doc.order;
     }
     for (const c of this.clients) {

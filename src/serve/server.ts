@@ -24,7 +24,7 @@ import { RUN_JS } from './assets/run-js.js';
 import { LiveHub } from './hub.js';
 import { sendBody, sendError, sendJson, type ErrorBody } from './http.js';
 import { decodeSegment, resolveRunDir } from './ids.js';
-import type { DashboardDoc, RunDetail } from './view.js';
+import type { DashboardDoc, RunPage } from './view.js';
 
 /** What the server reads through; the CLI wires these to the reading layer. */
 export interface ServeSources {
@@ -33,7 +33,7 @@ export interface ServeSources {
   /** The dashboard document. */
   dashboard(): Promise<DashboardDoc>;
   /** One run's detail; `dir` is already validated as `<root>/<id>`. */
-  run(id: string, dir: string): Promise<RunDetail>;
+  run(id: string, dir: string): Promise<RunPage>;
 }
 
 export interface ServeOptions {
@@ -181,7 +181,7 @@ export async function startServer(opts: ServeOptions): Promise<DashboardServer> 
   const hub = new LiveHub(
     {
       dashboard: () => opts.sources.dashboard(),
-      run: async (id: string): Promise<RunDetail | ErrorBody> => {
+      run: async (id: string): Promise<RunPage | ErrorBody> => {
         const found = resolveRunDir(opts.root, id);
         if (!found.ok) return { error: { code: found.code, message: found.message } };
         return opts.sources.run(id, found.dir);

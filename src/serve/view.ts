@@ -96,6 +96,8 @@ export interface Totals {
 /** The whole dashboard, as sent in the `snapshot` event and from GET /api/dashboard. */
 export interface DashboardDoc extends Totals {
   root: string;
+  /** The root directory does not exist (yet): an empty dashboard, not an error. */
+  root_missing: boolean;
   generated_at: string;
   /** Run ids, newest first (descending byte order of the directory names). */
   order: string[];
@@ -107,6 +109,9 @@ export interface DashboardDoc extends Totals {
 /** What changed since the last push (the `patch` event). */
 export interface DashboardPatch extends Totals {
   root: string;
+  root_missing: boolean;
+  /** How many root entries are not runs (stray files, symlinks) or could not be read. */
+  skipped_count: number;
   generated_at: string;
   upsert: RunCard[];
   remove: string[];
@@ -114,54 +119,65 @@ export interface DashboardPatch extends Totals {
   order?: string[];
 }
 
-/** A leg of a run, from the stream (SPEC A.2's fold, one entry per run_started). */
+/**
+ * A leg of a run: the reading layer's `DetailLeg` (runDetail) with its
+ * 1-based number. `state` is `closed` (a run_finished closed it), `open` (the
+ * last leg, in flight) or `abandoned` (it never reported an end).
+ */
 export interface LegView {
-  /** 1-based leg number in file order. */
   n: number;
+  /** Byte offset of its run_started in events.jsonl. */
+  offset: number;
   phase: string;
-  started_at: string | null;
-  /** True for the last leg when no run_finished closed it. */
-  open: boolean;
   outcome: string | null;
-  ended_at: string | null;
+  started_ts: string | null;
+  finished_ts: string | null;
   command: string[] | null;
+  state: 'open' | 'closed' | 'abandoned';
 }
 
 /** A node on the run page. */
 export interface NodeDetail {
   id: string;
   state: NodeView;
-  /** From the snapshot's graph.nodes[*].depends_on, when it has one. */
-  depends_on: string[] | null;
+  /** From the snapshot's graph.nodes[*].depends_on ([] when it lists none). */
+  depends_on: string[];
+  /** The node's record in state.json, when it has one. */
   cost_usd: number | null;
   cost_unknown: boolean;
-  /** The detail of the node's last verdict event, when there is one. */
+  /** The detail of the node's last verdict among the timeline's events, when there is one. */
   detail: string | null;
 }
 
-/** One event on the timeline, with the leg it belongs to. */
+/** One event on the timeline, with the leg it belongs to and its byte offset. */
 export interface TimelineItem {
   leg: number | null;
+  offset: number;
   event: Record<string, unknown>;
 }
 
 /** GET /api/runs/:id and the run page's `run` event. */
-export interface RunDetail extends RunTimes {
+export interface RunPage extends RunTimes {
   root: string;
   run_id: string;
   state: CardState;
   section: Section;
+  /** The report exactly as `status --json` gives it; null when the run cannot be reported. */
   report: RunReport | null;
+  /** Why the run cannot be reported (state `unknown`), else null. */
   error: string | null;
   nodes: NodeDetail[];
   /** `layers` when any node has depends_on (the page lays nodes out by dependency depth), else `list`. */
   layout: 'layers' | 'list';
   legs: LegView[];
-  /** The last events of the stream, oldest first. */
+  /** The last events of the stream, oldest first, strings cut to a readable length. */
   timeline: TimelineItem[];
   /** A sentence on what the timeline leaves out, or "". */
   events_note: string;
+  /** Malformed lines skipped in the whole stream. */
   skipped_lines: number;
+  /** Why the whole stream could not be folded (the report may still stand on its tail), else null. */
+  stream_error: string | null;
 }
 
 /** Sums tallies and cost over cards. */

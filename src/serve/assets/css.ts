@@ -77,6 +77,7 @@ main { max-width: 1440px; margin: 0 auto; padding: 22px 28px 60px; }
 body.is-stale .stale-banner { display: block; }
 body.is-stale main .card { filter: saturate(0.55); }
 section.group { margin: 0 0 30px; }
+.root-note { margin: 0 0 16px; font-size: 13px; color: var(--ink-2); }
 section.group > h2 {
   display: flex; align-items: baseline; gap: 10px; margin: 0 0 12px; padding-bottom: 6px;
   font-size: 13px; font-weight: 650; text-transform: uppercase; letter-spacing: 0.09em; color: var(--ink-2);

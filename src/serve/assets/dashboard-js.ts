@@ -17,6 +17,14 @@ export const DASHBOARD_JS = String.raw`(function () {
 
   function renderHeader(doc) {
     if (doc.root !== undefined) document.getElementById('root').textContent = doc.root;
+    var note = document.getElementById('root-note');
+    var skipped = doc.skipped_count !== undefined ? doc.skipped_count : (doc.skipped || []).length;
+    var unknown = doc.tallies.unknown || 0;
+    var strays = skipped - unknown;
+    if (doc.root_missing) note.textContent = 'The runs root does not exist yet. Runs will appear here as soon as it does.';
+    else if (strays > 0) note.textContent = strays + ' entr' + (strays === 1 ? 'y' : 'ies') + ' under the root ' + (strays === 1 ? 'is' : 'are') + ' not a run directory (a stray file or a symlink, never followed); /api/runs lists ' + (strays === 1 ? 'it' : 'them') + '.';
+    else note.textContent = '';
+    note.hidden = note.textContent === '';
     var t = document.getElementById('tallies');
     RW.clear(t);
     var states = RW.TALLY_STATES.slice();

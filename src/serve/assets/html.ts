@@ -30,6 +30,7 @@ function shell(title: string, script: string, bodyClass: string, main: string, w
 </header>
 <main id="main">
 <p class="stale-banner">Updates have stopped arriving; what you see may be out of date. The page reconnects on its own.</p>
+<p class="root-note" id="root-note" hidden></p>
 ${main}
 </main>
 <noscript><p class="noscript">This dashboard needs JavaScript. The same data is served as JSON at /api/runs.</p></noscript>

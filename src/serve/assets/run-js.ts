@@ -56,19 +56,30 @@ export const RUN_JS = String.raw`(function () {
       kids.push(el('div', { class: 'hint', 'data-kind': kind, 'data-hint': '1' }, [el('span', { class: 'hint-title', text: kind === 'abandoned' ? 'This run is abandoned — what now' : 'Paused — what now' }), r.hint]));
     }
     if (d.error) kids.push(el('div', { class: 'error', 'data-error': '1', text: 'Cannot read this run: ' + d.error }));
-    if (r.warnings && r.warnings.length) kids.push(el('div', { class: 'warnings', text: r.warnings.join('; ') }));
+    var warn = (r.warnings || []).slice();
+    if (d.stream_error) warn.push('node states and legs unavailable: ' + d.stream_error);
+    if (warn.length) kids.push(el('div', { class: 'warnings', text: warn.join('; ') }));
     return el('section', { class: 'run-head', 'data-state': d.state }, kids);
   }
 
   function legsTable(d) {
     if (!d.legs.length) return el('p', { class: 'timeline-note', text: 'No legs: the stream holds no run_started yet.' });
     var rows = d.legs.slice().reverse().map(function (l) {
-      var st = l.open ? (d.state === 'abandoned' ? 'abandoned' : (l.phase === 'planning' ? 'planning' : 'running')) : (OUTCOME_STATE[l.outcome] || 'pending');
-      var end = l.open ? (d.state === 'abandoned' ? 'never reported an end' : 'in flight') : (l.outcome || 'closed') + (l.ended_at ? ' at ' + RW.when(l.ended_at) : '');
-      var took = !isNaN(RW.ms(l.started_at)) && !isNaN(RW.ms(l.ended_at)) ? RW.duration(RW.ms(l.ended_at) - RW.ms(l.started_at)) : '';
+      var st, end;
+      if (l.state === 'open') {
+        st = d.state === 'abandoned' ? 'abandoned' : d.section === 'in-flight' ? (l.phase === 'planning' ? 'planning' : 'running') : 'unknown';
+        end = d.section === 'in-flight' ? 'in flight' : 'open';
+      } else if (l.state === 'abandoned') {
+        st = 'abandoned';
+        end = 'never reported an end';
+      } else {
+        st = OUTCOME_STATE[l.outcome] || 'pending';
+        end = (l.outcome || 'closed') + (l.finished_ts ? ' at ' + RW.when(l.finished_ts) : '');
+      }
+      var took = !isNaN(RW.ms(l.started_ts)) && !isNaN(RW.ms(l.finished_ts)) ? RW.duration(RW.ms(l.finished_ts) - RW.ms(l.started_ts)) : '';
       return el('tr', { 'data-state': st }, [
         el('td', { class: 'mono', text: '#' + l.n }),
-        el('td', { class: 'mono', text: l.started_at ? RW.when(l.started_at) : '—' }),
+        el('td', { class: 'mono', text: l.started_ts ? RW.when(l.started_ts) : '—' }),
         el('td', null, [RW.pill(st)]),
         el('td', { text: end + (took ? ' (' + took + ')' : '') + (l.command ? '  — exec: ' + l.command.join(' ') : '') }),
       ]);
@@ -85,6 +96,7 @@ export const RUN_JS = String.raw`(function () {
     var t = el('span', { class: 't', text: RW.clock(ev.ts), title: typeof ev.ts === 'string' ? ev.ts : '' });
     if (name === 'run_started') {
       var what = 'Leg ' + (item.leg || '?') + ' started' + (ev.phase ? ' (' + ev.phase + ')' : '');
+      if (item.continues) what = 'Leg ' + (item.leg || '?') + ': planning done, running';
       var extra = Array.isArray(ev.command) ? ' — exec: ' + ev.command.join(' ') : '';
       return el('li', { class: 'leg', 'data-state': ev.phase === 'planning' ? 'planning' : 'running' }, [t, el('span', { class: 'mark' }), el('span', { class: 'body' }, [el('span', { class: 'what', text: what }), extra])]);
     }
@@ -110,13 +122,19 @@ export const RUN_JS = String.raw`(function () {
     var kids = [el('h2', null, ['Timeline', el('span', { class: 'note', text: d.events_note || '' })]), legsTable(d)];
     var list = el('ol', { class: 'timeline' });
     var lastDay = '';
+    var started = {};
     d.timeline.forEach(function (item) {
+      if (item.event && item.event.event === 'run_started') {
+        // SPEC A.2: an auto run's planning start and the start after it are one leg.
+        item.continues = item.leg !== null && started[item.leg] === true;
+        started[item.leg] = true;
+      }
       var day = RW.day(item.event && item.event.ts);
       if (day && day !== lastDay) { list.appendChild(el('li', { class: 'day', text: day })); lastDay = day; }
       list.appendChild(eventItem(item, d));
     });
     var last = d.legs[d.legs.length - 1];
-    if (d.state === 'abandoned' && last && last.open) {
+    if (d.state === 'abandoned' && last && last.state !== 'closed') {
       list.appendChild(el('li', { class: 'dead', 'data-state': 'abandoned' }, [
         el('span', { class: 't', text: '' }), el('span', { class: 'mark' }),
         el('span', { class: 'body' }, [el('span', { class: 'what', text: 'Leg ' + last.n + ' never reported an end.' }), ' Its process is gone: no one holds the run lock.']),

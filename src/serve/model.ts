@@ -1,0 +1,334 @@
+/**
+ * Builds what the dashboard serves from the reading layer: `listRuns` for
+ * every card's report, `runStatus` for a run page's report, and `runDetail`
+ * for node states, legs and the last events.
+ *
+ * Invariants:
+ * - No status, liveness or hint is derived here. Every one comes from
+ *   listRuns/runStatus/runDetail, the same calls behind `runs` and `status`,
+ *   so the page and the CLI cannot disagree; a fresh report is taken on
+ *   every call, because a holder's death changes nothing on disk.
+ * - Per-run work is bounded, so one huge or hostile run cannot stall the
+ *   others. Status comes from the stream's tail (listRuns reads tails). The
+ *   whole-stream fold behind node states and legs is cached per file
+ *   identity (device, inode, size, mtime) and status; when the files change
+ *   it is redone no sooner than {@link BACKOFF}× its last duration after the
+ *   last one (a 300 ms fold waits 3 s; the older answer is served meanwhile);
+ *   a status change always refolds at once. A card never folds a stream over
+ *   `cardStreamMax` bytes (its strip then shows the snapshot's verdicts).
+ *   Timeline strings are cut to {@link FIELD_MAX} characters.
+ * - A run that cannot be read becomes an `unknown` card carrying the reason;
+ *   no error from one run escapes to the others.
+ * - Reads only: everything goes through the reading layer, which opens files
+ *   read-only and probes with a shared lock.
+ */
+import { lstatSync } from 'node:fs';
+import { join } from 'node:path';
+import { readSnapshot } from '../snapshot.js';
+import { compareNewestFirst, listRuns, runDetail, runStatus, type DetailLeg, type RunDetail, type SkippedEntry } from '../status.js';
+import type { RunReport, SkippedRun, Status } from '../types.js';
+import {
+  cardState,
+  sectionOf,
+  STRIP_MAX,
+  totals,
+  type DashboardDoc,
+  type LegView,
+  type NodeChip,
+  type NodeDetail,
+  type RunCard,
+  type RunPage,
+  type RunTimes,
+  type TimelineItem,
+} from './view.js';
+
+/** Most events a run page's timeline shows. */
+export const TIMELINE_MAX = 200;
+/** Longest string kept in a timeline event or node detail. */
+export const FIELD_MAX = 2000;
+/** A changed stream waits this many times its last fold's duration before it is folded again. */
+export const BACKOFF = 10;
+/** Streams above this size are not folded for a card (32 MiB). */
+export const CARD_STREAM_MAX = 32 * 1024 * 1024;
+
+/** The `runs --json` document (SPEC C.2). */
+export interface RunsDocument {
+  root: string;
+  runs: RunReport[];
+  skipped: SkippedRun[];
+}
+
+export interface ModelOptions {
+  /** Streams above this many bytes are not folded for cards (default {@link CARD_STREAM_MAX}). */
+  cardStreamMax?: number;
+}
+
+/** Skips that are not runs at all (a stray file, a symlink): counted, not drawn as cards. */
+const NOT_RUNS: ReadonlySet<SkippedEntry['kind']> = new Set(['not-a-directory', 'symlink']);
+
+const EMPTY_TIMES: RunTimes = { started_at: null, ended_at: null, last_event_at: null };
+
+function clip(v: unknown, depth = 0): unknown {
+  if (typeof v === 'string') return v.length > FIELD_MAX ? v.slice(0, FIELD_MAX) + '…' : v;
+  if (depth > 6) return null;
+  if (Array.isArray(v)) return v.slice(0, 100).map((x) => clip(x, depth + 1));
+  if (typeof v === 'object' && v !== null) {
+    const out: Record<string, unknown> = {};
+    let n = 0;
+    for (const [k, x] of Object.entries(v)) {
+      if (n++ >= 100) break;
+      out[k] = clip(x, depth + 1);
+    }
+    return out;
+  }
+  return v;
+}
+
+function fileSig(path: string): string {
+  try {
+    const st = lstatSync(path, { bigint: true });
+    return `${st.dev}:${st.ino}:${st.size}:${st.mtimeNs}:${st.mode}`;
+  } catch (e) {
+    return `absent:${(e as NodeJS.ErrnoException).code ?? '?'}`;
+  }
+}
+
+function fileSize(path: string): number {
+  try {
+    return lstatSync(path).size;
+  } catch {
+    return 0;
+  }
+}
+
+/**
+ * The reading layer's legs, numbered. SPEC A.2: "an auto run writes a
+ * planning start then an untagged start in the same leg", so a planning
+ * start superseded by a non-planning start is shown as the first half of one
+ * leg, not as a leg that died (runDetail lists them as two).
+ */
+export function numberLegs(legs: readonly DetailLeg[]): LegView[] {
+  const out: LegView[] = [];
+  for (let i = 0; i < legs.length; i++) {
+    const l = legs[i] as DetailLeg;
+    const next = legs[i + 1];
+    if (l.phase === 'planning' && l.state === 'abandoned' && l.outcome === null && next !== undefined && next.phase !== 'planning') {
+      out.push({ ...next, n: out.length + 1, offset: l.offset, started_ts: l.started_ts ?? next.started_ts });
+      i++;
+      continue;
+    }
+    out.push({ ...l, n: out.length + 1 });
+  }
+  return out;
+}
+
+/** Times from the legs and the last event (ts is display only). */
+function timesOf(legs: readonly LegView[], lastEvent: { event: Record<string, unknown> } | undefined): RunTimes {
+  const first = legs[0];
+  const last = legs[legs.length - 1];
+  const ts = lastEvent?.event['ts'];
+  return {
+    started_at: first?.started_ts ?? null,
+    ended_at: last !== undefined && last.state === 'closed' ? last.finished_ts : null,
+    last_event_at: typeof ts === 'string' ? ts : null,
+  };
+}
+
+interface FoldEntry {
+  key: string;
+  sig: string;
+  status: Status | null;
+  detail: RunDetail | null;
+  error: string | null;
+  at: number;
+  cost: number;
+}
+
+/** The dashboard's reading side, with the per-run bounds described above. */
+export class DashboardModel {
+  private readonly cardStreamMax: number;
+  private readonly cardFolds = new Map<string, FoldEntry>();
+  private readonly pageFolds = new Map<string, FoldEntry>();
+
+  constructor(
+    readonly root: string,
+    options: ModelOptions = {},
+  ) {
+    this.cardStreamMax = options.cardStreamMax ?? CARD_STREAM_MAX;
+  }
+
+  /** GET /api/runs: exactly the `runs --json` document. */
+  runsDocument(): RunsDocument {
+    const list = listRuns(this.root);
+    return { root: list.root, runs: list.runs, skipped: list.skipped.map((s) => ({ run_id: s.run_id, error: s.error })) };
+  }
+
+  /** The whole dashboard. Yields to the event loop between runs. */
+  async dashboard(): Promise<DashboardDoc> {
+    const list = listRuns(this.root);
+    const cards: RunCard[] = [];
+    const seen = new Set<string>();
+    for (const report of list.runs) {
+      const dir = join(list.root, report.run_id);
+      seen.add(dir);
+      cards.push(this.card(report, dir));
+      await new Promise((r) => setImmediate(r));
+    }
+    for (const s of list.skipped) {
+      if (NOT_RUNS.has(s.kind)) continue;
+      cards.push({ run_id: s.run_id, state: 'unknown', section: 'other', report: null, error: s.error, nodes: [], nodes_more: 0, ...EMPTY_TIMES });
+    }
+    for (const k of this.cardFolds.keys()) if (!seen.has(k)) this.cardFolds.delete(k);
+    cards.sort((a, b) => compareNewestFirst(a.run_id, b.run_id));
+    return {
+      root: list.root,
+      root_missing: list.missing,
+      generated_at: new Date().toISOString(),
+      order: cards.map((c) => c.run_id),
+      runs: cards,
+      skipped: list.skipped.map((s) => ({ run_id: s.run_id, error: s.error })),
+      ...totals(cards),
+    };
+  }
+
+  /** One run's page document; `dir` is `<root>/<id>`, already validated. */
+  async page(id: string, dir: string): Promise<RunPage> {
+    let report: RunReport;
+    try {
+      report = runStatus(dir);
+    } catch (e) {
+      this.pageFolds.delete(dir);
+      return this.unreadablePage(id, e instanceof Error ? e.message : String(e));
+    }
+    const state = cardState(report);
+    const fold = this.fold(this.pageFolds, dir, report.status, TIMELINE_MAX);
+    const detail = fold.detail;
+    if (detail === null) {
+      return { ...this.basePage(id, report), stream_error: fold.error };
+    }
+    const legs = numberLegs(detail.legs);
+    const timeline: TimelineItem[] = detail.events.map(({ offset, event }) => {
+      let leg: number | null = null;
+      for (const l of legs) if (l.offset <= offset) leg = l.n;
+      return { leg, offset, event: clip(event) as Record<string, unknown> };
+    });
+    const records = this.records(dir);
+    const lastVerdict = new Map<string, string>();
+    for (const { event } of timeline) {
+      const kind = event['event'];
+      if ((kind === 'node_passed' || kind === 'node_failed') && typeof event['node_id'] === 'string') {
+        lastVerdict.set(event['node_id'], typeof event['detail'] === 'string' ? event['detail'] : '');
+      }
+    }
+    const nodes: NodeDetail[] = detail.nodes.map((n) => {
+      const rec = records.get(n.id);
+      const d = lastVerdict.get(n.id);
+      return {
+        id: n.id,
+        state: n.state,
+        depends_on: n.depends_on,
+        cost_usd: rec?.cost_usd ?? null,
+        cost_unknown: rec?.cost_unknown ?? false,
+        detail: d === undefined || d === '' ? null : d,
+      };
+    });
+    const full = detail.events.length >= TIMELINE_MAX;
+    return {
+      root: this.root,
+      run_id: id,
+      state,
+      section: sectionOf(state),
+      report,
+      error: null,
+      nodes,
+      layout: nodes.some((n) => n.depends_on.length > 0) ? 'layers' : 'list',
+      legs,
+      timeline,
+      events_note: full ? `the last ${TIMELINE_MAX} events` : `${timeline.length} event${timeline.length === 1 ? '' : 's'}`,
+      skipped_lines: detail.skipped_lines,
+      stream_error: detail.stream_error ?? (fold.error !== null ? fold.error : null),
+      ...timesOf(legs, detail.events[detail.events.length - 1]),
+    };
+  }
+
+  private basePage(id: string, report: RunReport | null, error: string | null = null): RunPage {
+    const state = cardState(report);
+    return {
+      root: this.root,
+      run_id: id,
+      state,
+      section: sectionOf(state),
+      report,
+      error,
+      nodes: [],
+      layout: 'list',
+      legs: [],
+      timeline: [],
+      events_note: '',
+      skipped_lines: 0,
+      stream_error: null,
+      ...EMPTY_TIMES,
+    };
+  }
+
+  private unreadablePage(id: string, error: string): RunPage {
+    return this.basePage(id, null, error);
+  }
+
+  private records(dir: string): Map<string, { cost_usd: number | null; cost_unknown: boolean }> {
+    const s = readSnapshot(join(dir, 'state.json'));
+    return s.kind === 'ok' ? s.snapshot.records : new Map();
+  }
+
+  private card(report: RunReport, dir: string): RunCard {
+    const state = cardState(report);
+    const base: RunCard = { run_id: report.run_id, state, section: sectionOf(state), report, error: null, nodes: [], nodes_more: 0, ...EMPTY_TIMES };
+    let chips: NodeChip[];
+    let times: RunTimes = EMPTY_TIMES;
+    if (fileSize(join(dir, 'events.jsonl')) > this.cardStreamMax) {
+      // Too large to fold for a card: the snapshot's settled verdicts only.
+      const s = readSnapshot(join(dir, 'state.json'));
+      chips =
+        s.kind === 'ok'
+          ? s.snapshot.graphNodes.map((n) => {
+              const v = s.snapshot.records.get(n.id)?.verdict;
+              return { id: n.id, state: v === 'PASS' ? 'passed' : v === 'FAIL' ? 'failed' : 'pending' };
+            })
+          : [];
+    } else {
+      const fold = this.fold(this.cardFolds, dir, report.status, 1);
+      if (fold.detail === null) return base;
+      chips = fold.detail.nodes.map((n) => ({ id: n.id, state: n.state }));
+      times = timesOf(numberLegs(fold.detail.legs), fold.detail.events[fold.detail.events.length - 1]);
+    }
+    return { ...base, ...times, nodes: chips.slice(0, STRIP_MAX), nodes_more: Math.max(0, chips.length - STRIP_MAX) };
+  }
+
+  /** runDetail, cached per (files, status) and backed off as the module comment says. Never throws. */
+  private fold(map: Map<string, FoldEntry>, dir: string, status: Status | null, events: number): FoldEntry {
+    const sig = fileSig(join(dir, 'events.jsonl')) + '|' + fileSig(join(dir, 'state.json'));
+    const key = `${sig}|${status}`;
+    const old = map.get(dir);
+    const now = Date.now();
+    if (old !== undefined) {
+      if (old.key === key) return old;
+      // Files changed but the status did not: back off a costly fold.
+      if (old.status === status && now - old.at < BACKOFF * old.cost) return old;
+    }
+    const t0 = Date.now();
+    let detail: RunDetail | null = null;
+    let error: string | null = null;
+    try {
+      detail = runDetail(dir, { events });
+    } catch (e) {
+      error = e instanceof Error ? e.message : String(e);
+    }
+    const t1 = Date.now();
+    // Keyed by the status the fold itself saw (its nodes were made abandoned
+    // or not by it), so a report that moved on in between refolds next time.
+    const seen = detail !== null ? detail.report.status : status;
+    const entry: FoldEntry = { key: `${sig}|${seen}`, sig, status: seen, detail, error, at: t1, cost: t1 - t0 };
+    map.set(dir, entry);
+    return entry;
+  }
+}
