@@ -1,0 +1,138 @@
+/**
+ * Hints (SPEC B.4), including the exec-leg variant and its process-group
+ * evidence, read from a real process group that is really alive, then really gone.
+ */
+import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
+import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { abandonedHint, ORPHAN_WARNING, orphanEvidence, parsePgid, pausedHint, shellQuote } from '../src/hints.js';
+import { runStatus } from '../src/status.js';
+import { cleanup, ev, makeRun, runId, startHolder, tempDir } from './helpers/reading-fixtures.js';
+
+const groups: ChildProcess[] = [];
+afterEach(async () => {
+  for (const g of groups.splice(0)) {
+    if (g.exitCode === null && g.signalCode === null) {
+      const gone = new Promise((r) => g.once('exit', r));
+      process.kill(-g.pid!, 'SIGKILL');
+      await gone;
+    }
+  }
+  await cleanup();
+});
+afterAll(cleanup);
+
+/** A process leading its own group (pgid = pid), sleeping until killed. */
+function startGroup(): Promise<ChildProcess> {
+  const c = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], { detached: true, stdio: 'ignore' });
+  groups.push(c);
+  return new Promise((res, rej) => {
+    c.once('spawn', () => res(c));
+    c.once('error', rej);
+  });
+}
+
+describe('abandonedHint', () => {
+  it('with a snapshot: names the run, says the leg never reported an end, resume --retry-failed, orphan warning', () => {
+    const h = abandonedHint('20260806-1', { hasSnapshot: true });
+    expect(h).toContain('run 20260806-1 is ABANDONED');
+    expect(h).toContain('a leg started and never reported an end');
+    expect(h).toContain('oh-my-graph resume 20260806-1 --retry-failed');
+    expect(h).toContain(ORPHAN_WARNING);
+  });
+
+  it('without a snapshot: nothing to resume from, run the graph again, never a resume command', () => {
+    const h = abandonedHint('r1', { hasSnapshot: false });
+    expect(h).toContain('nothing to resume from: run the graph again');
+    expect(h).not.toMatch(/resume r1|--retry-failed/);
+    expect(h).toContain(ORPHAN_WARNING);
+  });
+
+  it('an exec leg: run the same runwarden exec command again, quoted for a shell', () => {
+    const h = abandonedHint('r1', { hasSnapshot: true, command: ['sh', '-c', "echo 'hi' && sleep 1"] });
+    expect(h).toContain(`run \`runwarden exec r1 -- sh -c 'echo '\\''hi'\\'' && sleep 1'\` again`);
+    expect(h).not.toContain('oh-my-graph resume');
+    expect(h).toContain(ORPHAN_WARNING);
+  });
+
+  it('quotes only what a shell would misread', () => {
+    expect(shellQuote('make')).toBe('make');
+    expect(shellQuote('a b')).toBe("'a b'");
+    expect(shellQuote('')).toBe("''");
+    expect(shellQuote('$HOME')).toBe("'$HOME'");
+  });
+});
+
+describe('pausedHint', () => {
+  it('names --retry-failed, --approve/--reject with the gate, and watch', () => {
+    const h = pausedHint('r1', ['review']);
+    for (const s of ['--retry-failed', '--approve review', '--reject review', 'runwarden watch r1', 'PAUSED at gate review']) expect(h).toContain(s);
+  });
+  it('without a known gate shows the <gate-id> placeholder', () => {
+    expect(pausedHint('r1', [])).toContain('--approve <gate-id>');
+    expect(pausedHint('r1', ['a', 'b'])).toContain('at gates a, b');
+  });
+});
+
+describe('exec legs: the orphan evidence from exec.pgid', () => {
+  const execLeg = ev('run_started', { command: ['node', 'job.js'] }) + ev('node_started', { node_id: 'command' });
+
+  it('a dead exec leg whose child group is alive, then gone', async () => {
+    const root = tempDir();
+    const id = runId();
+    const dir = makeRun(root, id, {});
+    const group = await startGroup();
+    const pgid = group.pid!;
+    writeFileSync(join(dir, 'exec.pgid'), `${pgid}\n`);
+    const leg = await startHolder([{ dir, lines: execLeg }]);
+    await leg.kill(); // the leg dies; its child's group lives on
+
+    const alive = runStatus(dir);
+    expect(alive.status).toBe('ABANDONED');
+    expect(alive.hint).toContain(`runwarden exec ${id} -- node job.js`);
+    expect(alive.hint).toContain(`still has live processes (pgid ${pgid})`);
+    expect(alive.hint).toContain(ORPHAN_WARNING);
+
+    const gone = new Promise((r) => group.once('exit', r));
+    process.kill(-pgid, 'SIGKILL');
+    await gone;
+    const after = runStatus(dir);
+    expect(after.hint).toContain(`is gone (pgid ${pgid})`);
+    expect(after.hint).toContain(ORPHAN_WARNING); // the warning stays: a child may have left the group
+  });
+
+  it('a run that is not an exec leg never reads exec.pgid', async () => {
+    const root = tempDir();
+    const dir = makeRun(root, runId(), { events: ev('run_started') + ev('node_started', { node_id: 'a' }), lock: 'marked', pgid: '12345\n' });
+    const r = runStatus(dir);
+    expect(r.status).toBe('ABANDONED');
+    expect(r.hint).not.toContain('pgid');
+  });
+
+  it('a hostile exec.pgid is reported, never trusted, never blocks', () => {
+    const root = tempDir();
+    const dir = join(root, 'x');
+    mkdirSync(dir);
+    const p = join(dir, 'exec.pgid');
+    expect(orphanEvidence(dir)).toBeUndefined();
+    for (const bad of ['', 'abc\n', '0\n', '1\n', '-5\n', '007\n', '12 \n', '12\n\n', '2147483648\n', '9'.repeat(40)]) {
+      writeFileSync(p, bad);
+      expect(orphanEvidence(dir), JSON.stringify(bad)).toHaveProperty('error');
+    }
+    writeFileSync(p, '4242');
+    expect(parsePgid(Buffer.from('4242'))).toBe(4242);
+    execFileSync('rm', [p]);
+    execFileSync('mkfifo', [p]);
+    expect(orphanEvidence(dir)).toEqual({ error: 'exec.pgid is a fifo, not a regular file' });
+    execFileSync('rm', [p]);
+    symlinkSync('/etc/hostname', p);
+    expect(orphanEvidence(dir)).toEqual({ error: 'exec.pgid is a symlink, not a regular file' });
+  });
+
+  it('an abandoned exec run with a broken exec.pgid says so in its hint', () => {
+    const root = tempDir();
+    const dir = makeRun(root, runId(), { events: execLeg, lock: 'marked', pgid: 'garbage' });
+    expect(runStatus(dir).hint).toContain('could not be checked (exec.pgid does not hold a process group id)');
+  });
+});
