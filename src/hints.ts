@@ -94,8 +94,8 @@ export function pausedHint(runId: string, gates: readonly string[] = []): string
   const where = gates.length === 0 ? 'at a gate' : gates.length === 1 ? `at gate ${gates[0]}` : `at gates ${gates.join(', ')}`;
   return [
     `run ${runId} is PAUSED ${where}, waiting for a decision.`,
-    `Approve with \`oh-my-graph resume ${id} --approve ${gate}\` or reject with \`oh-my-graph resume ${id} --reject ${gate}\`;` +
-      ` retry failed nodes with \`oh-my-graph resume ${id} --retry-failed\`; follow it with \`runwarden watch ${id}\`.`,
+    `Approve with \`oh-my-graph resume ${id} --approve ${gate}\` or reject with \`oh-my-graph resume ${id} --reject ${gate}\`.`,
+    `Retry failed nodes with \`oh-my-graph resume ${id} --retry-failed\`; follow the run with \`runwarden watch ${id}\`.`,
   ].join('\n');
 }
 

@@ -1,6 +1,113 @@
-/** `runwarden status` — not built yet (placeholder so the CLI compiles). */
+/**
+ * `runwarden status [RUN]`: one run's full report. The report is
+ * runStatus's (via runDetail), the same object `runs --json` lists, so the
+ * two commands cannot disagree about a run.
+ */
+import { lstatSync, statSync } from 'node:fs';
 import type { Command } from 'commander';
+import { pickCurrentRun, resolveRunArg, runDetail, RunIdError, RunUnreadableError, type RunDetail } from '../status.js';
+import { Exit, out, printJson, UserError } from './io.js';
+import { formatCost, listRunsOrExplain, paint, rootFrom, statusWord, useColor } from './runs.js';
 
-export function registerStatus(_program: Command): void {
-  // placeholder
+/**
+ * The run directory RUN names (SPEC A.1), checked to exist and be a
+ * directory. A RUN with "/" is a path used as given; otherwise an id under
+ * `root`, where a symlink is refused as `runs` refuses it.
+ */
+export function runDirFromArg(run: string, root: string): string {
+  let dir: string;
+  try {
+    dir = resolveRunArg(run, root);
+  } catch (e) {
+    if (e instanceof RunIdError) throw new UserError(e.message);
+    throw e;
+  }
+  const explicit = run.includes('/');
+  try {
+    const st = explicit ? statSync(dir) : lstatSync(dir);
+    if (st.isSymbolicLink()) throw new UserError(`run "${run}" under ${root} is a symlink; links under the runs root are not followed`);
+    if (!st.isDirectory()) throw new UserError(explicit ? `${dir} is not a directory` : `run "${run}" under ${root} is not a directory`);
+  } catch (e) {
+    if (e instanceof UserError) throw e;
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT' || code === 'ENOTDIR') throw new UserError(explicit ? `no run directory at ${dir}` : `no run "${run}" under ${root}`);
+    throw new UserError(`cannot read ${dir}: ${code ?? String(e)}`);
+  }
+  return dir;
+}
+
+const NODE_COLOR: Record<string, number> = { running: 214, passed: 34, failed: 160, 'gate-paused': 208, abandoned: 103, pending: 245 };
+
+/** The human form of one run's report. */
+export function renderStatus(d: RunDetail, color: boolean): string[] {
+  const r = d.report;
+  const lines = [`run ${r.run_id}  ${statusWord(r.status, color)}`];
+  const row = (k: string, v: string) => lines.push(`  ${k.padEnd(9)} ${v}`);
+  row('liveness', r.liveness === null ? 'not probed (last leg closed)' : `${r.liveness} (${r.reason})`);
+  row('graph', r.graph ?? '-');
+  row('nodes', r.nodes_total === null ? '-' : `${r.nodes_passed}/${r.nodes_total} passed`);
+  row('cost', formatCost(r));
+  row('snapshot', r.has_snapshot ? 'yes' : 'none readable');
+  if (d.legs.length > 0) {
+    const last = d.legs[d.legs.length - 1]!;
+    row('legs', `${d.legs.length} (last: ${last.state}${last.outcome ? `, ${last.outcome}` : ''}${last.phase ? `, ${last.phase}` : ''})`);
+  } else {
+    row('legs', 'none');
+  }
+  if (d.nodes.length > 0) row('nodes by state', '');
+  for (const n of d.nodes) lines.push(`    ${n.id.padEnd(20)} ${paint(n.state, NODE_COLOR[n.state] ?? 245, color)}`);
+  if (d.stream_error !== null) lines.push(`  note: the whole stream could not be read for node states: ${d.stream_error}`);
+  if (r.hint !== null) {
+    lines.push('hint:');
+    for (const h of r.hint.split('\n')) lines.push(`  ${h}`);
+  }
+  if (r.warnings.length > 0) {
+    lines.push('warnings:');
+    for (const w of r.warnings) lines.push(`  ${w}`);
+  }
+  return lines;
+}
+
+export function registerStatus(program: Command): void {
+  program
+    .command('status')
+    .summary("one run's report")
+    .description(
+      "Print one run's full report: status, liveness and the probe's reason, graph, nodes, cost, legs,\n" +
+        'node states, and the hint for an ABANDONED or PAUSED run.\n\n' +
+        'RUN is a run id under the runs root, or (when it contains "/") a path to a run directory.\n' +
+        'Without RUN: the run happening now, i.e. the newest PLANNING or RUNNING run (never an\n' +
+        'ABANDONED one), else the newest run. Runs root: --root DIR; $OMG_HOME/runs; $HOME/.oh-my-graph/runs.\n' +
+        'Exit 0 for every status; 2 for a bad or unknown RUN; 1 when the run cannot be read. Writes nothing.',
+    )
+    .argument('[run]', 'run id under the root, or a path to a run directory')
+    .option('--root <dir>', 'runs root directory')
+    .option('--json', 'print the RunReport (the same object `runs --json` lists)')
+    .action((run: string | undefined, opts: { root?: string; json?: boolean }) => {
+      const root = rootFrom(opts.root);
+      let dir: string;
+      if (run === undefined) {
+        const list = listRunsOrExplain(root);
+        const current = pickCurrentRun(list.runs);
+        if (current === undefined) {
+          const why = list.missing ? `${root} does not exist` : list.skipped.length > 0 ? `none of the ${list.skipped.length} entries under ${root} could be read` : `${root} is empty`;
+          throw new UserError(`no runs to report: ${why}`);
+        }
+        dir = runDirFromArg(current.run_id, root);
+      } else {
+        dir = runDirFromArg(run, root);
+      }
+      let detail: RunDetail;
+      try {
+        detail = runDetail(dir, { events: 0 });
+      } catch (e) {
+        if (e instanceof RunUnreadableError) throw new UserError(`run ${e.runId} cannot be read: ${e.message}`, Exit.Error);
+        throw e;
+      }
+      if (opts.json) {
+        printJson(detail.report);
+        return;
+      }
+      for (const line of renderStatus(detail, useColor())) out(line);
+    });
 }
