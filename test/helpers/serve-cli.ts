@@ -1,0 +1,36 @@
+/**
+ * `runwarden serve` as a real child process: started with --port 0, its
+ * address read from the first line it prints. Tracked for killAll().
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { CLI, track } from './lock-procs.js';
+
+export interface ServeProcess {
+  proc: ChildProcess;
+  url: string;
+  port: number;
+  stderr: () => string;
+}
+
+export function startServeCli(root: string, extra: string[] = [], timeoutMs = 10_000): Promise<ServeProcess> {
+  const proc = spawn(process.execPath, [CLI, 'serve', '--root', root, '--port', '0', ...extra], { stdio: ['ignore', 'pipe', 'pipe'] });
+  track(proc.pid as number);
+  let out = '';
+  let err = '';
+  proc.stderr?.on('data', (d: Buffer) => (err += d.toString()));
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`serve printed no address in ${timeoutMs} ms; stderr: ${err}`)), timeoutMs);
+    proc.stdout?.on('data', (d: Buffer) => {
+      out += d.toString();
+      const m = /^runwarden serve: (http:\/\/[^\s]+:(\d+)\/)$/m.exec(out);
+      if (m) {
+        clearTimeout(timer);
+        resolve({ proc, url: m[1] as string, port: Number(m[2]), stderr: () => err });
+      }
+    });
+    proc.on('exit', (code, sig) => {
+      clearTimeout(timer);
+      reject(new Error(`serve exited (code ${code}, signal ${sig}); stderr: ${err}`));
+    });
+  });
+}
