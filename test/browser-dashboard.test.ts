@@ -96,7 +96,9 @@ describe('dashboard in chromium', () => {
     const api = (await (await fetch(new URL('/api/runs', serve.url))).json()) as { runs: { run_id: string; hint: string | null }[] };
     const hint = api.runs.find((r) => r.run_id === ID.abandoned)?.hint;
     expect(hint).toBeTruthy();
-    expect(await card.locator('.hint').textContent()).toContain(hint as string);
+    // Backquoted commands are set as <code>; the words are the hint's, verbatim.
+    expect(await card.locator('.hint').textContent()).toContain((hint as string).replaceAll('`', ''));
+    expect(await card.locator('.hint code').first().textContent()).toBe(`oh-my-graph resume ${ID.abandoned} --retry-failed`);
     // The colour is the muted grey-violet, not the failure red.
     const colour = await card.evaluate((e) => getComputedStyle(e).borderLeftColor);
     expect(colour).toBe('rgb(141, 132, 163)');

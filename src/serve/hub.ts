@@ -44,6 +44,13 @@ interface Client {
   primed: boolean;
 }
 
+/**
+ * A page that stops reading (a suspended laptop, a stuck tab) must not make
+ * the server buffer without bound: past this many unsent bytes its stream is
+ * ended, and the page's EventSource reconnects and gets a fresh snapshot.
+ */
+const MAX_BUFFERED = 4 * 1024 * 1024;
+
 function frame(event: string, data: unknown): string {
   // JSON.stringify escapes CR and LF, so the payload is one SSE data line.
   return `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
@@ -169,16 +176,26 @@ export class LiveHub {
       for (const c of this.clients) {
         if (c.runId !== id || c.lastRun === json) continue;
         c.lastRun = json;
-        c.res.write(`event: run\ndata: ${json}\n\n`);
+        this.send(c, `event: run\ndata: ${json}\n\n`);
       }
     }
     const beat = frame('beat', error === undefined ? { t: new Date().toISOString() } : { t: new Date().toISOString(), error });
-    for (const c of this.clients) c.res.write(beat);
+    for (const c of this.clients) this.send(c, beat);
+  }
+
+  /** Writes to one page, dropping it if it has stopped reading. */
+  private send(c: Client, text: string): void {
+    if (c.res.writableLength > MAX_BUFFERED) {
+      this.clients.delete(c);
+      c.res.destroy();
+      return;
+    }
+    c.res.write(text);
   }
 
   private prime(c: Client, doc: DashboardDoc): void {
     c.primed = true;
-    c.res.write(frame('snapshot', doc));
+    this.send(c, frame('snapshot', doc));
   }
 
   /** Diffs a fresh dashboard against the last one and sends each page what it lacks. */
@@ -205,7 +222,7 @@ export class LiveHub {
     for (const c of this.clients) {
       if (c.runId !== undefined) continue;
       if (!c.primed) this.prime(c, doc);
-      else if (patch) c.res.write(frame('patch', patch));
+      else if (patch) this.send(c, frame('patch', patch));
     }
   }
 }

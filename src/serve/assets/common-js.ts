@@ -120,6 +120,18 @@ export const COMMON_JS = String.raw`(function () {
 
   RW.runHref = function (id) { return '/run/' + encodeURIComponent(id); };
 
+  /** A hint's text with its backquoted commands set as code (still text nodes only). */
+  RW.hintNodes = function (text) {
+    return String(text).split('\u0060').map(function (part, i) {
+      return i % 2 === 1 ? RW.el('code', { text: part }) : document.createTextNode(part);
+    });
+  };
+
+  /** What to say when a report names no graph. */
+  RW.noGraph = function (state) {
+    return state === 'planning' || state === 'running' || state === 'pending' ? 'graph not recorded yet' : 'no graph recorded';
+  };
+
   /**
    * Opens the server-sent event stream and drives the live indicator: live
    * while messages keep arriving (the server beats every second), stale after

@@ -153,6 +153,8 @@ section.group.has-cards .empty { display: none; }
   white-space: pre-wrap; overflow-wrap: anywhere; font-family: var(--sans);
 }
 .hint[data-kind="paused"] { background: var(--orange-wash); color: #7a3d0b; border-color: #f4d9c2; }
+.hint code { font-family: var(--mono); font-size: 11.5px; background: rgba(255,255,255,0.7); border: 1px solid #ddd7e8; border-radius: 4px; padding: 0 4px; overflow-wrap: anywhere; }
+.hint[data-kind="paused"] code { border-color: #f0d3b8; }
 .hint .hint-title { display: block; font-weight: 650; font-size: 11px; letter-spacing: 0.07em; text-transform: uppercase; margin-bottom: 3px; opacity: 0.8; }
 .error { font-size: 12.5px; color: #3e444b; background: #eef0f2; border: 1px dashed #b9bec5; border-radius: 6px; padding: 6px 9px; overflow-wrap: anywhere; }
 .warnings { font-size: 12px; color: #7a5b12; overflow-wrap: anywhere; }

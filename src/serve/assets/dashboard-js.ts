@@ -67,7 +67,7 @@ export const DASHBOARD_JS = String.raw`(function () {
     var r = c.report || {};
     var graph = r.graph;
     var head = el('div', { class: 'card-head' }, [
-      el('span', { class: 'graph' + (graph ? '' : ' none'), title: graph || '', text: graph || 'no graph recorded' }),
+      el('span', { class: 'graph' + (graph ? '' : ' none'), title: graph || '', text: graph || RW.noGraph(c.state) }),
       el('span', { class: 'cost' + (r.cost_unknown || typeof r.cost_usd !== 'number' ? ' unknown' : ''), text: c.report ? (typeof r.cost_usd === 'number' || r.cost_unknown ? RW.money(r.cost_usd, r.cost_unknown) : 'no cost') : '' }),
     ]);
     var idRow = el('div', { class: 'runid' }, [el('a', { href: RW.runHref(c.run_id), title: c.run_id, text: c.run_id })]);
@@ -78,7 +78,7 @@ export const DASHBOARD_JS = String.raw`(function () {
     var times = el('div', { class: 'row times', 'data-times': '1', text: timesText(c) });
     var kids = [el('a', { class: 'cover', href: RW.runHref(c.run_id), 'aria-label': 'open run ' + c.run_id }), head, idRow, stripRow, times];
     if (c.state === 'abandoned' && r.hint) {
-      kids.push(el('div', { class: 'hint', 'data-kind': 'abandoned', 'data-hint': '1' }, [el('span', { class: 'hint-title', text: 'What now' }), r.hint]));
+      kids.push(el('div', { class: 'hint', 'data-kind': 'abandoned', 'data-hint': '1' }, [el('span', { class: 'hint-title', text: 'What now' })].concat(RW.hintNodes(r.hint))));
     }
     if (c.error) kids.push(el('div', { class: 'error', 'data-error': '1', text: 'Cannot read this run: ' + c.error }));
     if (r.warnings && r.warnings.length) kids.push(el('div', { class: 'warnings', text: r.warnings.join('; ') }));

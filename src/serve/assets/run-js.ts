@@ -47,13 +47,13 @@ export const RUN_JS = String.raw`(function () {
     ]);
     var graph = r.graph;
     var kids = [
-      el('div', { class: 'title' }, [el('h1', { class: graph ? '' : 'none', text: graph || 'no graph recorded' }), RW.pill(d.state)]),
+      el('div', { class: 'title' }, [el('h1', { class: graph ? '' : 'none', text: graph || RW.noGraph(d.state) }), RW.pill(d.state)]),
       el('div', { class: 'runid', text: d.run_id }),
       facts,
     ];
     if (r.hint) {
       var kind = d.state === 'abandoned' ? 'abandoned' : 'paused';
-      kids.push(el('div', { class: 'hint', 'data-kind': kind, 'data-hint': '1' }, [el('span', { class: 'hint-title', text: kind === 'abandoned' ? 'This run is abandoned — what now' : 'Paused — what now' }), r.hint]));
+      kids.push(el('div', { class: 'hint', 'data-kind': kind, 'data-hint': '1' }, [el('span', { class: 'hint-title', text: kind === 'abandoned' ? 'This run is abandoned — what now' : 'Paused — what now' })].concat(RW.hintNodes(r.hint))));
     }
     if (d.error) kids.push(el('div', { class: 'error', 'data-error': '1', text: 'Cannot read this run: ' + d.error }));
     var warn = (r.warnings || []).slice();
