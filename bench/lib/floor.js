@@ -1,0 +1,39 @@
+/**
+ * The C floor: compiled from bench/floor.c with the system compiler into
+ * bench/out/ (gitignored), rebuilt when the source is newer than the binary.
+ */
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, statSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const benchDir = dirname(dirname(fileURLToPath(import.meta.url)));
+const source = join(benchDir, 'floor.c');
+const binary = join(benchDir, 'out', 'floor');
+
+/** Compiles the floor with `cc -O2` if needed; returns the binary's path and the compiler's version line. */
+export function buildFloor() {
+  const cc = process.env.CC || 'cc';
+  let version = 'unknown';
+  try {
+    version = execFileSync(cc, ['--version'], { encoding: 'utf8' }).split('\n')[0];
+  } catch {
+    throw new Error(`bench: no C compiler (${cc}) found; the syscall floor needs one (apt-get install gcc)`);
+  }
+  if (!existsSync(binary) || statSync(binary).mtimeMs < statSync(source).mtimeMs) {
+    mkdirSync(dirname(binary), { recursive: true });
+    execFileSync(cc, ['-O2', '-Wall', '-Wextra', '-o', binary, source], { stdio: 'inherit' });
+  }
+  return { binary, compiler: `${cc} -O2 (${version})` };
+}
+
+/** Runs the floor loop `iterations` times on `lockPath`; returns ns per iteration and the last answer. */
+export function runFloor(bin, lockPath, iterations) {
+  let out;
+  try {
+    out = execFileSync(bin, [lockPath, String(iterations)], { encoding: 'utf8' });
+  } catch (err) {
+    throw new Error(`bench: the floor failed on ${lockPath}: ${err.stdout || err.message}`);
+  }
+  return JSON.parse(out);
+}
