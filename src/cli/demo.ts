@@ -267,13 +267,13 @@ export function registerDemo(program: Command): void {
     .command('demo')
     .summary('create a runs root with one run in each state and list it')
     .description(
-      'Create a runs root holding one run in each state and print the `runs` table for it:\n' +
-        'RUNNING and PLANNING (held by a detached process this command starts), ABANDONED with and\n' +
-        'without a snapshot (their holder is SIGKILLed), ABANDONED through a pre-flock lock whose pid\n' +
-        'is gone, PAUSED at a gate, PASS, FAIL, and a run with a corrupt snapshot (skipped, by name).\n' +
+      'Create a runs root holding one run in each state and print the `runs` table for it: ' +
+        'RUNNING and PLANNING (held by a detached process this command starts), ABANDONED with and ' +
+        'without a snapshot (their holder is SIGKILLed), ABANDONED through a pre-flock lock whose pid ' +
+        'is gone, PAUSED at a gate, PASS, FAIL, and a run with a corrupt snapshot (skipped, by name). ' +
         'Every state comes from real locks, not from written answers.\n\n' +
-        'The root is --root DIR (created if missing; must be empty) or a fresh directory under the\n' +
-        'system temp directory. The holder exits by itself after --hold-seconds (default and maximum\n' +
+        'The root is --root DIR (created if missing; must be empty) or a fresh directory under the ' +
+        'system temp directory. The holder exits by itself after --hold-seconds (default and maximum ' +
         `${MAX_HOLD_SECONDS}); its pid and the command that stops it are printed.`,
     )
     .option('--root <dir>', 'where to create the demo runs (new or empty directory)')

@@ -153,12 +153,12 @@ export function registerRuns(program: Command): void {
     .command('runs')
     .summary('list every run, newest first, with its status')
     .description(
-      'List every run directory under the runs root, newest first: id, graph, nodes passed/total, cost\n' +
-        'and status (PLANNING, RUNNING, ABANDONED, PAUSED, PASS, FAIL, or - for none yet). An ABANDONED\n' +
-        'or PAUSED run is followed by its hint. A run that cannot be read is skipped, never lost silently:\n' +
+      'List every run directory under the runs root, newest first: id, graph, nodes passed/total, cost ' +
+        'and status (PLANNING, RUNNING, ABANDONED, PAUSED, PASS, FAIL, or - for none yet). An ABANDONED ' +
+        'or PAUSED run is followed by its hint. A run that cannot be read is skipped, never lost silently: ' +
         'the closing line counts skipped runs by reason and --show-skipped names them.\n\n' +
-        'Runs root, first match wins: --root DIR; $OMG_HOME/runs; $HOME/.oh-my-graph/runs.\n' +
-        'Cost "+?" means some node costs are unknown and left out; "-" means there is no value.\n' +
+        'Runs root, first match wins: --root DIR; $OMG_HOME/runs; $HOME/.oh-my-graph/runs. ' +
+        'Cost "+?" means some node costs are unknown and left out; "-" means there is no value. ' +
         'Colour only on a terminal, never with NO_COLOR set. Reads only; writes nothing.',
     )
     .option('--root <dir>', 'runs root directory')

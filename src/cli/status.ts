@@ -73,11 +73,12 @@ export function registerStatus(program: Command): void {
     .command('status')
     .summary("one run's report")
     .description(
-      "Print one run's full report: status, liveness and the probe's reason, graph, nodes, cost, legs,\n" +
+      "Print one run's full report: status, liveness and the probe's reason, graph, nodes, cost, legs, " +
         'node states, and the hint for an ABANDONED or PAUSED run.\n\n' +
-        'RUN is a run id under the runs root, or (when it contains "/") a path to a run directory.\n' +
-        'Without RUN: the run happening now, i.e. the newest PLANNING or RUNNING run (never an\n' +
-        'ABANDONED one), else the newest run. Runs root: --root DIR; $OMG_HOME/runs; $HOME/.oh-my-graph/runs.\n' +
+        'RUN is a run id under the runs root, or (when it contains "/") a path to a run directory. ' +
+        'Without RUN: the run happening now, i.e. the newest PLANNING or RUNNING run (never an ' +
+        'ABANDONED one), else the newest run. Runs root, first match wins: --root DIR; $OMG_HOME/runs; ' +
+        '$HOME/.oh-my-graph/runs.\n\n' +
         'Exit 0 for every status; 2 for a bad or unknown RUN; 1 when the run cannot be read. Writes nothing.',
     )
     .argument('[run]', 'run id under the root, or a path to a run directory')

@@ -58,7 +58,7 @@ export function snapshot(verdicts: Record<string, string>, opts: { graph?: strin
   const ids = opts.graph ?? Object.keys(verdicts);
   const nodes: Record<string, unknown> = {};
   for (const [id, verdict] of Object.entries(verdicts)) nodes[id] = { verdict, cost_usd: opts.cost ?? 0.25 };
-  return { schema: 3, run_id: opts.runId ?? 'r', graph: { name: opts.name ?? 'g', nodes: ids.map((id) => ({ id })) }, nodes };
+  return { schema: 3, ...(opts.runId !== undefined ? { run_id: opts.runId } : {}), graph: { name: opts.name ?? 'g', nodes: ids.map((id) => ({ id })) }, nodes };
 }
 
 export interface RunSpec {
