@@ -1,6 +1,106 @@
-/** `runwarden exec` — not built yet (placeholder so the CLI compiles). */
+/**
+ * `runwarden exec RUN -- CMD…`: run a command as one leg of a run, so every
+ * reader can tell whether it is alive. Refusals (the run is locked, or its
+ * state cannot be judged) exit 75 and leave the run exactly as it was.
+ */
+import { lstatSync } from 'node:fs';
+import { join } from 'node:path';
 import type { Command } from 'commander';
+import { LockFileError, LockHeldError, RunFileError } from '../errors.js';
+import { readLastLeg, StreamError } from '../feed.js';
+import { EVENTS_FILE } from '../journal.js';
+import { runLeg } from '../leg.js';
+import { LOCK_FILE } from '../marker.js';
+import { runStatus, RunUnreadableError } from '../status.js';
+import { err, Exit, UserError } from './io.js';
+import { runTarget } from './target.js';
 
-export function registerExec(_program: Command): void {
-  // placeholder
+interface ExecOptions {
+  root?: string;
+  force?: boolean;
+  name?: string;
+}
+
+function refuse(message: string): never {
+  throw new UserError(message, Exit.Refused);
+}
+
+function lockFileExists(runDir: string): boolean {
+  try {
+    lstatSync(join(runDir, LOCK_FILE));
+    return true;
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return false;
+    return true; // present but odd: acquire will name what it is
+  }
+}
+
+/** What must be said or refused before a leg may start on this run. */
+function preflight(runDir: string, runId: string, force: boolean): void {
+  let open = false;
+  try {
+    open = readLastLeg(join(runDir, EVENTS_FILE)).leg.open;
+  } catch (e) {
+    if (e instanceof StreamError) refuse(`cannot start a leg of run ${runId}: ${e.message}`);
+    throw e;
+  }
+  if (!open) return;
+  if (!lockFileExists(runDir)) {
+    if (!force) {
+      refuse(
+        `run ${runId} has a leg that never reported an end, and no ${LOCK_FILE}: runwarden cannot tell whether ` +
+          `that leg is still running (a missing lock is not evidence that it stopped). ` +
+          `If you know it is not running, start anyway with --force.`,
+      );
+    }
+    err(`runwarden: warning: run ${runId} has an open leg and no ${LOCK_FILE}; starting anyway (--force).`);
+    return;
+  }
+  let report;
+  try {
+    report = runStatus(runDir);
+  } catch (e) {
+    if (e instanceof RunUnreadableError) return; // the lock decides below
+    throw e;
+  }
+  if (report.status === 'ABANDONED' && report.hint !== null) {
+    err(`runwarden: warning: starting a new leg of an abandoned run.`);
+    for (const line of report.hint.split('\n')) err(`  ${line}`);
+  }
+}
+
+export function registerExec(program: Command): void {
+  program
+    .command('exec')
+    .summary('run a command as one leg of a run, holding its lock')
+    .description(
+      'Run CMD as one leg of RUN: take the run lock, append run_started and node_started to ' +
+        'events.jsonl, run CMD in its own process group with stdio passed through, forward SIGINT, ' +
+        'SIGTERM and SIGHUP to it, append its verdict and run_finished, release the lock, and exit ' +
+        'with its exit code (128+N if signal N ended it).\n\n' +
+        'RUN is a run id under the runs root, or a path containing "/"; the run directory is created if missing.\n\n' +
+        'Refuses (exit 75, nothing appended, nothing run) when a leg of the run is in flight, when the ' +
+        'lock file was written by a pre-flock or newer version, or when the stream shows an open leg and ' +
+        'the lock file is missing (override that last case only with --force). Warns first when the run is abandoned.',
+    )
+    .argument('<run>', 'run id or run directory path')
+    .argument('<command...>', 'the command and its arguments (after --)')
+    .option('--root <dir>', 'runs root (default: $OMG_HOME/runs or ~/.oh-my-graph/runs)')
+    .option('--force', 'start even though an open leg has no lock file')
+    .option('--name <node>', 'node id for the command in the stream', 'command')
+    .action(async (run: string, command: string[], opts: ExecOptions) => {
+      if (command.length === 0) throw new UserError('exec needs a command after --');
+      const { runDir, runId } = runTarget(run, opts.root);
+      const nodeId = opts.name ?? 'command';
+      if (nodeId === '') throw new UserError('--name must not be empty');
+      preflight(runDir, runId, opts.force === true);
+      let result;
+      try {
+        result = await runLeg(runDir, command, { runId, nodeId });
+      } catch (e) {
+        if (e instanceof LockHeldError || e instanceof LockFileError || e instanceof RunFileError) refuse(e.message);
+        throw e;
+      }
+      process.exitCode = result.exitCode;
+    });
 }

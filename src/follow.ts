@@ -1,0 +1,165 @@
+/**
+ * Following a live events.jsonl (for `watch`): replay what is there, then
+ * deliver each line appended after it, with the same line rules as the
+ * readers in feed.ts (parseEventLine) and the same fold (StreamFold).
+ *
+ * Invariants:
+ * - Read-only, like every reader: the file is opened O_RDONLY, non-blocking,
+ *   no-follow, regular files only, and never created; a missing file is
+ *   waited for, not made.
+ * - An unterminated final line is held back until its newline arrives, so a
+ *   line is never delivered half-written by a live writer.
+ * - A line over the 1 MiB cap, or a file that shrinks or is replaced, ends
+ *   the follow with a StreamError: nothing read after that can be trusted.
+ * - It never blocks the event loop: it polls fstat on a timer.
+ */
+import { fstatSync, lstatSync } from 'node:fs';
+import { MAX_LINE_BYTES, parseEventLine, StreamError, StreamFold, type FeedEvent } from './feed.js';
+import { closeQuietly, FileReadError, openForRead, readAt } from './safefile.js';
+
+export interface FollowHandlers {
+  /** A line of the right shape, after it was folded into `fold`. */
+  onEvent(ev: FeedEvent, offset: number, fold: StreamFold): void;
+  /** A malformed line that was skipped. */
+  onSkip?(offset: number): void;
+  /** A line with a newer schema (skipped); reported once per follow. */
+  onNewerSchema?(err: StreamError): void;
+  /**
+   * Called after each pass that reached the end of the file. Return true to
+   * stop following. `idleMs` is how long no new line has arrived.
+   */
+  onCaughtUp(fold: StreamFold, idleMs: number): boolean | Promise<boolean>;
+}
+
+export interface FollowOptions {
+  /** How often to look for appended bytes (default 100 ms). */
+  pollMs?: number;
+  /** Stops the follow when aborted. */
+  signal?: AbortSignal;
+}
+
+const CHUNK = 64 * 1024;
+
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal?.aborted) return resolve();
+    const t = setTimeout(done, ms);
+    function done() {
+      clearTimeout(t);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    }
+    signal?.addEventListener('abort', done, { once: true });
+  });
+}
+
+function toStreamError(err: unknown, path: string): unknown {
+  if (err instanceof FileReadError) return new StreamError(err.message, err.problem === 'not-regular' ? 'ENOTREGULAR' : 'EREAD', path);
+  return err;
+}
+
+/**
+ * Replays and follows `eventsPath` until `onCaughtUp` returns true or the
+ * signal aborts. Resolves with the fold. Rejects with StreamError when the
+ * stream becomes unreadable.
+ */
+export async function followStream(eventsPath: string, handlers: FollowHandlers, options: FollowOptions = {}): Promise<StreamFold> {
+  const pollMs = options.pollMs ?? 100;
+  const fold = new StreamFold();
+  let file: { fd: number; ino: number; dev: number } | undefined;
+  let pos = 0;
+  let pending: Buffer[] = [];
+  let pendingLen = 0;
+  let lineStart = 0;
+  let lastLineAt = Date.now();
+  let warnedNewer = false;
+  const chunk = Buffer.allocUnsafe(CHUNK);
+
+  const deliver = (line: Buffer, offset: number) => {
+    let ev: FeedEvent | null;
+    try {
+      ev = parseEventLine(line, eventsPath, offset);
+    } catch (err) {
+      if (err instanceof StreamError && err.code === 'ENEWERSCHEMA') {
+        fold.skip();
+        if (!warnedNewer) {
+          warnedNewer = true;
+          handlers.onNewerSchema?.(err);
+        }
+        return;
+      }
+      throw err;
+    }
+    if (ev === null) {
+      fold.skip();
+      handlers.onSkip?.(offset);
+      return;
+    }
+    fold.apply(ev, offset);
+    handlers.onEvent(ev, offset, fold);
+  };
+
+  try {
+    for (;;) {
+      if (options.signal?.aborted) return fold;
+      if (file === undefined) {
+        let opened;
+        try {
+          opened = openForRead(eventsPath, 'events.jsonl');
+        } catch (err) {
+          throw toStreamError(err, eventsPath);
+        }
+        if (opened !== undefined) file = { fd: opened.fd, ino: opened.stats.ino, dev: opened.stats.dev };
+      }
+      if (file !== undefined) {
+        const size = fstatSync(file.fd).size;
+        if (size < pos) throw new StreamError('events.jsonl shrank while it was followed (it should only ever grow)', 'EREAD', eventsPath);
+        while (pos < size) {
+          let n: number;
+          try {
+            n = readAt(file.fd, chunk, 0, Math.min(CHUNK, size - pos), pos, 'events.jsonl');
+          } catch (err) {
+            throw toStreamError(err, eventsPath);
+          }
+          if (n === 0) break;
+          const view = chunk.subarray(0, n);
+          let i = 0;
+          for (;;) {
+            const nl = view.indexOf(0x0a, i);
+            if (nl < 0) {
+              if (i < n) {
+                pending.push(Buffer.from(view.subarray(i, n)));
+                pendingLen += n - i;
+                if (pendingLen > MAX_LINE_BYTES + 1) {
+                  throw new StreamError(`events.jsonl is corrupt or foreign: a line longer than 1 MiB (near byte ${lineStart})`, 'ELINETOOLONG', eventsPath, lineStart);
+                }
+              }
+              break;
+            }
+            const piece = view.subarray(i, nl);
+            const whole = pendingLen === 0 ? piece : Buffer.concat([...pending, piece], pendingLen + piece.length);
+            pending = [];
+            pendingLen = 0;
+            deliver(whole, lineStart);
+            lastLineAt = Date.now();
+            i = nl + 1;
+            lineStart = pos + i;
+          }
+          pos += n;
+        }
+        // The path must still name the file being followed.
+        try {
+          const now = lstatSync(eventsPath);
+          if (now.ino !== file.ino || now.dev !== file.dev) throw new StreamError('events.jsonl was replaced while it was followed', 'EREAD', eventsPath);
+        } catch (err) {
+          if (err instanceof StreamError) throw err;
+          throw new StreamError('events.jsonl was removed while it was followed', 'EREAD', eventsPath);
+        }
+      }
+      if (await handlers.onCaughtUp(fold, Date.now() - lastLineAt)) return fold;
+      await sleep(pollMs, options.signal);
+    }
+  } finally {
+    if (file !== undefined) closeQuietly(file.fd);
+  }
+}

@@ -1,0 +1,229 @@
+/**
+ * `runwarden exec` with real processes: the stream it writes, its exit codes,
+ * its refusals (exit 75, nothing appended, nothing run), signal forwarding,
+ * and the orphan evidence a SIGKILLed leg leaves for readers.
+ */
+import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { groupPresence, probeLock, runStatus } from '../src/index.js';
+import { events, run, start } from './helpers/exec-procs.js';
+import { cleanupTemp, killAll, tempDir, track, until, waitExit } from './helpers/lock-procs.js';
+
+afterEach(() => {
+  killAll();
+  cleanupTemp();
+});
+
+function root(): string {
+  return tempDir('rw-exec-');
+}
+
+describe('runwarden exec', () => {
+  it('success: exit 0, the exact stream, the lock released, files 0600 in a 0700 dir', async () => {
+    const r = root();
+    const res = await run(['exec', '--root', r, 'run-a', '--', 'sh', '-c', 'echo out; echo err >&2']);
+    expect(res.code).toBe(0);
+    expect(res.stdout).toBe('out\n');
+    expect(res.stderr).toBe('err\n');
+    const dir = join(r, 'run-a');
+    expect(events(dir)).toEqual([
+      { schema: 3, run_id: 'run-a', event: 'run_started', command: ['sh', '-c', 'echo out; echo err >&2'] },
+      { schema: 3, run_id: 'run-a', event: 'node_started', node_id: 'command' },
+      { schema: 3, run_id: 'run-a', event: 'node_passed', node_id: 'command', verdict: 'PASS', detail: 'exit code 0' },
+      { schema: 3, run_id: 'run-a', event: 'run_finished', outcome: 'passed' },
+    ]);
+    expect(probeLock(join(dir, 'resume.lock'))).toEqual({ liveness: 'free', reason: 'flock-free' });
+    expect(statSync(dir).mode & 0o777).toBe(0o700);
+    expect(statSync(join(dir, 'events.jsonl')).mode & 0o777).toBe(0o600);
+    expect(statSync(join(dir, 'resume.lock')).mode & 0o777).toBe(0o600);
+    expect(runStatus(dir)).toMatchObject({ status: 'PASS', has_snapshot: false });
+  });
+
+  it('failure: exits with the command\'s code and records it; --name names the node', async () => {
+    const r = root();
+    const res = await run(['exec', '--root', r, 'run-b', '--name', 'build', '--', 'sh', '-c', 'exit 3']);
+    expect(res.code).toBe(3);
+    expect(events(join(r, 'run-b')).slice(2)).toEqual([
+      { schema: 3, run_id: 'run-b', event: 'node_failed', node_id: 'build', verdict: 'FAIL', detail: 'exit code 3' },
+      { schema: 3, run_id: 'run-b', event: 'run_finished', outcome: 'failed', detail: 'build failed: exit code 3' },
+    ]);
+    expect(runStatus(join(r, 'run-b')).status).toBe('FAIL');
+  });
+
+  it('a command ended by a signal: exit 128+N, detail names the signal', async () => {
+    const r = root();
+    const res = await run(['exec', '--root', r, 'run-c', '--', 'sh', '-c', 'kill -TERM $$']);
+    expect(res.code).toBe(143);
+    expect(events(join(r, 'run-c'))[2]).toMatchObject({ event: 'node_failed', detail: 'signal SIGTERM' });
+  });
+
+  it('a command that does not exist: exit 127, the leg is closed failed', async () => {
+    const r = root();
+    const res = await run(['exec', '--root', r, 'run-d', '--', 'no-such-command-rw']);
+    expect(res.code).toBe(127);
+    const evs = events(join(r, 'run-d'));
+    expect(evs.map((e) => e['event'])).toEqual(['run_started', 'node_started', 'node_failed', 'run_finished']);
+  });
+
+  it('a second exec on a held run is refused with exit 75, appends nothing and runs nothing', async () => {
+    const r = root();
+    const dir = join(r, 'run-e');
+    const first = start(['exec', '--root', r, 'run-e', '--', 'sleep', '30']);
+    await until(() => existsSync(join(dir, 'exec.pgid')));
+    const before = readFileSync(join(dir, 'events.jsonl'));
+    const marker = join(r, 'ran');
+    const second = await run(['exec', '--root', r, 'run-e', '--', 'touch', marker]);
+    expect(second.code).toBe(75);
+    expect(second.stderr).toContain(`a leg of this run is in flight (started by pid ${first.proc.pid}); wait for it, or stop it`);
+    expect(second.stderr).not.toMatch(/\brm\b|delete|kill/i);
+    expect(readFileSync(join(dir, 'events.jsonl'))).toEqual(before);
+    expect(existsSync(marker)).toBe(false);
+    first.proc.kill('SIGTERM');
+    expect((await first.done).code).toBe(143);
+  });
+
+  it('SIGKILL to exec while its child sleeps: ABANDONED, the child\'s group reported alive, then gone', async () => {
+    const r = root();
+    const dir = join(r, 'run-f');
+    const leg = start(['exec', '--root', r, 'run-f', '--', 'sleep', '60']);
+    await until(() => existsSync(join(dir, 'exec.pgid')));
+    const pgid = Number(readFileSync(join(dir, 'exec.pgid'), 'utf8'));
+    track(-pgid);
+    expect(runStatus(dir).status).toBe('RUNNING');
+    leg.proc.kill('SIGKILL');
+    await leg.done;
+    const dead = runStatus(dir);
+    expect(dead.status).toBe('ABANDONED');
+    expect(dead.hint).toContain(`still has live processes (pgid ${pgid})`);
+    expect(dead.hint).toContain('runwarden exec run-f -- sleep 60');
+    expect(groupPresence(pgid)).toBe('present');
+    process.kill(-pgid, 'SIGKILL');
+    await until(() => groupPresence(pgid) === 'gone');
+    const after = runStatus(dir);
+    expect(after.status).toBe('ABANDONED');
+    expect(after.hint).toContain(`is gone (pgid ${pgid})`);
+    // The status CLI shows the same evidence.
+    const st = await run(['status', '--root', r, 'run-f', '--json']);
+    expect(JSON.parse(st.stdout)).toMatchObject({ status: 'ABANDONED' });
+    expect(JSON.parse(st.stdout).hint).toContain(`is gone (pgid ${pgid})`);
+  });
+
+  it('exec on an abandoned run warns with the orphan evidence before taking the lock, then runs', async () => {
+    const r = root();
+    const dir = join(r, 'run-g');
+    const leg = start(['exec', '--root', r, 'run-g', '--', 'sleep', '60']);
+    await until(() => existsSync(join(dir, 'exec.pgid')));
+    const pgid = Number(readFileSync(join(dir, 'exec.pgid'), 'utf8'));
+    track(-pgid);
+    leg.proc.kill('SIGKILL');
+    await leg.done;
+    const again = await run(['exec', '--root', r, 'run-g', '--', 'true']);
+    expect(again.code).toBe(0);
+    expect(again.stderr).toContain('starting a new leg of an abandoned run');
+    expect(again.stderr).toContain(`still has live processes (pgid ${pgid})`);
+    expect(runStatus(dir).status).toBe('PASS');
+  });
+
+  it('SIGTERM to exec goes to the child; the leg closes failed and the lock is released', async () => {
+    const r = root();
+    const dir = join(r, 'run-h');
+    const got = join(r, 'got-term');
+    const leg = start(['exec', '--root', r, 'run-h', '--', 'sh', '-c', `trap 'echo yes > ${got}; exit 7' TERM; echo READY; sleep 30 & wait`]);
+    await until(() => leg.stdout().includes('READY'));
+    leg.proc.kill('SIGTERM');
+    const res = await leg.done;
+    expect(res.code).toBe(7);
+    expect(readFileSync(got, 'utf8')).toBe('yes\n');
+    const evs = events(dir);
+    expect(evs.slice(-2)).toEqual([
+      { schema: 3, run_id: 'run-h', event: 'node_failed', node_id: 'command', verdict: 'FAIL', detail: 'exit code 7' },
+      { schema: 3, run_id: 'run-h', event: 'run_finished', outcome: 'failed', detail: 'command failed: exit code 7' },
+    ]);
+    expect(probeLock(join(dir, 'resume.lock')).liveness).toBe('free');
+  });
+
+  it('SIGHUP and SIGINT are forwarded too', async () => {
+    for (const sig of ['SIGHUP', 'SIGINT'] as const) {
+      const r = root();
+      const leg = start(['exec', '--root', r, 'run-s', '--', 'sh', '-c', 'echo READY; exec sleep 30']);
+      await until(() => leg.stdout().includes('READY'));
+      leg.proc.kill(sig);
+      const res = await leg.done;
+      expect(res.code, sig).toBe(sig === 'SIGHUP' ? 129 : 130);
+      expect(events(join(r, 'run-s'))[2]).toMatchObject({ event: 'node_failed', detail: `signal ${sig}` });
+    }
+  });
+
+  it('an open leg without a lock file is refused without --force, and runs with it', async () => {
+    const r = root();
+    const dir = join(r, 'run-i');
+    mkdirSync(dir);
+    writeFileSync(join(dir, 'events.jsonl'), '{"schema":3,"ts":"2026-01-01T00:00:00Z","run_id":"run-i","event":"run_started"}\n');
+    const before = readFileSync(join(dir, 'events.jsonl'));
+    const refused = await run(['exec', '--root', r, 'run-i', '--', 'true']);
+    expect(refused.code).toBe(75);
+    expect(refused.stderr).toContain('--force');
+    expect(readFileSync(join(dir, 'events.jsonl'))).toEqual(before);
+    expect(existsSync(join(dir, 'resume.lock'))).toBe(false);
+    const forced = await run(['exec', '--root', r, 'run-i', '--force', '--', 'true']);
+    expect(forced.code).toBe(0);
+    expect(runStatus(dir).status).toBe('PASS');
+  });
+
+  it('a pre-flock lock file is refused with exit 75 and the exact rm advice', async () => {
+    const r = root();
+    const dir = join(r, 'run-j');
+    mkdirSync(dir);
+    writeFileSync(join(dir, 'resume.lock'), `${process.pid}\n`);
+    const res = await run(['exec', '--root', r, 'run-j', '--', 'true']);
+    expect(res.code).toBe(75);
+    expect(res.stderr).toContain(`rm "${join(dir, 'resume.lock')}"`);
+    expect(existsSync(join(dir, 'events.jsonl'))).toBe(false);
+  });
+
+  it('a future-format lock file is refused with exit 75: written by a newer version', async () => {
+    const r = root();
+    const dir = join(r, 'run-k');
+    mkdirSync(dir);
+    writeFileSync(join(dir, 'resume.lock'), 'oh-my-graph-lock 2\n1\n');
+    const res = await run(['exec', '--root', r, 'run-k', '--', 'true']);
+    expect(res.code).toBe(75);
+    expect(res.stderr).toContain('written by a newer version');
+    expect(res.stderr).not.toContain('rm "');
+  });
+
+  it('appends after an unterminated final line without gluing onto it', async () => {
+    const r = root();
+    const dir = join(r, 'run-l');
+    mkdirSync(dir);
+    writeFileSync(join(dir, 'events.jsonl'), '{"schema":3,"run_id":"run-l","event":"run_fini');
+    const res = await run(['exec', '--root', r, 'run-l', '--', 'true']);
+    expect(res.code).toBe(0);
+    const lines = readFileSync(join(dir, 'events.jsonl'), 'utf8').split('\n');
+    expect(lines[0]).toBe('{"schema":3,"run_id":"run-l","event":"run_fini');
+    expect(JSON.parse(lines[1] as string)).toMatchObject({ event: 'run_started' });
+    expect(runStatus(dir).status).toBe('PASS');
+  });
+
+  it('usage errors exit 2: no command, bad run ids', async () => {
+    const r = root();
+    for (const args of [['exec', '--root', r, 'x'], ['exec', '--root', r, '..', '--', 'true'], ['exec', '--root', r, '', '--', 'true']]) {
+      const res = await run(args);
+      expect(res.code, args.join(' ')).toBe(2);
+      expect(res.stderr).not.toMatch(/\n\s+at /);
+    }
+  });
+
+  it('the lock is held while the child runs, by the exec process', async () => {
+    const r = root();
+    const dir = join(r, 'run-m');
+    const leg = start(['exec', '--root', r, 'run-m', '--', 'sleep', '30']);
+    await until(() => existsSync(join(dir, 'exec.pgid')));
+    expect(probeLock(join(dir, 'resume.lock'))).toEqual({ liveness: 'held', reason: 'flock-held' });
+    expect(readFileSync(join(dir, 'resume.lock'), 'latin1')).toBe(`oh-my-graph-lock 1\n${leg.proc.pid}\n`);
+    leg.proc.kill('SIGTERM');
+    await leg.done;
+    await waitExit(leg.proc);
+  });
+});

@@ -1,0 +1,126 @@
+/**
+ * `runwarden watch` with real legs: it follows to the end of the LAST leg,
+ * refuses a corpse at once, and notices a leg that dies mid-watch.
+ */
+import { appendFileSync, existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { run, start } from './helpers/exec-procs.js';
+import { cleanupTemp, killAll, startHolder, tempDir, until } from './helpers/lock-procs.js';
+
+afterEach(() => {
+  killAll();
+  cleanupTemp();
+});
+
+const ev = (o: Record<string, unknown>) => JSON.stringify({ schema: 3, ts: '2026-11-30T10:00:00Z', run_id: 'r', ...o }) + '\n';
+
+describe('runwarden watch', () => {
+  it('follows a live exec run to the end across two legs, and not past the first leg\'s finish', async () => {
+    const r = tempDir('rw-watch-');
+    const dir = join(r, 'two');
+    expect((await run(['exec', '--root', r, 'two', '--', 'true'])).code).toBe(0);
+    const leg2 = start(['exec', '--root', r, 'two', '--name', 'second', '--', 'sh', '-c', 'sleep 1.5; exit 0']);
+    await until(() => existsSync(join(dir, 'exec.pgid')));
+    const w = await run(['watch', '--root', r, 'two']);
+    expect(w.code).toBe(0);
+    expect((await leg2.done).code).toBe(0);
+    const lines = w.stdout.trim().split('\n');
+    expect(lines[0]).toBe('run two is RUNNING');
+    expect(lines.filter((l) => l.includes('leg started')).length).toBe(2);
+    expect(lines.filter((l) => l.includes('leg finished: passed')).length).toBe(2);
+    expect(w.stdout).toContain('node second passed');
+    expect(lines[lines.length - 1]).toBe('run two is PASS');
+  });
+
+  it('a settled run: replays and exits 0 at once', async () => {
+    const r = tempDir('rw-watch-');
+    await run(['exec', '--root', r, 'done', '--', 'sh', '-c', 'exit 4']);
+    const w = await run(['watch', '--root', r, 'done']);
+    expect(w.code).toBe(0);
+    expect(w.stdout).toContain('run done is FAIL');
+    expect(w.stdout).toContain('node command failed: exit code 4');
+  });
+
+  it('exits 3 within 5 seconds when the leg it follows is killed with SIGKILL', async () => {
+    const r = tempDir('rw-watch-');
+    const dir = join(r, 'dies');
+    const leg = start(['exec', '--root', r, 'dies', '--', 'sleep', '60']);
+    await until(() => existsSync(join(dir, 'exec.pgid')));
+    const w = start(['watch', '--root', r, 'dies']);
+    await until(() => w.stdout().includes('node command started'));
+    leg.proc.kill('SIGKILL');
+    const killedAt = Date.now();
+    const res = await w.done;
+    const took = Date.now() - killedAt;
+    expect(res.code).toBe(3);
+    expect(took).toBeLessThan(5000);
+    expect(res.stdout).toContain('run dies is ABANDONED');
+    expect(res.stderr).toContain('a leg started and never reported an end');
+    expect(res.stderr).toContain('still has live processes');
+  });
+
+  it('refuses an already ABANDONED run immediately: hint on stderr, exit 3', async () => {
+    const r = tempDir('rw-watch-');
+    const dir = join(r, 'corpse');
+    const h = await startHolder(join(dir, 'resume.lock'));
+    writeFileSync(join(dir, 'events.jsonl'), ev({ event: 'run_started' }) + ev({ event: 'node_started', node_id: 'dev' }));
+    h.proc.kill('SIGKILL');
+    await new Promise((res) => h.proc.once('exit', res));
+    const w = await run(['watch', '--root', r, 'corpse']);
+    expect(w.code).toBe(3);
+    expect(w.stdout.trim()).toBe('run corpse is ABANDONED');
+    expect(w.stderr).toContain('run the graph again');
+  });
+
+  it('warns about and skips malformed lines, warns once about a newer schema, and follows to the end', async () => {
+    const r = tempDir('rw-watch-');
+    const dir = join(r, 'odd');
+    await startHolder(join(dir, 'resume.lock'));
+    writeFileSync(join(dir, 'events.jsonl'), ev({ event: 'run_started' }) + 'not json at all\n');
+    const w = start(['watch', '--root', r, 'odd']);
+    await until(() => w.stdout().includes('leg started'));
+    appendFileSync(join(dir, 'events.jsonl'), JSON.stringify({ schema: 4, event: 'x' }) + '\n' + JSON.stringify({ schema: 4, event: 'y' }) + '\n');
+    appendFileSync(join(dir, 'events.jsonl'), ev({ event: 'node_started', node_id: '<b>n1</b>' }));
+    appendFileSync(join(dir, 'events.jsonl'), ev({ event: 'node_passed', node_id: '<b>n1</b>', cost_usd: 0.5 }));
+    appendFileSync(join(dir, 'events.jsonl'), ev({ event: 'run_finished', outcome: 'passed' }));
+    const res = await w.done;
+    expect(res.code).toBe(0);
+    expect(res.stderr).toContain('skipped a malformed line at byte');
+    expect(res.stderr.match(/newer version/g)?.length).toBe(1);
+    expect(res.stdout).toContain('node <b>n1</b> passed  $0.5000');
+    expect(res.stdout).toContain('leg finished: passed');
+  });
+
+  it('a run with no stream yet waits for its leg, then follows it', async () => {
+    const r = tempDir('rw-watch-');
+    const dir = join(r, 'later');
+    mkdirSync(dir);
+    const w = start(['watch', '--root', r, 'later']);
+    await until(() => w.stdout().includes('run later is'));
+    expect(w.stdout()).toContain('run later is not started yet');
+    expect((await run(['exec', '--root', r, 'later', '--', 'true'])).code).toBe(0);
+    const res = await w.done;
+    expect(res.code).toBe(0);
+    expect(res.stdout).toContain('leg finished: passed');
+  });
+
+  it('Ctrl-C exits 130 cleanly', async () => {
+    const r = tempDir('rw-watch-');
+    const dir = join(r, 'live');
+    await startHolder(join(dir, 'resume.lock'));
+    writeFileSync(join(dir, 'events.jsonl'), ev({ event: 'run_started' }));
+    const w = start(['watch', '--root', r, 'live']);
+    await until(() => w.stdout().includes('leg started'));
+    w.proc.kill('SIGINT');
+    const res = await w.done;
+    expect(res.code).toBe(130);
+    expect(res.stderr).not.toMatch(/\n\s+at /);
+  });
+
+  it('a bad run id is a usage error (exit 2)', async () => {
+    const r = tempDir('rw-watch-');
+    const res = await run(['watch', '--root', r, '..']);
+    expect(res.code).toBe(2);
+  });
+});
