@@ -185,7 +185,15 @@ export async function runPollers({ Ps, windowMs, reps = 1, settings = SETTINGS, 
       for (let i = 0; i < P; i++) pool.push(forkWorker(worker('poller')));
       pools.push(pool);
       await Promise.all(pool.map((w) => waitMessage(w, (m) => m?.type === 'ready', 120_000)));
-      const warmed = new Set();
+      for (const kind of kinds) {
+        await Promise.all(
+          pool.map((w) => {
+            const done = waitMessage(w, (m) => m?.type === 'warmed', 120_000);
+            w.send({ type: 'warm', kind: kind.id, lockPath: files.free });
+            return done;
+          }),
+        );
+      }
       const combos = settings.flatMap((setting) => kinds.map((kind) => ({ setting, kind, windows: [] })));
       for (let rep = 0; rep < reps; rep++) {
         // Rotated each repetition, so a slow stretch of the machine is spread over every cell.
@@ -194,10 +202,8 @@ export async function runPollers({ Ps, windowMs, reps = 1, settings = SETTINGS, 
           const { setting, kind } = combo;
           const churn = setting.id.startsWith('churn');
           const lockPath = churn ? files.churn : files[setting.id];
-          // The first run of a kind in a pool includes each poller's JIT warm-up
-          // before the window; leave room for it on two cores.
-          const marginMs = warmed.has(kind.id) ? 100 + 2 * P : 200 + 10 * P;
-          warmed.add(kind.id);
+          // Room for the start message to reach every poller on a loaded machine.
+          const marginMs = 100 + 3 * P;
           const startAt = process.hrtime.bigint() + BigInt(marginMs * 1e6);
           const out = (i) => join(base, 'samples', `${setting.id}-${kind.id}-${P}-${i}`);
           const runs = pool.map((w, i) => {

@@ -6,9 +6,11 @@
  * instant), so its latency is t[i] - t[i-1], which includes one clock read
  * (~0.1 µs here) and the store; nothing else runs in the loop.
  *
- * IPC in:  {type:'run', kind:'shared'|'exclusive', lockPath, startAt, windowMs, out}
+ * IPC in:  {type:'warm', kind, lockPath} (JIT warm-up, outside any window);
+ *          {type:'run', kind:'shared'|'exclusive', lockPath, startAt, windowMs, out}
  *          (startAt: ns as a decimal string) ; 'exit'
- * IPC out: {type:'ready'} once, then {type:'done', probes, first, unknownReasons} per run.
+ * IPC out: {type:'ready'} once, {type:'warmed'} per warm-up,
+ *          {type:'done', probes, first, unknownReasons} per run.
  * Files:   <out>.t  Float64Array of end instants (ns after startAt)
  *          <out>.a  Uint8Array of answers: 1 held, 2 free, 3 unknown
  */
@@ -40,7 +42,6 @@ function waitUntil(at) {
 }
 
 const WARM_UP = 3000;
-const warmed = new Set();
 
 /** runwarden's probe; the reasons behind unknown answers are tallied, since they say why. */
 function sharedProbe(reasons) {
@@ -51,15 +52,19 @@ function sharedProbe(reasons) {
   };
 }
 
+function probeFor(kind, reasons) {
+  return kind === 'exclusive' ? probeExclusive : sharedProbe(reasons);
+}
+
+/** JIT warm-up, outside any window, so windows measure steady state. */
+function warm({ kind, lockPath }) {
+  const probe = probeFor(kind, {});
+  for (let i = 0; i < WARM_UP; i++) probe(lockPath);
+}
+
 function run({ kind, lockPath, startAt, windowMs, out }) {
   const unknownReasons = {};
-  const probe = kind === 'exclusive' ? probeExclusive : sharedProbe(unknownReasons);
-  if (!warmed.has(kind)) {
-    // JIT warm-up before the window, once per kind, so the window measures steady state.
-    for (let i = 0; i < WARM_UP; i++) probe(lockPath);
-    for (const k of Object.keys(unknownReasons)) delete unknownReasons[k];
-    warmed.add(kind);
-  }
+  const probe = probeFor(kind, unknownReasons);
   const base = BigInt(startAt);
   const end = base + BigInt(Math.round(windowMs * 1e6));
   waitUntil(base);
@@ -83,6 +88,10 @@ process.on('message', (m) => {
   if (m === 'exit') {
     process.disconnect();
     return;
+  }
+  if (m?.type === 'warm') {
+    warm(m);
+    process.send({ type: 'warmed' });
   }
   if (m?.type === 'run') process.send({ type: 'done', ...run(m) });
 });
