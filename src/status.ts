@@ -347,6 +347,18 @@ export function compareNewestFirst(a: string, b: string): number {
   return Buffer.compare(Buffer.from(b), Buffer.from(a));
 }
 
+/** Options for {@link listRuns}. */
+export interface ListRunsOptions extends RunStatusOptions {
+  /**
+   * Replaces {@link runStatus} for each run directory (default: runStatus
+   * with these options). For a caller that schedules per-run work, such as
+   * `serve` re-deriving a run whose stream is costly to read less often than
+   * the rest; it must return what runStatus returned for that directory, or
+   * throw as runStatus throws.
+   */
+  report?: (runDir: string) => RunReport;
+}
+
 /**
  * Reports every run directory under `root`, newest first. Each entry ends as
  * a report or a named skip: a symlink (never followed: nothing outside the
@@ -355,7 +367,7 @@ export function compareNewestFirst(a: string, b: string): number {
  * `missing: true`. Throws RunIdError only if the root exists but is not a
  * readable directory.
  */
-export function listRuns(root: string, options: RunStatusOptions = {}): RunList {
+export function listRuns(root: string, options: ListRunsOptions = {}): RunList {
   const abs = resolve(root);
   let entries;
   try {
@@ -381,7 +393,7 @@ export function listRuns(root: string, options: RunStatusOptions = {}): RunList 
       continue;
     }
     try {
-      runs.push(runStatus(join(abs, name), options));
+      runs.push(options.report ? options.report(join(abs, name)) : runStatus(join(abs, name), options));
     } catch (err) {
       if (err instanceof RunUnreadableError) skipped.push({ run_id: name, error: err.message, kind: err.kind });
       else skipped.push({ run_id: name, error: err instanceof Error ? err.message : String(err), kind: 'error' });
