@@ -9,7 +9,11 @@
  *   so the page and the CLI cannot disagree; a fresh report is taken on
  *   every call, because a holder's death changes nothing on disk.
  * - Per-run work is bounded, so one huge or hostile run cannot stall the
- *   others. Status comes from the stream's tail (listRuns reads tails). The
+ *   others. Status comes from the stream's tail (listRuns reads tails), but
+ *   a very long last leg makes even the tail long: a run whose report took
+ *   ≥ {@link EXPENSIVE_MS} to derive is re-derived no sooner than
+ *   {@link EXPENSIVE_FACTOR}× that after the last time, and its card says
+ *   "as of" when (`checked_at`); every other run is re-derived each time. The
  *   whole-stream fold behind node states and legs is cached per file
  *   identity (device, inode, size, mtime) and status; when the files change
  *   it is redone no sooner than {@link BACKOFF}× its last duration after the
@@ -50,6 +54,10 @@ export const FIELD_MAX = 2000;
 export const BACKOFF = 10;
 /** Streams above this size are not folded for a card (32 MiB). */
 export const CARD_STREAM_MAX = 32 * 1024 * 1024;
+/** A run whose report took at least this long (ms) to derive counts as expensive. */
+export const EXPENSIVE_MS = 50;
+/** An expensive run's report is re-derived no sooner than this many times its last cost after it. */
+export const EXPENSIVE_FACTOR = 4;
 
 /** The `runs --json` document (SPEC C.2). */
 export interface RunsDocument {
@@ -61,6 +69,10 @@ export interface RunsDocument {
 export interface ModelOptions {
   /** Streams above this many bytes are not folded for cards (default {@link CARD_STREAM_MAX}). */
   cardStreamMax?: number;
+  /** A report taking at least this many ms makes a run expensive (default {@link EXPENSIVE_MS}). */
+  expensiveMs?: number;
+  /** An expensive run waits this many times its cost before it is re-derived (default {@link EXPENSIVE_FACTOR}). */
+  expensiveFactor?: number;
 }
 
 /** Skips that are not runs at all (a stray file, a symlink): counted, not drawn as cards. */
@@ -134,6 +146,17 @@ function timesOf(legs: readonly LegView[], lastEvent: { event: Record<string, un
   };
 }
 
+interface ReportEntry {
+  report: RunReport | undefined;
+  error: unknown;
+  /** When the derivation started (ISO), and when it finished / how long it took (ms). */
+  startedIso: string;
+  at: number;
+  cost: number;
+  /** Re-derived less often (see {@link EXPENSIVE_MS}). */
+  expensive: boolean;
+}
+
 interface FoldEntry {
   key: string;
   sig: string;
@@ -147,14 +170,21 @@ interface FoldEntry {
 /** The dashboard's reading side, with the per-run bounds described above. */
 export class DashboardModel {
   private readonly cardStreamMax: number;
+  private readonly expensiveMs: number;
+  private readonly expensiveFactor: number;
   private readonly cardFolds = new Map<string, FoldEntry>();
   private readonly pageFolds = new Map<string, FoldEntry>();
+  private readonly reports = new Map<string, ReportEntry>();
+  /** Expensive run dirs in the current derivation, with the time their report was derived. */
+  private asOf = new Map<string, string>();
 
   constructor(
     readonly root: string,
     options: ModelOptions = {},
   ) {
     this.cardStreamMax = options.cardStreamMax ?? CARD_STREAM_MAX;
+    this.expensiveMs = options.expensiveMs ?? EXPENSIVE_MS;
+    this.expensiveFactor = options.expensiveFactor ?? EXPENSIVE_FACTOR;
   }
 
   /** GET /api/runs: exactly the `runs --json` document. */
@@ -163,9 +193,47 @@ export class DashboardModel {
     return { root: list.root, runs: list.runs, skipped: list.skipped.map((s) => ({ run_id: s.run_id, error: s.error })) };
   }
 
+  /**
+   * runStatus for one run directory, except that a run whose last derivation
+   * was expensive (its stream's last leg is long, so even the tail reader
+   * must read much of it) is re-derived no sooner than EXPENSIVE_FACTOR× its
+   * cost after the last time; meanwhile the last answer (or error) is reused
+   * and the card says how old it is. Cheap runs are derived every time.
+   */
+  private reportOf(dir: string): RunReport {
+    const old = this.reports.get(dir);
+    const now = Date.now();
+    if (old !== undefined && old.expensive && now - old.at < this.expensiveFactor * Math.max(old.cost, 1)) {
+      this.asOf.set(dir, old.startedIso);
+      if (old.report === undefined) throw old.error;
+      return old.report;
+    }
+    const startedIso = new Date().toISOString();
+    const t0 = Date.now();
+    const done = (report: RunReport | undefined, error: unknown): void => {
+      const t1 = Date.now();
+      const cost = t1 - t0;
+      // Half the threshold to stop being expensive, so a run near it does not flap.
+      const expensive = cost >= this.expensiveMs || (old?.expensive === true && cost >= this.expensiveMs / 2);
+      this.reports.set(dir, { report, error, startedIso, at: t1, cost, expensive });
+      // An expensive run always carries its "as of" time (not only when its
+      // report is reused), so its card does not change every cycle.
+      if (expensive) this.asOf.set(dir, startedIso);
+    };
+    try {
+      const report = runStatus(dir);
+      done(report, undefined);
+      return report;
+    } catch (e) {
+      done(undefined, e);
+      throw e;
+    }
+  }
+
   /** The whole dashboard. Yields to the event loop between runs. */
   async dashboard(): Promise<DashboardDoc> {
-    const list = listRuns(this.root);
+    this.asOf = new Map();
+    const list = listRuns(this.root, { report: (dir) => this.reportOf(dir) });
     const cards: RunCard[] = [];
     const seen = new Set<string>();
     for (const report of list.runs) {
@@ -176,9 +244,11 @@ export class DashboardModel {
     }
     for (const s of list.skipped) {
       if (NOT_RUNS.has(s.kind)) continue;
-      cards.push({ run_id: s.run_id, state: 'unknown', section: 'other', report: null, error: s.error, nodes: [], nodes_more: 0, ...EMPTY_TIMES });
+      const dir = join(list.root, s.run_id);
+      seen.add(dir);
+      cards.push({ run_id: s.run_id, state: 'unknown', section: 'other', report: null, error: s.error, checked_at: this.asOf.get(dir) ?? null, nodes: [], nodes_more: 0, ...EMPTY_TIMES });
     }
-    for (const k of this.cardFolds.keys()) if (!seen.has(k)) this.cardFolds.delete(k);
+    for (const m of [this.cardFolds, this.reports]) for (const k of m.keys()) if (!seen.has(k)) m.delete(k);
     cards.sort((a, b) => compareNewestFirst(a.run_id, b.run_id));
     return {
       root: list.root,
@@ -194,17 +264,19 @@ export class DashboardModel {
   /** One run's page document; `dir` is `<root>/<id>`, already validated. */
   async page(id: string, dir: string): Promise<RunPage> {
     let report: RunReport;
+    this.asOf.delete(dir);
     try {
-      report = runStatus(dir);
+      report = this.reportOf(dir);
     } catch (e) {
       this.pageFolds.delete(dir);
-      return this.unreadablePage(id, e instanceof Error ? e.message : String(e));
+      return { ...this.unreadablePage(id, e instanceof Error ? e.message : String(e)), checked_at: this.asOf.get(dir) ?? null };
     }
+    const checkedAt = this.asOf.get(dir) ?? null;
     const state = cardState(report);
     const fold = this.fold(this.pageFolds, dir, report.status, TIMELINE_MAX);
     const detail = fold.detail;
     if (detail === null) {
-      return { ...this.basePage(id, report), stream_error: fold.error };
+      return { ...this.basePage(id, report), stream_error: fold.error, checked_at: checkedAt };
     }
     const legs = numberLegs(detail.legs);
     const timeline: TimelineItem[] = detail.events.map(({ offset, event }) => {
@@ -247,6 +319,7 @@ export class DashboardModel {
       events_note: full ? `the last ${TIMELINE_MAX} events` : `${timeline.length} event${timeline.length === 1 ? '' : 's'}`,
       skipped_lines: detail.skipped_lines,
       stream_error: detail.stream_error ?? (fold.error !== null ? fold.error : null),
+      checked_at: checkedAt,
       ...timesOf(legs, detail.events[detail.events.length - 1]),
     };
   }
@@ -267,6 +340,7 @@ export class DashboardModel {
       events_note: '',
       skipped_lines: 0,
       stream_error: null,
+      checked_at: null,
       ...EMPTY_TIMES,
     };
   }
@@ -282,7 +356,7 @@ export class DashboardModel {
 
   private card(report: RunReport, dir: string): RunCard {
     const state = cardState(report);
-    const base: RunCard = { run_id: report.run_id, state, section: sectionOf(state), report, error: null, nodes: [], nodes_more: 0, ...EMPTY_TIMES };
+    const base: RunCard = { run_id: report.run_id, state, section: sectionOf(state), report, error: null, checked_at: this.asOf.get(dir) ?? null, nodes: [], nodes_more: 0, ...EMPTY_TIMES };
     let chips: NodeChip[];
     let times: RunTimes = EMPTY_TIMES;
     if (fileSize(join(dir, 'events.jsonl')) > this.cardStreamMax) {

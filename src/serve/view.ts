@@ -77,6 +77,12 @@ export interface RunCard extends RunTimes {
   report: RunReport | null;
   /** Why the run could not be read (state `unknown`), else null. */
   error: string | null;
+  /**
+   * Null for an ordinary run, whose report is derived for every document.
+   * For a run that is expensive to read (a very long last leg), which is
+   * re-derived less often than the others: when its report was derived.
+   */
+  checked_at: string | null;
   /** The node strip, in graph order then first-seen order, capped at {@link STRIP_MAX}. */
   nodes: NodeChip[];
   /** How many nodes the cap left out of `nodes`. */
@@ -178,6 +184,8 @@ export interface RunPage extends RunTimes {
   skipped_lines: number;
   /** Why the whole stream could not be folded (the report may still stand on its tail), else null. */
   stream_error: string | null;
+  /** As on {@link RunCard}: null when derived just now, else when the reused report was derived. */
+  checked_at: string | null;
 }
 
 /** Sums tallies and cost over cards. */

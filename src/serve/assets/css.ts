@@ -126,7 +126,7 @@ section.group.has-cards .empty { display: none; }
 .pill[data-state="pending"] { color: #6c7179; }
 .pill[data-state="unknown"] { border-style: dashed; }
 .pill[data-state="unknown"]::before { background: transparent; border: 1.5px solid var(--c); width: 5px; height: 5px; }
-@keyframes breathe { 50% { opacity: 0.25; } }
+@keyframes breathe { 50% { opacity: 0.4; } }
 @media (prefers-reduced-motion: reduce) { .pill::before { animation: none !important; } }
 
 [data-state="planning"] { --c: var(--c-planning); }
@@ -153,7 +153,7 @@ section.group.has-cards .empty { display: none; }
   white-space: pre-wrap; overflow-wrap: anywhere; font-family: var(--sans);
 }
 .hint[data-kind="paused"] { background: var(--orange-wash); color: #7a3d0b; border-color: #f4d9c2; }
-.hint code { font-family: var(--mono); font-size: 11.5px; background: rgba(255,255,255,0.7); border: 1px solid #ddd7e8; border-radius: 4px; padding: 0 4px; overflow-wrap: anywhere; }
+.hint code { -webkit-box-decoration-break: clone; box-decoration-break: clone; font-family: var(--mono); font-size: 11.5px; background: rgba(255,255,255,0.7); border: 1px solid #ddd7e8; border-radius: 4px; padding: 0 4px; overflow-wrap: anywhere; }
 .hint[data-kind="paused"] code { border-color: #f0d3b8; }
 .hint .hint-title { display: block; font-weight: 650; font-size: 11px; letter-spacing: 0.07em; text-transform: uppercase; margin-bottom: 3px; opacity: 0.8; }
 .error { font-size: 12.5px; color: #3e444b; background: #eef0f2; border: 1px dashed #b9bec5; border-radius: 6px; padding: 6px 9px; overflow-wrap: anywhere; }

@@ -49,7 +49,7 @@ export const DASHBOARD_JS = String.raw`(function () {
   function timesText(c) {
     var start = RW.ms(c.started_at), end = RW.ms(c.ended_at), lastEv = RW.ms(c.last_event_at);
     if (c.state === 'pending') return 'no events yet';
-    if (c.state === 'unknown') return isNaN(start) ? '' : 'started ' + RW.when(c.started_at);
+    if (c.state === 'unknown') return c.checked_at ? 'as of ' + RW.ago(c.checked_at) : '';
     if (isNaN(start)) return '';
     var parts = ['started ' + RW.when(c.started_at)];
     if (c.section === 'in-flight') {
@@ -60,6 +60,7 @@ export const DASHBOARD_JS = String.raw`(function () {
       parts.push('ended ' + RW.when(c.ended_at));
       parts.push('took ' + RW.duration(end - start));
     }
+    if (c.checked_at) parts.push('status as of ' + RW.ago(c.checked_at) + ' (long stream: checked less often)');
     return parts.join('  ·  ');
   }
 

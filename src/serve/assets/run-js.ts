@@ -58,6 +58,7 @@ export const RUN_JS = String.raw`(function () {
     if (d.error) kids.push(el('div', { class: 'error', 'data-error': '1', text: 'Cannot read this run: ' + d.error }));
     var warn = (r.warnings || []).slice();
     if (d.stream_error) warn.push('node states and legs unavailable: ' + d.stream_error);
+    if (d.checked_at) warn.push('status as of ' + RW.ago(d.checked_at) + ': this run\'s last leg is long, so it is checked less often');
     if (warn.length) kids.push(el('div', { class: 'warnings', text: warn.join('; ') }));
     return el('section', { class: 'run-head', 'data-state': d.state }, kids);
   }

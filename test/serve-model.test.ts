@@ -1,0 +1,102 @@
+/**
+ * The dashboard's reading side (src/serve/model.ts) without HTTP: the bound
+ * on expensive runs, and how legs are numbered for the run page.
+ */
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { DashboardModel, numberLegs } from '../dist/serve/model.js';
+import { runStatus } from '../dist/index.js';
+import { cleanupTemp, killAll, tempDir, waitExit } from './helpers/lock-procs.js';
+import { DIAMOND, ev, holdRun, killedHolder, openRun, passedRun, runDir, writeEvents } from './helpers/serve-fixtures.js';
+
+afterAll(() => {
+  killAll();
+  cleanupTemp();
+});
+
+describe('expensive runs', () => {
+  it('reuses an expensive run’s report only within its window, and says as of when', async () => {
+    const root = tempDir('rw-model-');
+    const id = '20261130-120000.000000001-1';
+    const h = await holdRun(openRun(root, id, 'long-leg', DIAMOND, 1));
+    passedRun(root, '20261130-110000.000000001-1', 'short', DIAMOND);
+    // Every run counts as expensive, and its window never ends.
+    const lazy = new DashboardModel(root, { expensiveMs: 0, expensiveFactor: 1e9 });
+    const first = (await lazy.dashboard()).runs.find((c) => c.run_id === id);
+    expect(first?.state).toBe('running');
+    expect(typeof first?.checked_at).toBe('string');
+    h.proc.kill('SIGKILL');
+    await waitExit(h.proc);
+    const again = (await lazy.dashboard()).runs.find((c) => c.run_id === id);
+    // Reused, and marked with the time it was derived, not passed off as new.
+    expect(again?.state).toBe('running');
+    expect(again?.checked_at).toBe(first?.checked_at);
+    // Derived afresh (no history of being expensive), the death shows at once.
+    const fresh = (await new DashboardModel(root).dashboard()).runs.find((c) => c.run_id === id);
+    expect(fresh).toMatchObject({ state: 'abandoned', checked_at: null });
+    expect(fresh?.report).toEqual(runStatus(join(root, id)));
+  });
+
+  it('re-derives an expensive run once its window has passed', async () => {
+    const root = tempDir('rw-model-');
+    const id = '20261130-120000.000000001-2';
+    const h = await holdRun(openRun(root, id, 'long-leg', DIAMOND, 1));
+    const m = new DashboardModel(root, { expensiveMs: 0, expensiveFactor: 0 });
+    expect((await m.dashboard()).runs[0]?.state).toBe('running');
+    h.proc.kill('SIGKILL');
+    await waitExit(h.proc);
+    expect((await m.dashboard()).runs[0]?.state).toBe('abandoned');
+  });
+});
+
+describe('legs on the run page', () => {
+  it('shows an auto run’s planning start and the start after it as one leg (SPEC A.2)', async () => {
+    const root = tempDir('rw-model-');
+    const id = '20261130-130000.000000001-1';
+    const dir = runDir(root, id);
+    writeEvents(dir, [
+      ev(id, 'run_started', { phase: 'planning' }),
+      ev(id, 'run_started'),
+      ev(id, 'node_started', { node_id: 'a' }),
+      ev(id, 'node_passed', { node_id: 'a', verdict: 'PASS' }),
+      ev(id, 'run_finished', { outcome: 'passed' }),
+    ]);
+    const page = await new DashboardModel(root).page(id, dir);
+    expect(page.state).toBe('passed');
+    expect(page.legs).toHaveLength(1);
+    expect(page.legs[0]).toMatchObject({ n: 1, phase: '', state: 'closed', outcome: 'passed' });
+    expect(page.timeline.map((t) => t.leg)).toEqual([1, 1, 1, 1, 1]);
+  });
+
+  it('keeps a superseded leg abandoned and numbers the next one', async () => {
+    const root = tempDir('rw-model-');
+    const id = '20261130-130000.000000001-2';
+    const dir = runDir(root, id);
+    writeEvents(dir, [ev(id, 'run_started'), ev(id, 'node_started', { node_id: 'a' }), ev(id, 'run_started'), ev(id, 'node_started', { node_id: 'a' }), ev(id, 'node_failed', { node_id: 'a', verdict: 'FAIL' }), ev(id, 'run_finished', { outcome: 'failed' })]);
+    const page = await new DashboardModel(root).page(id, dir);
+    expect(page.legs.map((l) => [l.n, l.state, l.outcome])).toEqual([
+      [1, 'abandoned', null],
+      [2, 'closed', 'failed'],
+    ]);
+    expect(page.timeline.map((t) => t.leg)).toEqual([1, 1, 2, 2, 2, 2]);
+  });
+
+  it('does not merge a planning leg that a later planning start superseded', () => {
+    const leg = (offset: number, phase: string, state: 'open' | 'closed' | 'abandoned') => ({ offset, phase, outcome: null, started_ts: null, finished_ts: null, command: null, state });
+    expect(numberLegs([leg(0, 'planning', 'abandoned'), leg(10, 'planning', 'open')]).map((l) => [l.n, l.phase, l.state])).toEqual([
+      [1, 'planning', 'abandoned'],
+      [2, 'planning', 'open'],
+    ]);
+  });
+
+  it('keeps an abandoned run’s open leg abandoned on its page', async () => {
+    const root = tempDir('rw-model-');
+    const id = '20261130-130000.000000001-3';
+    const dir = openRun(root, id, 'g', DIAMOND, 1);
+    await killedHolder(dir);
+    const page = await new DashboardModel(root).page(id, dir);
+    expect(page.state).toBe('abandoned');
+    expect(page.legs.map((l) => l.state)).toEqual(['abandoned']);
+    expect(page.nodes.filter((n) => n.state === 'abandoned').map((n) => n.id)).toEqual(['impl-api']);
+  });
+});
