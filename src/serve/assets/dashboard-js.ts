@@ -143,6 +143,22 @@ export const DASHBOARD_JS = String.raw`(function () {
     });
   }, 1000);
 
-  RW.connect('/api/events', { snapshot: onSnapshot, patch: onPatch });
+  // A beat carries an error when the server could not read the root this time.
+  var lastDoc = null;
+  function onBeat(b) {
+    var note = document.getElementById('root-note');
+    if (b.error) {
+      note.textContent = 'The server cannot read the runs root right now (' + b.error + '); the cards show the last answer it had.';
+      note.hidden = false;
+    } else if (lastDoc) {
+      renderHeader(lastDoc);
+    }
+  }
+
+  RW.connect('/api/events', {
+    snapshot: function (d) { lastDoc = d; onSnapshot(d); },
+    patch: function (p) { lastDoc = Object.assign({}, lastDoc || {}, p); onPatch(p); },
+    beat: onBeat,
+  });
 })();
 `;
