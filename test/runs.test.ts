@@ -115,6 +115,17 @@ describe('runs: colour', () => {
   });
 });
 
+describe('runs: a reader that stops early', () => {
+  it('`runs | head -1` ends quietly: exit 0, no stack trace', () => {
+    const root = tempDir();
+    for (let i = 0; i < 3000; i++) mkdirSync(join(root, `run-${String(i).padStart(5, '0')}`)); // > 64 KiB of rows
+    const script = '"$0" "$1" runs --root "$2" | head -n 1 >/dev/null; echo "${PIPESTATUS[0]}"';
+    const r = spawnSync('bash', ['-c', script, process.execPath, BIN, root], { encoding: 'utf8', env: { ...process.env, NO_COLOR: '1' }, timeout: 30_000 });
+    expect(r.stdout.trim()).toBe('0');
+    expect(r.stderr).toBe('');
+  });
+});
+
 describe('runs: the root', () => {
   it('--root, then $OMG_HOME/runs, then $HOME/.oh-my-graph/runs', () => {
     const omg = tempDir();

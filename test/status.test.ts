@@ -140,6 +140,13 @@ describe('runStatus with real processes', () => {
     expect(() => runStatus(settled)).toThrow(/incompatible snapshot schema 2/);
   });
 
+  it('a snapshot that names another run is reported as a warning', () => {
+    const root = tempDir();
+    const r = runStatus(makeRun(root, 'mine', { events: started + ev('run_finished', { outcome: 'passed' }), state: snapshot({ a: 'PASS' }, { runId: 'theirs' }) }));
+    expect(r.status).toBe('PASS');
+    expect(r.warnings).toContain('state.json: records run_id "theirs", not this directory\'s name');
+  });
+
   it('skipped stream lines are reported as a warning', () => {
     const root = tempDir();
     const r = runStatus(makeRun(root, runId(), { events: 'junk\n' + started + 'more junk\n' }));

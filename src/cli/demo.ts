@@ -28,7 +28,7 @@ import { LOCK_FILE } from '../marker.js';
 import { listRuns } from '../status.js';
 import type { Status } from '../types.js';
 import { Exit, out, UserError } from './io.js';
-import { renderRuns, useColor } from './runs.js';
+import { quietOnClosedPipe, renderRuns, useColor } from './runs.js';
 
 /** The longest a demo holder keeps its locks: it exits by itself after this. */
 export const MAX_HOLD_SECONDS = 600;
@@ -279,6 +279,7 @@ export function registerDemo(program: Command): void {
     .option('--root <dir>', 'where to create the demo runs (new or empty directory)')
     .option('--hold-seconds <n>', `how long the live holder keeps its locks (1-${MAX_HOLD_SECONDS})`, String(MAX_HOLD_SECONDS))
     .action(async (opts: { root?: string; holdSeconds: string }) => {
+      quietOnClosedPipe();
       const hold = Number(opts.holdSeconds);
       if (!Number.isInteger(hold) || hold < 1 || hold > MAX_HOLD_SECONDS) {
         throw new UserError(`--hold-seconds must be an integer from 1 to ${MAX_HOLD_SECONDS}, got "${opts.holdSeconds}"`);

@@ -12,6 +12,22 @@ import { listRuns, resolveRoot, RunIdError, type RunList, type SkipKind } from '
 import type { RunReport, Status } from '../types.js';
 import { out, printJson, UserError } from './io.js';
 
+let guarded = false;
+/**
+ * A reader that stops early (`runwarden runs | head`) closes the pipe; the
+ * next write then fails with EPIPE. For these read-only commands that is the
+ * end of the output, not an error: exit quietly instead of with a stack trace.
+ */
+export function quietOnClosedPipe(): void {
+  if (guarded) return;
+  guarded = true;
+  process.stdout.on('error', (e: NodeJS.ErrnoException) => {
+    if (e.code === 'EPIPE') process.exit(typeof process.exitCode === 'number' ? process.exitCode : 0);
+    process.stderr.write(`runwarden: cannot write output: ${e.code ?? e.message}\n`);
+    process.exit(1);
+  });
+}
+
 /** Colour is used only when stdout is a terminal and NO_COLOR is not set (at all). */
 export function useColor(stream: { isTTY?: boolean } = process.stdout, env: NodeJS.ProcessEnv = process.env): boolean {
   return stream.isTTY === true && env['NO_COLOR'] === undefined;
@@ -165,6 +181,7 @@ export function registerRuns(program: Command): void {
     .option('--json', 'print {"root","runs":[RunReport…],"skipped":[{"run_id","error"}]}')
     .option('--show-skipped', 'name every skipped run and why')
     .action((opts: { root?: string; json?: boolean; showSkipped?: boolean }) => {
+      quietOnClosedPipe();
       const list = listRunsOrExplain(rootFrom(opts.root));
       if (opts.json) {
         if (list.missing) process.stderr.write(`runwarden: note: ${list.root} does not exist; no runs\n`);

@@ -7,7 +7,7 @@ import { lstatSync, statSync } from 'node:fs';
 import type { Command } from 'commander';
 import { pickCurrentRun, resolveRunArg, runDetail, RunIdError, RunUnreadableError, type RunDetail } from '../status.js';
 import { Exit, out, printJson, UserError } from './io.js';
-import { formatCost, listRunsOrExplain, paint, rootFrom, statusWord, useColor } from './runs.js';
+import { formatCost, listRunsOrExplain, paint, quietOnClosedPipe, rootFrom, statusWord, useColor } from './runs.js';
 
 /**
  * The run directory RUN names (SPEC A.1), checked to exist and be a
@@ -85,6 +85,7 @@ export function registerStatus(program: Command): void {
     .option('--root <dir>', 'runs root directory')
     .option('--json', 'print the RunReport (the same object `runs --json` lists)')
     .action((run: string | undefined, opts: { root?: string; json?: boolean }) => {
+      quietOnClosedPipe();
       const root = rootFrom(opts.root);
       let dir: string;
       if (run === undefined) {
