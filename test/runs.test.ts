@@ -115,6 +115,23 @@ describe('runs: colour', () => {
   });
 });
 
+describe('runs: hostile names', () => {
+  it('control characters from a run directory are shown escaped, never sent to the terminal', () => {
+    const root = tempDir();
+    const id = 'evil\x1b[31mred';
+    makeRun(root, id, { events: finished('passed'), state: snapshot({ 'n\x07': 'PASS' }, { name: 'g\x1b[2J' }) });
+    const r = cli(['runs', '--root', root]);
+    expect(r.stdout).not.toContain('\x1b');
+    expect(r.stdout).toContain('evil\\x1b[31mred');
+    expect(r.stdout).toContain('g\\x1b[2J');
+    const s = cli(['status', id, '--root', root]);
+    expect(s.stdout).not.toMatch(/[\x00-\x09\x0b-\x1f]/);
+    expect(s.stdout).toContain('n\\x07');
+    // JSON keeps the exact bytes (escaped by JSON itself).
+    expect((JSON.parse(cli(['runs', '--root', root, '--json']).stdout) as { runs: { run_id: string }[] }).runs[0]?.run_id).toBe(id);
+  });
+});
+
 describe('runs: a reader that stops early', () => {
   it('`runs | head -1` ends quietly: exit 0, no stack trace', () => {
     const root = tempDir();

@@ -44,6 +44,16 @@ const STATE_COLOR: Record<Status | 'pending', number> = {
   ABANDONED: 103, // muted grey-violet: nothing failed
 };
 
+/**
+ * Makes a string from a run directory safe to print on a terminal: control
+ * characters (C0, DEL, C1) become visible `\xNN` escapes. Run ids, graph
+ * names, node ids and error texts come from files anyone could have written,
+ * and must not be able to move the cursor or recolour the screen.
+ */
+export function printable(text: string): string {
+  return text.replace(/[\u0000-\u001f\u007f-\u009f]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`);
+}
+
 /** Paints text with a 256-colour code, or returns it unchanged without colour. */
 export function paint(text: string, code: number, color: boolean): string {
   return color ? `\x1b[38;5;${code}m${text}\x1b[0m` : text;
@@ -114,27 +124,27 @@ export function renderRuns(list: RunList, opts: { color: boolean; showSkipped: b
   const { color } = opts;
   const lines: string[] = [];
   if (list.missing) {
-    lines.push(`No runs: ${list.root} does not exist (nothing has run under this root yet).`);
+    lines.push(`No runs: ${printable(list.root)} does not exist (nothing has run under this root yet).`);
     return lines;
   }
   if (list.runs.length === 0 && list.skipped.length === 0) {
-    lines.push(`No runs under ${list.root}.`);
+    lines.push(`No runs under ${printable(list.root)}.`);
     return lines;
   }
-  lines.push(dim(`runs under ${list.root}`, color));
+  lines.push(dim(`runs under ${printable(list.root)}`, color));
   if (list.runs.length > 0) {
-    const rows = list.runs.map((r) => [r.run_id, clip(r.graph ?? '-', 28), nodesCell(r), formatCost(r)]);
+    const rows = list.runs.map((r) => [printable(r.run_id), clip(printable(r.graph ?? '-'), 28), nodesCell(r), formatCost(r)]);
     const head = ['RUN', 'GRAPH', 'NODES', 'COST'];
     const width = head.map((h, i) => Math.max(h.length, ...rows.map((row) => (row[i] as string).length)));
     const pad = (cells: string[]) => cells.map((c, i) => c.padEnd(width[i] as number)).join('  ');
     lines.push(dim(pad(head) + '  STATUS', color));
     list.runs.forEach((r, i) => {
       lines.push(pad(rows[i] as string[]) + '  ' + statusWord(r.status, color));
-      if (r.hint !== null) for (const h of r.hint.split('\n')) lines.push('    ' + paint(h, r.status === null ? STATE_COLOR.pending : STATE_COLOR[r.status], color));
-      for (const w of r.warnings) lines.push('    ' + dim(`note: ${w}`, color));
+      if (r.hint !== null) for (const h of r.hint.split('\n')) lines.push('    ' + paint(printable(h), r.status === null ? STATE_COLOR.pending : STATE_COLOR[r.status], color));
+      for (const w of r.warnings) lines.push('    ' + dim(`note: ${printable(w)}`, color));
     });
   }
-  if (opts.showSkipped) for (const s of list.skipped) lines.push(`skipped ${s.run_id}: ${s.error}`);
+  if (opts.showSkipped) for (const s of list.skipped) lines.push(`skipped ${printable(s.run_id)}: ${printable(s.error)}`);
   lines.push(closingLine(list, opts.showSkipped));
   return lines;
 }

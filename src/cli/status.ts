@@ -7,7 +7,7 @@ import { lstatSync, statSync } from 'node:fs';
 import type { Command } from 'commander';
 import { pickCurrentRun, resolveRunArg, runDetail, RunIdError, RunUnreadableError, type RunDetail } from '../status.js';
 import { Exit, out, printJson, UserError } from './io.js';
-import { formatCost, listRunsOrExplain, paint, quietOnClosedPipe, rootFrom, statusWord, useColor } from './runs.js';
+import { formatCost, listRunsOrExplain, paint, printable, quietOnClosedPipe, rootFrom, statusWord, useColor } from './runs.js';
 
 /**
  * The run directory RUN names (SPEC A.1), checked to exist and be a
@@ -41,29 +41,30 @@ const NODE_COLOR: Record<string, number> = { running: 214, passed: 34, failed: 1
 /** The human form of one run's report. */
 export function renderStatus(d: RunDetail, color: boolean): string[] {
   const r = d.report;
-  const lines = [`run ${r.run_id}  ${statusWord(r.status, color)}`];
+  const lines = [`run ${printable(r.run_id)}  ${statusWord(r.status, color)}`];
   const row = (k: string, v: string) => lines.push(`  ${k.padEnd(9)} ${v}`);
   row('liveness', r.liveness === null ? 'not probed (last leg closed)' : `${r.liveness} (${r.reason})`);
-  row('graph', r.graph ?? '-');
+  row('graph', printable(r.graph ?? '-'));
   row('nodes', r.nodes_total === null ? '-' : `${r.nodes_passed}/${r.nodes_total} passed`);
   row('cost', formatCost(r));
   row('snapshot', r.has_snapshot ? 'yes' : 'none readable');
   if (d.legs.length > 0) {
     const last = d.legs[d.legs.length - 1]!;
-    row('legs', `${d.legs.length} (last: ${last.state}${last.outcome ? `, ${last.outcome}` : ''}${last.phase ? `, ${last.phase}` : ''})`);
+    const extra = `${last.outcome ? `, ${last.outcome}` : ''}${last.phase ? `, ${last.phase}` : ''}`;
+    row('legs', `${d.legs.length} (last: ${last.state}${printable(extra)})`);
   } else {
     row('legs', 'none');
   }
   if (d.nodes.length > 0) row('nodes by state', '');
-  for (const n of d.nodes) lines.push(`    ${n.id.padEnd(20)} ${paint(n.state, NODE_COLOR[n.state] ?? 245, color)}`);
-  if (d.stream_error !== null) lines.push(`  note: the whole stream could not be read for node states: ${d.stream_error}`);
+  for (const n of d.nodes) lines.push(`    ${printable(n.id).padEnd(20)} ${paint(n.state, NODE_COLOR[n.state] ?? 245, color)}`);
+  if (d.stream_error !== null) lines.push(`  note: the whole stream could not be read for node states: ${printable(d.stream_error)}`);
   if (r.hint !== null) {
     lines.push('hint:');
-    for (const h of r.hint.split('\n')) lines.push(`  ${h}`);
+    for (const h of r.hint.split('\n')) lines.push(`  ${printable(h)}`);
   }
   if (r.warnings.length > 0) {
     lines.push('warnings:');
-    for (const w of r.warnings) lines.push(`  ${w}`);
+    for (const w of r.warnings) lines.push(`  ${printable(w)}`);
   }
   return lines;
 }
@@ -103,7 +104,7 @@ export function registerStatus(program: Command): void {
       try {
         detail = runDetail(dir, { events: 0 });
       } catch (e) {
-        if (e instanceof RunUnreadableError) throw new UserError(`run ${e.runId} cannot be read: ${e.message}`, Exit.Error);
+        if (e instanceof RunUnreadableError) throw new UserError(`run ${printable(e.runId)} cannot be read: ${printable(e.message)}`, Exit.Error);
         throw e;
       }
       if (opts.json) {
