@@ -338,7 +338,7 @@ function emptyFacts(): StreamFacts {
  * Reads up to the end of file as it is while reading (a live stream may grow).
  */
 export function readStream(eventsPath: string, options: ReadStreamOptions = {}): StreamFacts {
-  const chunkBytes = options.chunkBytes ?? DEFAULT_CHUNK;
+  const chunkBytes = Math.max(1, Math.floor(options.chunkBytes ?? DEFAULT_CHUNK));
   const file = openStream(eventsPath);
   if (file === undefined) return emptyFacts();
   const fold = new StreamFold();
@@ -497,7 +497,7 @@ class TailFold {
  * over the cap or of a newer schema, or the file is not a readable regular file.
  */
 export function readLastLeg(eventsPath: string, options: ReadLastLegOptions = {}): TailFacts {
-  let chunk = options.chunkBytes ?? FIRST_TAIL_CHUNK;
+  let chunk = Math.max(1, Math.floor(options.chunkBytes ?? FIRST_TAIL_CHUNK));
   const file = openStream(eventsPath);
   const fold = new TailFold();
   if (file === undefined) return { leg: fold.result(), skippedLines: 0, from: 0, size: 0 };

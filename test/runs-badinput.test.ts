@@ -74,7 +74,7 @@ describe('a root holding every hostile case', () => {
         expect((JSON.parse(r.stdout) as RunReport).status, c.what).toBe(c.expect.row);
       }
     }
-  });
+  }, 120_000);
 });
 
 /** Runs the CLI as an unprivileged user when we are root, so permissions really bite. */
