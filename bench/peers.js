@@ -12,7 +12,6 @@
  * proper-lockfile's stale window defaults to 10 s; the bench shortens it to
  * `staleMs` (its minimum is 2 s) to stay quick. That only scales its figures.
  */
-import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
@@ -112,60 +111,73 @@ function secondLocker(lockPath, staleMs) {
   return out;
 }
 
+/** Scenario 1: the holder is killed with SIGKILL; how long until each observer says gone? */
+async function killScenario(obs, base, staleMs) {
+  const lockPath = join(base, 'killed', 'resume.lock');
+  mkdirSync(join(base, 'killed'));
+  const { holder } = await startHolder(lockPath, staleMs);
+  const pre = before(obs, lockPath);
+  const t0 = process.hrtime.bigint();
+  holder.kill('SIGKILL');
+  const windowMs = staleMs * 2 + 2000;
+  const w = await watch(obs, lockPath, t0, windowMs, true);
+  await stop(holder);
+  return { before: pre, ...w, windowMs };
+}
+
+/** Scenario 2: the holder is stopped for longer than the stale window; who calls it dead, and who lets a second owner in? */
+async function stopScenario(obs, base, staleMs, stopFor) {
+  const lockPath = join(base, 'stopped', 'resume.lock');
+  mkdirSync(join(base, 'stopped'));
+  const { holder, compromised } = await startHolder(lockPath, staleMs);
+  const pre = before(obs, lockPath);
+  const t0 = process.hrtime.bigint();
+  process.kill(holder.pid, 'SIGSTOP');
+  const w = await watch(obs, lockPath, t0, stopFor, false);
+  const second = secondLocker(lockPath, staleMs);
+  process.kill(holder.pid, 'SIGCONT');
+  // Give the holder's proper-lockfile refresh timer time to notice.
+  await sleep(Math.max(1500, staleMs / 2 + 500));
+  await stop(holder);
+  return { before: pre, ...w, secondLocker: second, holderCompromised: compromised.slice() };
+}
+
+/** Scenario 3: the holder is killed and its pid then names a live, unrelated process. */
+async function recycledScenario(obs, base, staleMs) {
+  const lockPath = join(base, 'recycled', 'resume.lock');
+  mkdirSync(join(base, 'recycled'));
+  const { holder } = await startHolder(lockPath, staleMs);
+  const stranger = spawnTracked('sleep', ['600']);
+  const pre = before(obs, lockPath);
+  const t0 = process.hrtime.bigint();
+  await stop(holder);
+  // The pid the dead leg wrote now names someone else: simulate by writing it.
+  writeFileSync(lockPath, `${LOCK_MARKER}\n${stranger.pid}\n`);
+  const windowMs = staleMs + 1500;
+  const w = await watch(obs, lockPath, t0, windowMs, true);
+  await stop(stranger);
+  return { before: pre, ...w, windowMs, strangerPid: stranger.pid };
+}
+
+/**
+ * Runs the three scenarios side by side (each on its own run directory and
+ * holder), so the whole section costs one stop window rather than three.
+ */
 export async function runPeers({ staleMs = 2000, stopMs, log }) {
   const stopFor = stopMs ?? staleMs * 2;
   const base = mkdtempSync(join(tmpdir(), 'rw-bench-peers-'));
   const obs = observers(staleMs);
-  const result = { staleMs, stopMs: stopFor, scenarios: {} };
   try {
-    // 1. kill -9
-    {
-      const lockPath = join(base, 'killed', 'resume.lock');
-      mkdirSync(join(base, 'killed'));
-      const { holder } = await startHolder(lockPath, staleMs);
-      const pre = before(obs, lockPath);
-      const t0 = process.hrtime.bigint();
-      holder.kill('SIGKILL');
-      const w = await watch(obs, lockPath, t0, staleMs * 2 + 2000, true);
-      result.scenarios.kill = { before: pre, ...w, windowMs: staleMs * 2 + 2000 };
-      await stop(holder);
-      log?.(`  peers kill -9: first gone (ms) ${JSON.stringify(w.firstGone)}`);
-    }
-    // 2. SIGSTOP for longer than the stale window
-    {
-      const lockPath = join(base, 'stopped', 'resume.lock');
-      mkdirSync(join(base, 'stopped'));
-      const { holder, compromised } = await startHolder(lockPath, staleMs);
-      const pre = before(obs, lockPath);
-      const t0 = process.hrtime.bigint();
-      process.kill(holder.pid, 'SIGSTOP');
-      const w = await watch(obs, lockPath, t0, stopFor, false);
-      const second = secondLocker(lockPath, staleMs);
-      process.kill(holder.pid, 'SIGCONT');
-      // Give the holder's proper-lockfile refresh timer time to notice.
-      await sleep(Math.max(1500, staleMs / 2 + 500));
-      result.scenarios.stop = { before: pre, ...w, secondLocker: second, holderCompromised: compromised.slice() };
-      await stop(holder);
-      log?.(`  peers stop ${stopFor} ms: first gone (ms) ${JSON.stringify(w.firstGone)}; second locker ${JSON.stringify(second)}`);
-    }
-    // 3. recycled pid
-    {
-      const lockPath = join(base, 'recycled', 'resume.lock');
-      mkdirSync(join(base, 'recycled'));
-      const { holder } = await startHolder(lockPath, staleMs);
-      const stranger = spawnTracked('sleep', ['600']);
-      const pre = before(obs, lockPath);
-      const t0 = process.hrtime.bigint();
-      await stop(holder);
-      // The pid the dead leg wrote now names someone else: simulate by writing it.
-      writeFileSync(lockPath, `${LOCK_MARKER}\n${stranger.pid}\n`);
-      const w = await watch(obs, lockPath, t0, staleMs + 1500, true);
-      result.scenarios.recycled = { before: pre, ...w, windowMs: staleMs + 1500, strangerPid: stranger.pid };
-      await stop(stranger);
-      log?.(`  peers recycled pid: first gone (ms) ${JSON.stringify(w.firstGone)}`);
-    }
+    const [kill, stopped, recycled] = await Promise.all([
+      killScenario(obs, base, staleMs),
+      stopScenario(obs, base, staleMs, stopFor),
+      recycledScenario(obs, base, staleMs),
+    ]);
+    log?.(`  peers kill -9: first gone (ms) ${JSON.stringify(kill.firstGone)}`);
+    log?.(`  peers stop ${stopFor} ms: first gone (ms) ${JSON.stringify(stopped.firstGone)}; second locker ${JSON.stringify(stopped.secondLocker)}`);
+    log?.(`  peers recycled pid: first gone (ms) ${JSON.stringify(recycled.firstGone)}`);
+    return { staleMs, stopMs: stopFor, scenarios: { kill, stop: stopped, recycled } };
   } finally {
     rmSync(base, { recursive: true, force: true });
   }
-  return result;
 }

@@ -111,7 +111,7 @@ async function main() {
   const { machineInfo } = await import('./lib/machine.js');
 
   const cfg = quick
-    ? { reps: 9, chunkMs: 10, Ps: [1, 4, 16], windowMs: 200, windowReps: 3, staleMs: 2000, stopMs: 3000 }
+    ? { reps: 7, chunkMs: 8, Ps: [1, 4, 16], windowMs: 150, windowReps: 2, staleMs: 2000, stopMs: 3000 }
     : { reps: 31, chunkMs: 15, Ps: [1, 2, 4, 8, 16, 32, 64], windowMs: 600, windowReps: 3, staleMs: 2000, stopMs: 4000 };
   const outDir = join(benchDir, 'out');
   mkdirSync(outDir, { recursive: true });

@@ -182,6 +182,8 @@ function pollersSection(cells, settings, kinds, { windowMs, reps, svgLink, holdM
     out.push(table(header, rows));
     out.push('');
   }
+  out.push(pollerFindings(cells));
+  out.push('');
   out.push('<details><summary>raw cells (JSON)</summary>');
   out.push('');
   out.push('```json');
@@ -190,6 +192,30 @@ function pollersSection(cells, settings, kinds, { windowMs, reps, svgLink, holdM
   out.push('');
   out.push('</details>');
   return out.join('\n');
+}
+
+/** Plain statements computed from the cells: how false busy, flicker and unknowns move with P. */
+function pollerFindings(cells) {
+  const Ps = [...new Set(cells.map((c) => c.P))].sort((a, b) => a - b);
+  const get = (setting, kind, P) => cells.find((c) => c.setting === setting && c.kind === kind && c.P === P);
+  const rate = (c) => (c && c.leg && c.leg.attempts ? `${((100 * c.leg.refused) / c.leg.attempts).toFixed(1)} %` : 'n/a');
+  const series = (setting, kind, f) => Ps.map((P) => `${P}: ${f(get(setting, kind, P))}`).join(', ');
+  const flick = (c) => (c ? `${((100 * c.wrong) / c.probes).toFixed(1)} %` : 'n/a');
+  const unk = (c) => (c ? `${((100 * c.unknown) / c.probes).toFixed(2)} %` : 'n/a');
+  const refusedD = (kind) => Ps.filter((P) => (get('churn-default', kind, P)?.leg.refused ?? 0) > 0);
+  const lines = [];
+  lines.push('### What the pollers tables show');
+  lines.push('');
+  lines.push(
+    `- **False busy grows with P once pollers outnumber cores**, for both probe kinds. Raw rate (\`retryMs: 0\`) by P — shared: ${series('churn-0', 'shared', rate)}; exclusive: ${series('churn-0', 'exclusive', rate)}. A poller that loses its core between its \`LOCK_SH\` and its \`LOCK_UN\` keeps the shared lock while it waits to run again, so with P tight-loop pollers on fewer cores the chance that *some* waiting poller holds it at the leg's instant rises with P (roughly 1 − (1 − f)^(P−1) for a per-poller holding fraction f). The shared lock removes reader-vs-reader conflicts, not this. The design's retry window is what absorbs it: with the default window the leg was refused ${refusedD('shared').length ? `at P = ${refusedD('shared').join(', ')} (shared)` : 'at no P (shared)'} and ${refusedD('exclusive').length ? `at P = ${refusedD('exclusive').join(', ')} (exclusive)` : 'at no P (exclusive)'}; see the "refused" column for counts. Tight loops are a stress test: a dashboard polling once a second holds the lock for well under a millionth of the time.`,
+  );
+  lines.push(
+    `- **Reader flicker is the exclusive probe's alone**: share of its answers on a free lock that said "held", by P: ${series('free', 'exclusive', flick)}. The shared probe's count is 0 at every P in every setting.`,
+  );
+  lines.push(
+    `- **Unknown, never wrong, in churn**: share of shared-probe answers that were \`unknown\` (\`empty-file\`, the truncate-then-write inside \`acquireLock\`), by P: ${series('churn-0', 'shared', unk)}. Each one happened while the leg held the lock, so a reader still shows the run in flight; writing the marker without first truncating to zero would remove them.`,
+  );
+  return lines.join('\n');
 }
 
 const DEFINITIONS = `### Definitions (what the pollers tables count)
