@@ -112,10 +112,7 @@ function secondLocker(lockPath, staleMs) {
 }
 
 /** Scenario 1: the holder is killed with SIGKILL; how long until each observer says gone? */
-async function killScenario(obs, base, staleMs) {
-  const lockPath = join(base, 'killed', 'resume.lock');
-  mkdirSync(join(base, 'killed'));
-  const { holder } = await startHolder(lockPath, staleMs);
+async function killScenario(obs, { lockPath, holder }, staleMs) {
   const pre = before(obs, lockPath);
   const t0 = process.hrtime.bigint();
   holder.kill('SIGKILL');
@@ -126,10 +123,7 @@ async function killScenario(obs, base, staleMs) {
 }
 
 /** Scenario 2: the holder is stopped for longer than the stale window; who calls it dead, and who lets a second owner in? */
-async function stopScenario(obs, base, staleMs, stopFor) {
-  const lockPath = join(base, 'stopped', 'resume.lock');
-  mkdirSync(join(base, 'stopped'));
-  const { holder, compromised } = await startHolder(lockPath, staleMs);
+async function stopScenario(obs, { lockPath, holder, compromised }, staleMs, stopFor) {
   const pre = before(obs, lockPath);
   const t0 = process.hrtime.bigint();
   process.kill(holder.pid, 'SIGSTOP');
@@ -143,11 +137,7 @@ async function stopScenario(obs, base, staleMs, stopFor) {
 }
 
 /** Scenario 3: the holder is killed and its pid then names a live, unrelated process. */
-async function recycledScenario(obs, base, staleMs) {
-  const lockPath = join(base, 'recycled', 'resume.lock');
-  mkdirSync(join(base, 'recycled'));
-  const { holder } = await startHolder(lockPath, staleMs);
-  const stranger = spawnTracked('sleep', ['600']);
+async function recycledScenario(obs, { lockPath, holder, stranger }, staleMs) {
   const pre = before(obs, lockPath);
   const t0 = process.hrtime.bigint();
   await stop(holder);
@@ -159,19 +149,31 @@ async function recycledScenario(obs, base, staleMs) {
   return { before: pre, ...w, windowMs, strangerPid: stranger.pid };
 }
 
+/** A run directory with a live holder in it, ready for a scenario. */
+async function prepare(base, name, staleMs) {
+  mkdirSync(join(base, name));
+  const lockPath = join(base, name, 'resume.lock');
+  return { lockPath, ...(await startHolder(lockPath, staleMs)) };
+}
+
 /**
  * Runs the three scenarios side by side (each on its own run directory and
  * holder), so the whole section costs one stop window rather than three.
+ * Every holder (and the stranger) is started and ready before any scenario
+ * begins, so no timed moment competes with a process starting up.
  */
 export async function runPeers({ staleMs = 2000, stopMs, log }) {
   const stopFor = stopMs ?? staleMs * 2;
   const base = mkdtempSync(join(tmpdir(), 'rw-bench-peers-'));
   const obs = observers(staleMs);
   try {
+    const [k, st, rc] = await Promise.all(['killed', 'stopped', 'recycled'].map((name) => prepare(base, name, staleMs)));
+    rc.stranger = spawnTracked('sleep', ['600']);
+    await sleep(100); // let the stranger's exec settle
     const [kill, stopped, recycled] = await Promise.all([
-      killScenario(obs, base, staleMs),
-      stopScenario(obs, base, staleMs, stopFor),
-      recycledScenario(obs, base, staleMs),
+      killScenario(obs, k, staleMs),
+      stopScenario(obs, st, staleMs, stopFor),
+      recycledScenario(obs, rc, staleMs),
     ]);
     log?.(`  peers kill -9: first gone (ms) ${JSON.stringify(kill.firstGone)}`);
     log?.(`  peers stop ${stopFor} ms: first gone (ms) ${JSON.stringify(stopped.firstGone)}; second locker ${JSON.stringify(stopped.secondLocker)}`);

@@ -109,7 +109,7 @@ function peersSection(peers, observers) {
   });
   const out = [];
   out.push(
-    `Real processes. A holder process takes runwarden's lock (flock) and proper-lockfile's lock on the same path; the bench then polls every observer about once a millisecond, yielding to its event loop between rounds (so a dead holder is reaped at once, as a parent would). proper-lockfile's \`stale\` is shortened from its 10 s default to **${thousands(peers.staleMs)} ms** (its minimum) to keep the bench quick; that scales its delays, not its behaviour. Times are from the signal to the first poll that said gone; the first ~2 ms are the kernel tearing the killed process down.`,
+    `Real processes. A holder process takes runwarden's lock (flock) and proper-lockfile's lock on the same path; the bench then polls every observer about once a millisecond, yielding to its event loop between rounds (so a dead holder is reaped at once, as a parent would). proper-lockfile's \`stale\` is shortened from its 10 s default to **${thousands(peers.staleMs)} ms** (its minimum) to keep the bench quick; that scales its delays, not its behaviour. The three scenarios run side by side, each on its own run directory and holder. Times are from the signal to the first poll that said gone, so they include the kernel tearing the killed process down (on a busy machine, also waiting for a core to do it).`,
   );
   out.push('');
   out.push(
