@@ -8,7 +8,7 @@ import { lstatSync, mkdirSync, readdirSync, symlinkSync, writeFileSync } from 'n
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runDetail, runStatus } from '../dist/index.js';
-import { CLI, cleanupTemp, killAll, tempDir } from './helpers/lock-procs.js';
+import { CLI, cleanupTemp, killAll, tempDir, until } from './helpers/lock-procs.js';
 import { closeAll, getJson, raw, SseStream, startDashboard } from './helpers/serve-client.js';
 import { DIAMOND, ev, holdRun, killedHolder, openRun, passedRun, runDir, writeEvents, writeState } from './helpers/serve-fixtures.js';
 import type { Holder } from './helpers/lock-procs.js';
@@ -33,6 +33,7 @@ let root: string;
 let outside: string;
 let live: Holder;
 let port: number;
+let server: Awaited<ReturnType<typeof startDashboard>>;
 
 /** Every path under dir with its type, size, mode and mtime: what "wrote nothing" is checked against. */
 function tree(dir: string): string[] {
@@ -90,8 +91,8 @@ beforeAll(async () => {
   symlinkSync(outside, join(root, '20261130-090000.000000001-99'));
 
   // The card cap is lowered so the 700 KB stream counts as huge here.
-  const s = await startDashboard(root, { intervalMs: 300, cardStreamMax: 256 * 1024 });
-  port = s.port;
+  server = await startDashboard(root, { intervalMs: 300, cardStreamMax: 256 * 1024 });
+  port = server.port;
 });
 
 afterAll(async () => {
@@ -310,6 +311,18 @@ describe('live updates', () => {
     expect(doc.data.run_id).toBe(ID.paused);
     expect(doc.data.report.hint).toContain('--approve');
     sse.close();
+  });
+
+  it('forgets a page that went away, and stops deriving when none is left', async () => {
+    const a = await SseStream.open(port, '/api/events');
+    const b = await SseStream.open(port, `/api/events?run=${ID.passed}`);
+    await a.next((e) => e.event === 'beat');
+    await b.next((e) => e.event === 'beat');
+    expect(server.hub.size).toBe(2);
+    a.close();
+    b.close();
+    await until(() => server.hub.size === 0);
+    expect(server.hub.idle).toBe(true);
   });
 
   it('sends a missing run as an error document and keeps the stream open', async () => {

@@ -82,6 +82,11 @@ export class LiveHub {
     return this.clients.size;
   }
 
+  /** True when no derivation is scheduled or running (nothing is being read). */
+  get idle(): boolean {
+    return this.timer === undefined && !this.running;
+  }
+
   /** Takes over a GET /api/events response and keeps it open. */
   attach(req: IncomingMessage, res: ServerResponse, runId: string | undefined): void {
     applyCommonHeaders(res);
@@ -98,9 +103,11 @@ export class LiveHub {
     this.clients.add(client);
     const drop = (): void => {
       this.clients.delete(client);
-      if (this.clients.size === 0) this.idle();
+      if (this.clients.size === 0) this.goIdle();
     };
-    req.on('close', drop);
+    // The response's close fires when the page goes away (tab closed,
+    // EventSource reconnecting, connection reset).
+    res.on('close', drop);
     res.on('error', drop);
     if (runId === undefined && this.current !== undefined) this.prime(client, this.current);
     // A new page should not wait a whole interval for its first picture.
@@ -116,7 +123,7 @@ export class LiveHub {
     this.clients.clear();
   }
 
-  private idle(): void {
+  private goIdle(): void {
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
     this.current = undefined;
