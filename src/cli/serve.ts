@@ -90,11 +90,9 @@ export function registerServe(program: Command): void {
         if (code === 'EACCES') throw new UserError(`not allowed to listen on port ${port} (ports below 1024 need privileges)`);
         throw e;
       }
-      out(`runwarden serve: ${server.url}`);
-      out(`  root: ${root} (read-only)`);
-      out('  Ctrl-C to stop');
-      if (!isLoopback(opts.host)) err(`runwarden: warning: listening on ${opts.host}; anyone who can reach it can read every run under ${root}`);
-      const signal = await new Promise<NodeJS.Signals>((resolve) => {
+      // Listen for the stop signals before printing the address: whoever
+      // reads the address may stop us at once.
+      const stopped = new Promise<NodeJS.Signals>((resolve) => {
         const stop = (s: NodeJS.Signals): void => {
           process.off('SIGINT', stop);
           process.off('SIGTERM', stop);
@@ -103,6 +101,11 @@ export function registerServe(program: Command): void {
         process.on('SIGINT', stop);
         process.on('SIGTERM', stop);
       });
+      out(`runwarden serve: ${server.url}`);
+      out(`  root: ${root} (read-only)`);
+      out('  Ctrl-C to stop');
+      if (!isLoopback(opts.host)) err(`runwarden: warning: listening on ${opts.host}; anyone who can reach it can read every run under ${root}`);
+      const signal = await stopped;
       await server.close();
       process.exitCode = signal === 'SIGINT' ? Exit.Interrupted : Exit.Ok;
     });
