@@ -167,7 +167,21 @@ describe('dashboard in chromium', () => {
     expect(dialogs).toEqual([]);
   });
 
-  it('shows the live indicator as not live once updates stop', async () => {
+  it('turns the live indicator stale while the server is stopped, and live again after', async () => {
+    expect(await page.locator('#live').getAttribute('data-state')).toBe('live');
+    // SIGSTOP: the connection stays open but nothing arrives.
+    serve.proc.kill('SIGSTOP');
+    try {
+      await page.waitForFunction(() => document.getElementById('live')?.dataset['state'] === 'stale', undefined, { timeout: 10_000, polling: 200 });
+      expect(await page.evaluate(() => document.body.classList.contains('is-stale'))).toBe(true);
+    } finally {
+      serve.proc.kill('SIGCONT');
+    }
+    await page.waitForFunction(() => document.getElementById('live')?.dataset['state'] === 'live', undefined, { timeout: 10_000, polling: 200 });
+    expect(await page.evaluate(() => document.body.classList.contains('is-stale'))).toBe(false);
+  });
+
+  it('shows the live indicator as not live once the server is gone', async () => {
     expect(await page.locator('#live').getAttribute('data-state')).toBe('live');
     serve.proc.kill('SIGKILL');
     await waitExit(serve.proc);
