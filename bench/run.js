@@ -15,6 +15,7 @@
  */
 import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -119,6 +120,7 @@ async function main() {
   const svgPath = quick ? join(outDir, 'pollers-quick.svg') : join(benchDir, 'pollers.svg');
   const startedAt = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
   const info = machineInfo(root);
+  const loadStart = loadavg()[0];
   log(`${quick ? 'quick' : 'full'} run on ${info.cpuModel} (nproc ${info.nproc}), node ${info.node}`);
 
   const floor = buildFloor();
@@ -148,6 +150,7 @@ async function main() {
   const durationS = (Date.now() - t0) / 1000;
   const md = renderResults({
     info,
+    load: [loadStart, loadavg()[0]],
     command: quick ? 'npm run bench -- --quick' : 'npm run bench',
     mode: quick ? 'quick' : 'full',
     startedAt,

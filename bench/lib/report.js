@@ -29,7 +29,7 @@ function costSection(cost, audit) {
   const out = [];
   const pl = cost.rows.find((r) => r.id === 'probeLock');
   out.push(
-    `Per-probe time on the same two files (\`free\`: a marked lock nobody holds; \`held\`: a live holder process holds runwarden's flock and proper-lockfile's lock on it), median of ${cost.reps} interleaved repetitions (each repetition times every method once, in a rotated order, for about ${cost.chunkMs} ms each). "× floor" is the median over repetitions of the method's time divided by the floor's time **in the same repetition**; the quartiles of that ratio are in brackets.`,
+    `Per-probe time on the same two files (\`free\`: a marked lock nobody holds; \`held\`: a live holder process holds runwarden's flock and proper-lockfile's lock on it), median of ${cost.reps} interleaved repetitions. A repetition times every method once per file, for about ${cost.chunkMs} ms each, in a rotated order, with a run of the C floor between every two methods; "× floor" is the median over repetitions of the method's time divided by the mean of **the two floor runs right beside it**, so each method is compared with the floor as the machine was at that moment. The quartiles of that ratio are in brackets.`,
   );
   out.push('');
   const rows = cost.rows.map((r) => [
@@ -236,7 +236,7 @@ const METHOD = `## Method
 - Quick mode (\`npm run bench -- --quick\`) uses fewer repetitions, fewer P values and shorter windows, and writes to \`bench/out/\` instead of this file.`;
 
 /** The full RESULTS.md text. `runsSection` is the "## runs at scale" section, heading included. */
-export function renderResults({ info, command, mode, startedAt, durationS, floorCompiler, cost, audit, peers, observers, cells, settings, kinds, pollerOpts, runsSection, svgLink }) {
+export function renderResults({ info, load, command, mode, startedAt, durationS, floorCompiler, cost, audit, peers, observers, cells, settings, kinds, pollerOpts, runsSection, svgLink }) {
   const pl = cost.rows.find((r) => r.id === 'probeLock');
   const sharedCells = cells.filter((c) => c.kind === 'shared');
   const exCells = cells.filter((c) => c.kind === 'exclusive');
@@ -268,6 +268,7 @@ Written by \`bench/run.js\`; every number below comes from the one run described
 | date | ${startedAt} |
 | CPU | ${info.cpuModel} |
 | nproc | ${info.nproc} |
+| load average (1 min) | ${load[0].toFixed(2)} at start, ${load[1].toFixed(2)} at end |
 | kernel | ${info.kernel} |
 | node | ${info.node} |
 | floor compiler | ${floorCompiler} |
