@@ -6,7 +6,9 @@
  *   O_CREAT without O_EXCL, so it is reused across legs.
  * - The file is never truncated or written before the exclusive flock is
  *   held (no O_TRUNC at open): a caller that then loses the race must not
- *   have blanked the live holder's file.
+ *   have blanked the live holder's file. Under the lock the new content is
+ *   written first and the file cut to its length after, so a reused file is
+ *   never empty.
  * - Release unlocks and closes and never unlinks. An unlink between another
  *   process's open and its flock would let two legs lock two inodes.
  * - The descriptor is close-on-exec (libuv adds O_CLOEXEC to every open), so a
@@ -184,10 +186,14 @@ export function acquireLock(lockPath: string, options: AcquireOptions = {}): Hel
     const late = refusalForHead(lockPath, fd, head);
     if (late) throw late;
 
+    // Write, then cut off whatever an earlier, longer content left behind.
+    // In this order a reused file never passes through an empty state, so a
+    // reader that reads it mid-rewrite still finds the marker line and is
+    // judged by the flock (held), not by an empty head (unknown).
     const content = markedContent(pid);
-    ftruncateSync(fd, 0);
     const written = writeSync(fd, content, 0, content.length, 0);
     if (written !== content.length) throw new Error(`short write to "${lockPath}" (${written} of ${content.length} bytes)`);
+    ftruncateSync(fd, content.length);
 
     const mine = fstatSync(fd, { bigint: true });
     let now;

@@ -86,6 +86,31 @@ describe('acquireLock: taking and releasing', () => {
     expect(before.toString()).toBe(`oh-my-graph-lock 1\n${h.pid}\n`);
   });
 
+  it('a reused lock file is never empty while a leg rewrites it (readers see the marker, not empty-file)', async () => {
+    const path = join(tempDir(), 'run', 'resume.lock');
+    acquireLock(path).release(); // the file exists and is marked, as after any earlier leg
+    const script = `
+      import { acquireLock } from '${ROOT}/dist/index.js';
+      console.log('READY');
+      for (let i = 0; i < 3000; i++) acquireLock(${JSON.stringify(path)}, { pid: 1 + (i % 2) * 1000000 }).release();
+    `;
+    const churn = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'pipe'] });
+    track(churn.pid as number);
+    await waitReady(churn);
+    const seen = new Map<string, number>();
+    while (churn.exitCode === null) {
+      for (let i = 0; i < 200; i++) {
+        const r = probeLock(path).reason;
+        seen.set(r, (seen.get(r) ?? 0) + 1);
+      }
+      await new Promise((r) => setImmediate(r));
+    }
+    expect(churn.exitCode).toBe(0);
+    expect(seen.get('empty-file') ?? 0).toBe(0);
+    expect([...seen.keys()].every((k) => k === 'flock-held' || k === 'flock-free')).toBe(true);
+    expect(seen.get('flock-held') ?? 0).toBeGreaterThan(0);
+  });
+
   it('an empty lock file (a crashed acquire before its write) is taken normally', () => {
     const path = join(tempDir(), 'resume.lock');
     writeFileSync(path, '');
