@@ -213,7 +213,7 @@ function pollerFindings(cells) {
     `- **Reader flicker is the exclusive probe's alone**: share of its answers on a free lock that said "held", by P: ${series('free', 'exclusive', flick)}. The shared probe's count is 0 at every P in every setting.`,
   );
   lines.push(
-    `- **Unknown, never wrong, in churn**: share of shared-probe answers that were \`unknown\` (\`empty-file\`, the truncate-then-write inside \`acquireLock\`), by P: ${series('churn-0', 'shared', unk)}. Each one happened while the leg held the lock, so a reader still shows the run in flight; writing the marker without first truncating to zero would remove them.`,
+    `- **Unknown, never wrong, in churn**: share of shared-probe answers that were \`unknown\` (\`empty-file\`, the truncate-then-write inside \`acquireLock\`), by P: ${series('churn-0', 'shared', unk)}. Each one happened while the leg held the lock, so a reader still shows the run in flight; writing the marker before truncating to its length removes them (measured in [PROFILE.md](PROFILE.md), section 5).`,
   );
   return lines.join('\n');
 }
