@@ -30,8 +30,8 @@ const HELP = `usage: npm run bench [-- --quick]
                writes bench/out/RESULTS-quick.md and bench/out/pollers-quick.svg
   --help       this text
 
-Needs: the native addon built (npm ci does it), a C compiler (cc), and
-optionally strace (to count the probe's syscalls).`;
+Needs: linux, the native addon built (npm ci does it), a C compiler (cc),
+and optionally strace (to count the probe's syscalls).`;
 
 const args = process.argv.slice(2);
 if (args.includes('--help') || args.includes('-h')) {
@@ -44,6 +44,10 @@ if (unknown.length) {
   process.exit(2);
 }
 const quick = args.includes('--quick');
+if (process.platform !== 'linux') {
+  console.error(`bench: linux only (the floor uses linux statfs, and the figures are linux's); this is ${process.platform}`);
+  process.exit(1);
+}
 
 const t0 = Date.now();
 const log = (msg) => console.error(`[${((Date.now() - t0) / 1000).toFixed(1).padStart(6)} s] ${msg}`);
