@@ -25,7 +25,8 @@ export function machineInfo(repoRoot) {
   }
   const nproc = sh('nproc', []) ?? String(cpus().length);
   const commit = sh('git', ['rev-parse', '--short', 'HEAD'], repoRoot);
-  const dirty = sh('git', ['status', '--porcelain', '--untracked-files=no'], repoRoot);
+  // Only what is measured counts as dirty; the bench's own outputs change during a run.
+  const dirty = sh('git', ['status', '--porcelain', '--untracked-files=no', '--', 'src', 'native', 'binding.gyp', 'package.json'], repoRoot);
   let fs = 'unknown';
   try {
     fs = describeFsType(filesystemType(tmpdir()));
@@ -46,7 +47,7 @@ export function machineInfo(repoRoot) {
     node: process.version,
     tmpdir: tmpdir(),
     fs,
-    commit: commit ? `${commit}${dirty ? ' (with uncommitted changes)' : ''}` : 'unknown',
+    commit: commit ? `${commit}${dirty ? ' (with uncommitted changes to src/ or native/)' : ''}` : 'unknown',
     peers: { 'proper-lockfile': version('proper-lockfile'), 'fs-ext': version('fs-ext') },
   };
 }
