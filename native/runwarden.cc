@@ -7,6 +7,10 @@
 // instance of the one error class the TypeScript side handed to init(), so
 // every native error carries a stable .code (errno name), .errno and .syscall.
 //
+// State kept between calls (the error class, the probe's reused buffers) is
+// per Node environment (N-API instance data), so worker threads each get their
+// own and never touch another environment's references.
+//
 // Policy (what a fact means for a run) lives in src/, never here. The one
 // place this file compares anything is probeFacts(), which checks the
 // filesystem type against a list the caller supplies, because the order of
@@ -26,6 +30,9 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+#include <string>
+#include <vector>
+
 #if defined(__linux__)
 #include <sys/vfs.h>
 #define RW_HAVE_FLOCK 1
@@ -42,7 +49,36 @@
 
 namespace {
 
-Napi::FunctionReference* g_error_class = nullptr;
+// The probe's reused buffers and the known-local list, registered once by
+// probeSetup(). Registering them once, instead of passing them on every call,
+// is what keeps a probe close to its syscalls: each typed-array argument costs
+// several V8 type queries per call (napi_get_typedarray_info and friends),
+// which measured as ~0.2x of the syscall floor on their own (bench/PROFILE.md).
+// The references pin head and out for the life of the process, so the raw
+// pointers below stay valid (an ArrayBuffer's backing store never moves).
+struct ProbeState {
+  Napi::Reference<Napi::Buffer<uint8_t>> head_ref;
+  Napi::Reference<Napi::Float64Array> out_ref;
+  uint8_t* head = nullptr;
+  size_t head_len = 0;
+  double* out = nullptr;
+#if defined(__APPLE__)
+  std::vector<std::string> local_types;
+#else
+  std::vector<uint32_t> local_types;
+#endif
+};
+
+// Everything the addon keeps between calls, per Node environment (main thread
+// or worker), held as N-API instance data so that no reference made in one
+// environment is ever used from another.
+struct AddonData {
+  Napi::FunctionReference error_class;  // set by init()
+  ProbeState* probe = nullptr;          // set by probeSetup()
+  ~AddonData() { delete probe; }
+};
+
+AddonData* Data(Napi::Env env) { return env.GetInstanceData<AddonData>(); }
 
 // Throws an instance of the registered error class (or a plain Error with the
 // same fields before init() ran) describing errno `err` from `syscall`.
@@ -51,9 +87,10 @@ void ThrowErrno(Napi::Env env, int err, const char* syscall, const char* detail)
   std::string msg = std::string(syscall) + " failed: " + code + " (" + strerror(err) + ")";
   if (detail != nullptr && detail[0] != '\0') msg += std::string(", ") + detail;
   Napi::Object obj;
-  if (g_error_class != nullptr) {
-    obj = g_error_class->New({Napi::String::New(env, msg), Napi::String::New(env, code),
-                              Napi::Number::New(env, err), Napi::String::New(env, syscall)});
+  AddonData* data = Data(env);
+  if (data != nullptr && !data->error_class.IsEmpty()) {
+    obj = data->error_class.New({Napi::String::New(env, msg), Napi::String::New(env, code),
+                                 Napi::Number::New(env, err), Napi::String::New(env, syscall)});
     if (env.IsExceptionPending()) return;
   } else {
     obj = Napi::Error::New(env, msg).Value();
@@ -66,9 +103,10 @@ void ThrowErrno(Napi::Env env, int err, const char* syscall, const char* detail)
 
 void ThrowUsage(Napi::Env env, const char* code, const char* msg) {
   Napi::Object obj;
-  if (g_error_class != nullptr) {
-    obj = g_error_class->New({Napi::String::New(env, msg), Napi::String::New(env, code),
-                              env.Undefined(), env.Undefined()});
+  AddonData* data = Data(env);
+  if (data != nullptr && !data->error_class.IsEmpty()) {
+    obj = data->error_class.New({Napi::String::New(env, msg), Napi::String::New(env, code),
+                                 env.Undefined(), env.Undefined()});
     if (env.IsExceptionPending()) return;
   } else {
     obj = Napi::TypeError::New(env, msg).Value();
@@ -131,8 +169,7 @@ Napi::Value Init(const Napi::CallbackInfo& info) {
     ThrowUsage(env, "ERR_INVALID_ARG_TYPE", "init(ErrorClass) needs a constructor");
     return env.Undefined();
   }
-  if (g_error_class == nullptr) g_error_class = new Napi::FunctionReference();
-  *g_error_class = Napi::Persistent(info[0].As<Napi::Function>());
+  Data(env)->error_class = Napi::Persistent(info[0].As<Napi::Function>());
   return env.Undefined();
 }
 
@@ -236,13 +273,92 @@ enum Stage {
   kNoFlock = 8,      // this platform has no flock(2)
 };
 
-// probeFacts(dir, lockPath, localTypes, head, out) -> stage
+
+// Reads a local-type list argument (linux: Uint32Array of f_type magics;
+// darwin: Array of f_fstypename strings) into `into`. False, with an
+// exception pending, when it has the wrong shape.
+template <typename Vec>
+bool LocalTypesArg(Napi::Env env, const Napi::Value& v, Vec* into) {
+  into->clear();
+#if defined(__APPLE__)
+  if (!v.IsArray()) {
+    ThrowUsage(env, "ERR_INVALID_ARG_TYPE", "localTypes must be an Array of strings on darwin");
+    return false;
+  }
+  Napi::Array names = v.As<Napi::Array>();
+  for (uint32_t i = 0; i < names.Length(); i++) {
+    Napi::Value name = names[i];
+    if (name.IsString()) into->push_back(name.As<Napi::String>().Utf8Value());
+  }
+#else
+  if (!v.IsTypedArray() || v.As<Napi::TypedArray>().TypedArrayType() != napi_uint32_array) {
+    ThrowUsage(env, "ERR_INVALID_ARG_TYPE", "localTypes must be a Uint32Array on linux");
+    return false;
+  }
+  Napi::Uint32Array types = v.As<Napi::Uint32Array>();
+  for (size_t i = 0; i < types.ElementLength(); i++) into->push_back(types[i]);
+#endif
+  return true;
+}
+
+// probeSetup(localTypes, head, out): registers the list and the two buffers
+// every later probeFacts() call uses. May be called again to replace them.
+Napi::Value ProbeSetup(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 3 || !info[1].IsBuffer() || !info[2].IsTypedArray()) {
+    ThrowUsage(env, "ERR_INVALID_ARG_TYPE", "probeSetup(localTypes, head, out)");
+    return env.Undefined();
+  }
+  Napi::TypedArray out_ta = info[2].As<Napi::TypedArray>();
+  if (out_ta.TypedArrayType() != napi_float64_array || out_ta.ElementLength() < 5) {
+    ThrowUsage(env, "ERR_INVALID_ARG_TYPE", "out must be a Float64Array of length >= 5");
+    return env.Undefined();
+  }
+  auto* st = new ProbeState();
+  if (!LocalTypesArg(env, info[0], &st->local_types)) {
+    delete st;
+    return env.Undefined();
+  }
+  Napi::Buffer<uint8_t> head = info[1].As<Napi::Buffer<uint8_t>>();
+  Napi::Float64Array out = out_ta.As<Napi::Float64Array>();
+  st->head = head.Data();
+  st->head_len = head.Length();
+  st->out = out.Data();
+  st->head_ref = Napi::Persistent(head);
+  st->out_ref = Napi::Persistent(out);
+  AddonData* data = Data(env);
+  delete data->probe;
+  data->probe = st;
+  return env.Undefined();
+}
+
+// The directory part of a POSIX path, as path.dirname() names it (the same
+// directory; "a//b" gives "a" where node gives "a/"): trailing slashes and
+// the last component dropped, "." for a bare name, "/" for the root.
+void DirName(const char* path, char (&dir)[PATH_MAX + 1]) {
+  size_t len = strlen(path);
+  memcpy(dir, path, len + 1);
+  size_t i = len;
+  while (i > 1 && dir[i - 1] == '/') i--;        // trailing slashes
+  while (i > 0 && dir[i - 1] != '/') i--;        // last component
+  while (i > 1 && dir[i - 1] == '/') i--;        // slashes before it
+  if (i == 0) {
+    dir[0] = '.';
+    dir[1] = '\0';
+  } else {
+    dir[i] = '\0';
+  }
+}
+
+// probeFacts(lockPath[, localTypes]) -> stage
 //
 // Gathers, in the fixed order of SPEC B.2, the facts a probe needs, in one
-// crossing: statfs(dir) checked against localTypes (linux: Uint32Array of
-// f_type magics; darwin: Array of f_fstypename strings), and only if local,
+// crossing, into the buffers registered by probeSetup(): statfs of the lock
+// file's directory (the run directory), checked
+// against the registered list (or, for this call only, `localTypes` when
+// given: a test seam, not the hot path), and only if local,
 // open(lockPath, O_RDONLY|O_NONBLOCK|O_NOFOLLOW|O_CLOEXEC) (never O_CREAT),
-// fstat, pread of up to head.length bytes at offset 0 into `head`, then
+// fstat, pread of up to head.length bytes at offset 0 into head, then
 // flock(LOCK_SH|LOCK_NB), LOCK_UN at once if granted, and close. It never
 // creates, writes, truncates or removes anything. Taking and dropping a
 // shared lock on a file that later turns out to be unmarked is harmless: a
@@ -252,21 +368,22 @@ Napi::Value ProbeFacts(const Napi::CallbackInfo& info) {
 #if !RW_HAVE_FLOCK
   return Napi::Number::New(env, kNoFlock);
 #else
-  if (info.Length() < 5 || !info[3].IsBuffer() || !info[4].IsTypedArray()) {
-    ThrowUsage(env, "ERR_INVALID_ARG_TYPE", "probeFacts(dir, lockPath, localTypes, head, out)");
+  ProbeState* probe = Data(env)->probe;
+  if (probe == nullptr) {
+    ThrowUsage(env, "ERR_INVALID_STATE", "probeSetup() must be called before probeFacts()");
     return env.Undefined();
   }
-  Napi::TypedArray out_ta = info[4].As<Napi::TypedArray>();
-  if (out_ta.TypedArrayType() != napi_float64_array || out_ta.ElementLength() < 5) {
-    ThrowUsage(env, "ERR_INVALID_ARG_TYPE", "out must be a Float64Array of length >= 5");
-    return env.Undefined();
-  }
-  double* out = out_ta.As<Napi::Float64Array>().Data();
-  Napi::Buffer<uint8_t> head = info[3].As<Napi::Buffer<uint8_t>>();
-
-  char dir[PATH_MAX + 1];
   char lock_path[PATH_MAX + 1];
-  if (!PathArg(env, info[0], dir) || !PathArg(env, info[1], lock_path)) return env.Undefined();
+  if (info.Length() < 1 || !PathArg(env, info[0], lock_path)) return env.Undefined();
+  char dir[PATH_MAX + 1];
+  DirName(lock_path, dir);
+  const auto* list = &probe->local_types;
+  decltype(probe->local_types) override_list;
+  if (info.Length() >= 2 && !info[1].IsUndefined()) {
+    if (!LocalTypesArg(env, info[1], &override_list)) return env.Undefined();
+    list = &override_list;
+  }
+  double* out = probe->out;
 
   struct statfs sfs;
   if (statfs(dir, &sfs) != 0) {
@@ -275,25 +392,17 @@ Napi::Value ProbeFacts(const Napi::CallbackInfo& info) {
   }
   bool local = false;
 #if defined(__APPLE__)
-  if (!info[2].IsArray()) {
-    ThrowUsage(env, "ERR_INVALID_ARG_TYPE", "localTypes must be an Array of strings on darwin");
-    return env.Undefined();
-  }
-  Napi::Array names = info[2].As<Napi::Array>();
-  for (uint32_t i = 0; i < names.Length() && !local; i++) {
-    Napi::Value v = names[i];
-    if (v.IsString() && v.As<Napi::String>().Utf8Value() == sfs.f_fstypename) local = true;
+  for (const auto& name : *list) {
+    if (name == sfs.f_fstypename) {
+      local = true;
+      break;
+    }
   }
   out[0] = 0;
 #else
-  if (!info[2].IsTypedArray() || info[2].As<Napi::TypedArray>().TypedArrayType() != napi_uint32_array) {
-    ThrowUsage(env, "ERR_INVALID_ARG_TYPE", "localTypes must be a Uint32Array on linux");
-    return env.Undefined();
-  }
-  Napi::Uint32Array types = info[2].As<Napi::Uint32Array>();
   uint32_t ftype = static_cast<uint32_t>(sfs.f_type);
-  for (size_t i = 0; i < types.ElementLength(); i++) {
-    if (types[i] == ftype) {
+  for (uint32_t t : *list) {
+    if (t == ftype) {
       local = true;
       break;
     }
@@ -323,7 +432,7 @@ Napi::Value ProbeFacts(const Napi::CallbackInfo& info) {
   }
   ssize_t n;
   do {
-    n = pread(fd, head.Data(), head.Length(), 0);
+    n = pread(fd, probe->head, probe->head_len, 0);
   } while (n < 0 && errno == EINTR);
   if (n < 0) {
     out[1] = errno;
@@ -349,11 +458,13 @@ Napi::Value ProbeFacts(const Napi::CallbackInfo& info) {
 }
 
 Napi::Object Register(Napi::Env env, Napi::Object exports) {
+  env.SetInstanceData(new AddonData());
   exports.Set("init", Napi::Function::New(env, Init, "init"));
   exports.Set("flock", Napi::Function::New(env, Flock, "flock"));
   exports.Set("fsType", Napi::Function::New(env, FsType, "fsType"));
   exports.Set("pidProbe", Napi::Function::New(env, PidProbe, "pidProbe"));
   exports.Set("groupProbe", Napi::Function::New(env, GroupProbe, "groupProbe"));
+  exports.Set("probeSetup", Napi::Function::New(env, ProbeSetup, "probeSetup"));
   exports.Set("probeFacts", Napi::Function::New(env, ProbeFacts, "probeFacts"));
   exports.Set("hasFlock", Napi::Boolean::New(env, RW_HAVE_FLOCK != 0));
   exports.Set("platform",

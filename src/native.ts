@@ -42,11 +42,19 @@ export interface NativeBinding {
   /** kill(-pgid, 0) classified; refuses pgid <= 1 before the syscall. */
   groupProbe(pgid: number): ProcessPresence;
   /**
-   * One crossing for a whole probe's facts, in SPEC B.2 order. Returns a
-   * Stage; fills `head` (up to its length) and `out` (see Stage comments in
-   * the C++ source: [fsType, errno, st_mode, headLength, fileSize]).
+   * Registers, once, the known-local list and the two buffers every later
+   * probeFacts() call fills, so the hot call passes only its two paths.
    */
-  probeFacts(dir: string, lockPath: string, localTypes: Uint32Array | string[], head: Buffer, out: Float64Array): number;
+  probeSetup(localTypes: Uint32Array | string[], head: Buffer, out: Float64Array): void;
+  /**
+   * One crossing for a whole probe's facts, in SPEC B.2 order (statfs of
+   * the lock file's directory first). Returns a
+   * Stage; fills the registered `head` (up to its length) and `out` (see
+   * Stage comments in the C++ source: [fsType, errno, st_mode, headLength,
+   * fileSize]). `localTypes`, when given, replaces the registered list for
+   * this call only (a test seam).
+   */
+  probeFacts(lockPath: string, localTypes?: Uint32Array | string[]): number;
   readonly hasFlock: boolean;
   readonly platform: 'linux' | 'darwin' | 'other';
 }

@@ -150,9 +150,10 @@ function modeKind(mode: number): string {
 }
 
 // Reused across calls: probes are synchronous, so one buffer serves all.
+// Registered with the addon once (probeSetup), so a probe passes only paths.
 const head = Buffer.alloc(HEAD_BYTES);
 const out = new Float64Array(5);
-let defaultList: Uint32Array | string[] | undefined;
+let setUp = false;
 
 /**
  * Probes the lock file at `lockPath` (its directory is the run directory)
@@ -167,13 +168,16 @@ export function probeLock(lockPath: string, options?: ProbeOptions): ProbeResult
   if (lockPath.includes('\0')) return answer('unknown', 'open-error', 'path contains a NUL byte');
   const n = native();
   if (!n.hasFlock) return answer('unknown', 'unsupported-platform', `no flock(2) on ${process.platform}`);
-  let list: Uint32Array | string[];
-  if (options?.localFsTypes !== undefined) list = nativeLocalList(n.platform, options.localFsTypes);
-  else list = defaultList ??= nativeLocalList(n.platform);
-  const dir = dirname(lockPath);
+  if (!setUp) {
+    n.probeSetup(nativeLocalList(n.platform), head, out);
+    setUp = true;
+  }
   let stage: number;
   try {
-    stage = n.probeFacts(dir, lockPath, list, head, out);
+    stage =
+      options?.localFsTypes === undefined
+        ? n.probeFacts(lockPath)
+        : n.probeFacts(lockPath, nativeLocalList(n.platform, options.localFsTypes));
   } catch (err) {
     // Only argument problems (e.g. an over-long path) throw from the addon.
     const code = (err as { code?: string }).code ?? 'error';
@@ -185,7 +189,7 @@ export function probeLock(lockPath: string, options?: ProbeOptions): ProbeResult
     case Stage.SharedError:
       return judgeHead(stage, out[3] as number, out[4] as number);
     case Stage.FsNotLocal:
-      return answer('unknown', 'fs-not-local', n.platform === 'darwin' ? safeFsType(dir) : describeFsType(out[0] as number));
+      return answer('unknown', 'fs-not-local', n.platform === 'darwin' ? safeFsType(dirname(lockPath)) : describeFsType(out[0] as number));
     case Stage.FsError: {
       const name = errnoName(out[1] as number);
       return name === 'ENOENT' ? answer('unknown', 'missing', 'no run directory') : answer('unknown', 'fs-error', `statfs: ${name}`);

@@ -30,6 +30,38 @@ describe('native addon', () => {
     expect(() => filesystemType(join(tempDir(), 'missing'))).toThrow(expect.objectContaining({ code: 'ENOENT', syscall: 'statfs' }));
   });
 
+  it('works from worker threads too: each environment keeps its own error class and probe buffers', async () => {
+    const { Worker } = await import('node:worker_threads');
+    const dir = tempDir();
+    const { writeFileSync } = await import('node:fs');
+    writeFileSync(join(dir, 'resume.lock'), 'oh-my-graph-lock 1\n1\n');
+    const src = `
+      const { parentPort, workerData } = require('node:worker_threads');
+      import(workerData.index).then((m) => {
+        const probe = m.probeLock(workerData.lock);
+        let code;
+        try { m.filesystemType(workerData.missing); } catch (e) { code = e instanceof m.NativeError ? e.code : 'not NativeError'; }
+        parentPort.postMessage({ probe, code });
+      });`;
+    const index = new URL('../dist/index.js', import.meta.url).href;
+    const results = await Promise.all(
+      [1, 2, 3].map(
+        () =>
+          new Promise<unknown>((resolve, reject) => {
+            const w = new Worker(src, { eval: true, workerData: { index, lock: join(dir, 'resume.lock'), missing: join(dir, 'nope') } });
+            w.once('message', (m) => {
+              resolve(m);
+              void w.terminate();
+            });
+            w.once('error', reject);
+          }),
+      ),
+    );
+    for (const r of results) expect(r).toEqual({ probe: { liveness: 'free', reason: 'flock-free' }, code: 'ENOENT' });
+    // The main thread's own state is intact after the workers came and went.
+    expect(() => filesystemType(join(dir, 'nope'))).toThrow(NativeError);
+  });
+
   it('flock returns granted/contended as booleans, not exceptions', () => {
     const p = join(tempDir(), 'f');
     const a = openSync(p, constants.O_RDWR | constants.O_CREAT);
