@@ -60,8 +60,9 @@ export class LockHeldError extends Error {
   }
 }
 
-/** What a lock path turned out to be, when it is not a regular file. */
-export type FileKind = 'file' | 'directory' | 'fifo' | 'symlink' | 'socket' | 'character device' | 'block device' | 'unknown';
+import type { FileKind } from './filekind.js';
+
+export type { FileKind } from './filekind.js';
 
 /**
  * The lock path cannot be used as a lock: it is not a regular file

@@ -19,7 +19,8 @@
  */
 import { closeSync, constants, fstatSync, ftruncateSync, lstatSync, mkdirSync, openSync, readSync, writeSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { LockFileError, LockHeldError, type FileKind } from './errors.js';
+import { LockFileError, LockHeldError } from './errors.js';
+import { kindAt, kindOfStats, type FileKind } from './filekind.js';
 import { classifyHead, HEAD_BYTES, markedContent, markedPid, parseLegacyPid } from './marker.js';
 import { FlockOp, native } from './native.js';
 
@@ -54,22 +55,6 @@ function sleepSync(ms: number): void {
   Atomics.wait(sleeper, 0, 0, ms);
 }
 
-function kindOfPath(path: string): FileKind {
-  try {
-    const st = lstatSync(path);
-    if (st.isSymbolicLink()) return 'symlink';
-    if (st.isDirectory()) return 'directory';
-    if (st.isFIFO()) return 'fifo';
-    if (st.isSocket()) return 'socket';
-    if (st.isCharacterDevice()) return 'character device';
-    if (st.isBlockDevice()) return 'block device';
-    if (st.isFile()) return 'file';
-  } catch {
-    /* fall through */
-  }
-  return 'unknown';
-}
-
 function notRegular(path: string, kind: FileKind): LockFileError {
   return new LockFileError(
     `lock path "${path}" is a ${kind}, not a regular file; runwarden will not use it as a lock`,
@@ -87,15 +72,15 @@ function openLockFile(path: string): number {
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     if (code === 'ELOOP' || code === 'EISDIR' || code === 'ENXIO' || code === 'EOPNOTSUPP') {
-      const kind = kindOfPath(path);
-      if (kind !== 'file') throw notRegular(path, kind);
+      const kind = kindAt(path);
+      if (kind !== undefined && kind !== 'file') throw notRegular(path, kind);
     }
     throw err;
   }
   const st = fstatSync(fd);
   if (!st.isFile()) {
     closeSync(fd);
-    throw notRegular(path, st.isFIFO() ? 'fifo' : st.isDirectory() ? 'directory' : st.isSocket() ? 'socket' : 'unknown');
+    throw notRegular(path, kindOfStats(st));
   }
   return fd;
 }

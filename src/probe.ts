@@ -15,9 +15,9 @@
  *   no-follow, the lock attempt is non-blocking.
  * - It never opens the file on a filesystem outside the known-local list.
  */
-import { lstatSync } from 'node:fs';
 import { constants as osConstants } from 'node:os';
 import { dirname } from 'node:path';
+import { kindAt, kindOfMode } from './filekind.js';
 import { describeFsType, nativeLocalList } from './fsgate.js';
 import { classifyHead, HEAD_BYTES, parseLegacyPid } from './marker.js';
 import { native, Stage } from './native.js';
@@ -113,42 +113,6 @@ export function errnoName(errno: number): string {
   return errnoNames.get(errno) ?? `errno ${errno}`;
 }
 
-/** A readable kind for a non-regular file, from its lstat, without following links. */
-function kindOf(path: string): string | undefined {
-  try {
-    const st = lstatSync(path);
-    if (st.isSymbolicLink()) return 'symlink';
-    if (st.isDirectory()) return 'directory';
-    if (st.isFIFO()) return 'fifo';
-    if (st.isSocket()) return 'socket';
-    if (st.isCharacterDevice()) return 'character device';
-    if (st.isBlockDevice()) return 'block device';
-    if (st.isFile()) return 'file';
-  } catch {
-    return undefined;
-  }
-  return 'unknown';
-}
-
-function modeKind(mode: number): string {
-  switch (mode & 0o170000) {
-    case 0o040000:
-      return 'directory';
-    case 0o010000:
-      return 'fifo';
-    case 0o120000:
-      return 'symlink';
-    case 0o140000:
-      return 'socket';
-    case 0o020000:
-      return 'character device';
-    case 0o060000:
-      return 'block device';
-    default:
-      return 'unknown';
-  }
-}
-
 // Reused across calls: probes are synchronous, so one buffer serves all.
 // Registered with the addon once (probeSetup), so a probe passes only paths.
 const head = Buffer.alloc(HEAD_BYTES);
@@ -198,13 +162,13 @@ export function probeLock(lockPath: string, options?: ProbeOptions): ProbeResult
       const name = errnoName(out[1] as number);
       if (name === 'ENOENT') return answer('unknown', 'missing', 'no lock file');
       if (name === 'ELOOP' || name === 'ENXIO' || name === 'EISDIR') {
-        const kind = kindOf(lockPath);
+        const kind = kindAt(lockPath);
         if (kind !== undefined && kind !== 'file') return answer('unknown', 'not-regular-file', kind);
       }
       return answer('unknown', 'open-error', `open: ${name}`);
     }
     case Stage.NotRegular:
-      return answer('unknown', 'not-regular-file', modeKind(out[2] as number));
+      return answer('unknown', 'not-regular-file', kindOfMode(out[2] as number));
     case Stage.ReadError:
       return answer('unknown', 'read-error', `pread: ${errnoName(out[1] as number)}`);
     case Stage.NoFlock:

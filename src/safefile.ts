@@ -14,7 +14,8 @@
  *
  * Internal to runwarden (not exported from the package).
  */
-import { closeSync, constants, fstatSync, lstatSync, openSync, readSync, type Stats } from 'node:fs';
+import { closeSync, constants, fstatSync, openSync, readSync, type Stats } from 'node:fs';
+import { kindAt, kindOfStats } from './filekind.js';
 
 const READ_FLAGS = constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOFOLLOW;
 
@@ -44,26 +45,6 @@ export interface OpenFile {
   readonly stats: Stats;
 }
 
-/** A readable name for a file type, from a Stats (lstat or fstat). */
-export function kindOfStats(st: Stats): string {
-  if (st.isFile()) return 'regular file';
-  if (st.isDirectory()) return 'directory';
-  if (st.isSymbolicLink()) return 'symlink';
-  if (st.isFIFO()) return 'fifo';
-  if (st.isSocket()) return 'socket';
-  if (st.isCharacterDevice()) return 'character device';
-  if (st.isBlockDevice()) return 'block device';
-  return 'special file';
-}
-
-function kindAt(path: string): string | undefined {
-  try {
-    return kindOfStats(lstatSync(path));
-  } catch {
-    return undefined;
-  }
-}
-
 /**
  * Opens `path` for reading under the rules above. Returns `undefined` when
  * nothing is there (ENOENT, or a parent that is not a directory: ENOTDIR),
@@ -80,7 +61,7 @@ export function openForRead(path: string, label: string): OpenFile | undefined {
     if (code === 'ENOENT' || code === 'ENOTDIR') return undefined;
     if (code === 'ELOOP' || code === 'ENXIO' || code === 'EOPNOTSUPP' || code === 'EISDIR') {
       const kind = kindAt(path);
-      if (kind !== undefined && kind !== 'regular file') {
+      if (kind !== undefined && kind !== 'file') {
         throw new FileReadError(`${label} is a ${kind}, not a regular file`, 'not-regular', kind);
       }
     }

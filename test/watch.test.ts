@@ -20,9 +20,14 @@ describe('runwarden watch', () => {
     const r = tempDir('rw-watch-');
     const dir = join(r, 'two');
     expect((await run(['exec', '--root', r, 'two', '--', 'true'])).code).toBe(0);
-    const leg2 = start(['exec', '--root', r, 'two', '--name', 'second', '--', 'sh', '-c', 'sleep 1.5; exit 0']);
+    // The second leg runs until the test lets it finish, once watch is following it.
+    const go = join(r, 'go');
+    const leg2 = start(['exec', '--root', r, 'two', '--name', 'second', '--', 'sh', '-c', `while [ ! -e ${go} ]; do sleep 0.05; done`]);
     await until(() => existsSync(join(dir, 'exec.pgid')));
-    const w = await run(['watch', '--root', r, 'two']);
+    const watching = start(['watch', '--root', r, 'two']);
+    await until(() => watching.stdout().includes('node second started'), 10_000);
+    writeFileSync(go, '');
+    const w = await watching.done;
     expect(w.code).toBe(0);
     expect((await leg2.done).code).toBe(0);
     const lines = w.stdout.trim().split('\n');
