@@ -6,6 +6,7 @@
  * renaming of `RunReport.status` (which runStatus/listRuns computed, the
  * same call the CLI makes), so the page and `runwarden runs` cannot disagree.
  */
+import type { DetailLeg } from '../status.js';
 import type { NodeState, RunReport, SkippedRun, Status } from '../types.js';
 
 /** What a card says: the status word in lower case, plus the two non-states. */
@@ -130,17 +131,7 @@ export interface DashboardPatch extends Totals {
  * 1-based number. `state` is `closed` (a run_finished closed it), `open` (the
  * last leg, in flight) or `abandoned` (it never reported an end).
  */
-export interface LegView {
-  n: number;
-  /** Byte offset of its run_started in events.jsonl. */
-  offset: number;
-  phase: string;
-  outcome: string | null;
-  started_ts: string | null;
-  finished_ts: string | null;
-  command: string[] | null;
-  state: 'open' | 'closed' | 'abandoned';
-}
+export type LegView = DetailLeg & { n: number };
 
 /** A node on the run page. */
 export interface NodeDetail {
