@@ -212,16 +212,21 @@ export class StreamFold {
   /** Folds one event that starts at byte `offset`. */
   apply(ev: FeedEvent, offset: number): void {
     switch (ev.event) {
-      case 'run_started':
+      case 'run_started': {
+        const phase = stringOr(ev.phase, '');
+        // An auto run writes a planning start, then an untagged start in the
+        // same leg (SPEC A.2): that second start does not count as a new leg.
+        const sameLeg = this.open && this.phase === 'planning' && phase !== 'planning';
         this.open = true;
         this.started = true;
-        this.phase = stringOr(ev.phase, '');
+        this.phase = phase;
         this.legOffset = offset;
-        this.legs++;
+        if (!sameLeg) this.legs++;
         this.command = commandOf(ev);
         // The earlier leg ended without these nodes: they will never finish.
         for (const [id, state] of this.nodes) if (state === 'running') this.nodes.set(id, 'abandoned');
         return;
+      }
       case 'run_finished':
         // A lone or duplicate finish changes nothing.
         if (!this.open) return;

@@ -288,10 +288,17 @@ export function runDetail(runDir: string, options: RunDetailOptions = {}): RunDe
         const ts = typeof ev.ts === 'string' ? ev.ts : null;
         const last = legs[legs.length - 1];
         if (ev.event === 'run_started') {
-          if (last !== undefined && last.state === 'open') last.state = 'abandoned';
           const cmd = ev['command'];
           const command = Array.isArray(cmd) && cmd.length > 0 && cmd.every((c) => typeof c === 'string') ? (cmd as string[]) : null;
-          legs.push({ offset, phase: typeof ev.phase === 'string' ? ev.phase : '', outcome: null, started_ts: ts, finished_ts: null, command, state: 'open' });
+          const phase = typeof ev.phase === 'string' ? ev.phase : '';
+          if (last !== undefined && last.state === 'open' && last.phase === 'planning' && phase !== 'planning') {
+            // An auto run's planner start and the untagged start after it are one leg (SPEC A.2).
+            last.phase = phase;
+            last.command = command ?? last.command;
+            return;
+          }
+          if (last !== undefined && last.state === 'open') last.state = 'abandoned';
+          legs.push({ offset, phase, outcome: null, started_ts: ts, finished_ts: null, command, state: 'open' });
         } else if (ev.event === 'run_finished' && last !== undefined && last.state === 'open') {
           last.state = 'closed';
           last.outcome = typeof ev.outcome === 'string' ? ev.outcome : '';

@@ -114,24 +114,11 @@ function fileSize(path: string): number {
 }
 
 /**
- * The reading layer's legs, numbered. SPEC A.2: "an auto run writes a
- * planning start then an untagged start in the same leg", so a planning
- * start superseded by a non-planning start is shown as the first half of one
- * leg, not as a leg that died (runDetail lists them as two).
+ * The reading layer's legs, numbered from 1. (runDetail already folds an
+ * auto run's planning start and the untagged start after it into one leg.)
  */
 export function numberLegs(legs: readonly DetailLeg[]): LegView[] {
-  const out: LegView[] = [];
-  for (let i = 0; i < legs.length; i++) {
-    const l = legs[i] as DetailLeg;
-    const next = legs[i + 1];
-    if (l.phase === 'planning' && l.state === 'abandoned' && l.outcome === null && next !== undefined && next.phase !== 'planning') {
-      out.push({ ...next, n: out.length + 1, offset: l.offset, started_ts: l.started_ts ?? next.started_ts });
-      i++;
-      continue;
-    }
-    out.push({ ...l, n: out.length + 1 });
-  }
-  return out;
+  return legs.map((l, i) => ({ ...l, n: i + 1 }));
 }
 
 /** Times from the legs and the last event (ts is display only). */
