@@ -15,11 +15,10 @@
  * same process (same pid, same group).
  */
 import { spawn } from 'node:child_process';
-import { closeSync, constants, fstatSync, fsyncSync, openSync, unlinkSync, writeSync } from 'node:fs';
+import { closeSync, constants, fsyncSync, openSync, renameSync, unlinkSync, writeSync } from 'node:fs';
 import { constants as osConstants } from 'node:os';
 import { join } from 'node:path';
 import type { Writable } from 'node:stream';
-import { RunFileError } from './errors.js';
 import { EVENTS_FILE, openJournal } from './journal.js';
 import { acquireLock, type AcquireOptions } from './lock.js';
 import { LOCK_FILE } from './marker.js';
@@ -55,16 +54,26 @@ export interface LegResult {
 // If runwarden dies before releasing it, read sees EOF and the command never runs.
 const GATE = 'IFS= read -r _ <&3 || exit 125; exec 3<&-; exec "$@"';
 
+/**
+ * Writes exec.pgid atomically (temp file, fsync, rename), so a reader never
+ * sees it empty or half-written.
+ */
 function writePgid(runDir: string, pgid: number): void {
   const path = join(runDir, PGID_FILE);
-  const fd = openSync(path, constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_NOFOLLOW | constants.O_NONBLOCK, 0o600);
+  const tmp = `${path}.tmp`;
   try {
-    if (!fstatSync(fd).isFile()) throw new RunFileError(`"${path}" is not a regular file`, 'ENOTREGULAR', path);
+    unlinkSync(tmp); // a leftover from a leg that died mid-write
+  } catch {
+    /* usually absent */
+  }
+  const fd = openSync(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW | constants.O_NONBLOCK, 0o600);
+  try {
     writeSync(fd, `${pgid}\n`);
     fsyncSync(fd);
   } finally {
     closeSync(fd);
   }
+  renameSync(tmp, path);
 }
 
 /** Removes a previous leg's record, so it can never be read as this leg's. */

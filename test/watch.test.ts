@@ -2,7 +2,7 @@
  * `runwarden watch` with real legs: it follows to the end of the LAST leg,
  * refuses a corpse at once, and notices a leg that dies mid-watch.
  */
-import { appendFileSync, existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { run, start } from './helpers/exec-procs.js';
@@ -23,7 +23,8 @@ describe('runwarden watch', () => {
     // The second leg runs until the test lets it finish, once watch is following it.
     const go = join(r, 'go');
     const leg2 = start(['exec', '--root', r, 'two', '--name', 'second', '--', 'sh', '-c', `while [ ! -e ${go} ]; do sleep 0.05; done`]);
-    await until(() => existsSync(join(dir, 'exec.pgid')));
+    // (exec.pgid already exists from the first leg: wait for the second leg's own event.)
+    await until(() => readFileSync(join(dir, 'events.jsonl'), 'utf8').includes('"node_id":"second"'), 10_000);
     const watching = start(['watch', '--root', r, 'two']);
     await until(() => watching.stdout().includes('node second started'), 10_000);
     writeFileSync(go, '');
