@@ -112,3 +112,20 @@ describe('native addon', () => {
     expect(groupPresence(pgid)).toBe('gone');
   });
 });
+
+describe('importing runwarden', () => {
+  it('has no side effects: the addon loads only on the first call that needs the kernel', async () => {
+    const { spawnSync } = await import('node:child_process');
+    const index = new URL('../dist/index.js', import.meta.url).href;
+    const script = `
+      import { readFileSync } from 'node:fs';
+      const loaded = () => readFileSync('/proc/self/maps', 'utf8').includes('runwarden.node');
+      const m = await import(${JSON.stringify(index)});
+      const before = loaded();
+      m.probeLock('/nonexistent-rw/resume.lock');
+      console.log(JSON.stringify({ before, after: loaded() }));`;
+    const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8', timeout: 10_000 });
+    expect(r.stderr).toBe('');
+    expect(JSON.parse(r.stdout)).toEqual({ before: false, after: true });
+  });
+});
