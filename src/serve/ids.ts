@@ -10,17 +10,20 @@
  */
 import { lstatSync } from 'node:fs';
 import { join } from 'node:path';
+import { runIdProblem } from '../status.js';
 
 /** Longest directory name most filesystems allow (NAME_MAX), in bytes. */
 const NAME_MAX = 255;
 
-/** Why a run id was refused, or undefined when it is acceptable. */
+/**
+ * Why a run id was refused, or undefined when it is acceptable: the
+ * command line's rules (runIdProblem: not empty, not `.`/`..`, no `/`, no
+ * NUL), plus two that only matter for ids arriving over HTTP.
+ */
 export function checkRunId(id: string): string | undefined {
-  if (id.length === 0) return 'run id is empty';
-  if (id === '.' || id === '..') return `run id "${id}" is not a run`;
-  if (id.includes('/')) return 'run id contains "/"; only ids directly under the root are served';
+  const problem = runIdProblem(id);
+  if (problem !== undefined) return problem;
   if (id.includes('\\')) return 'run id contains "\\"; only ids directly under the root are served';
-  if (id.includes('\0')) return 'run id contains a NUL byte';
   if (Buffer.byteLength(id, 'utf8') > NAME_MAX) return 'run id is longer than a directory name can be';
   return undefined;
 }
