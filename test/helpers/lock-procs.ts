@@ -4,7 +4,7 @@
  * `killAll()`, which each test file calls in afterEach.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { lstatSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -24,8 +24,50 @@ export function tempDir(prefix = 'rw-'): string {
   return d;
 }
 
+/**
+ * Removes the temp dirs, first killing every process group an exec leg
+ * recorded in them (exec.pgid): a leg killed by a test leaves its command
+ * running by design, and the test must not leave it behind.
+ */
 export function cleanupTemp(): void {
-  for (const d of tempDirs.splice(0)) rmSync(d, { recursive: true, force: true });
+  for (const d of tempDirs.splice(0)) {
+    for (const pgid of recordedGroups(d)) {
+      try {
+        process.kill(-pgid, 'SIGKILL');
+      } catch {
+        /* already gone */
+      }
+    }
+    rmSync(d, { recursive: true, force: true });
+  }
+}
+
+function recordedGroups(dir: string, depth = 0): number[] {
+  const found: number[] = [];
+  let names: string[];
+  try {
+    names = readdirSync(dir);
+  } catch {
+    return found;
+  }
+  for (const name of names) {
+    const p = join(dir, name);
+    if (name === 'exec.pgid') {
+      try {
+        const v = Number(readFileSync(p, 'utf8').trim());
+        if (Number.isInteger(v) && v > 1) found.push(v);
+      } catch {
+        /* not a readable file */
+      }
+    } else if (depth < 3) {
+      try {
+        if (lstatSync(p).isDirectory()) found.push(...recordedGroups(p, depth + 1));
+      } catch {
+        /* vanished */
+      }
+    }
+  }
+  return found;
 }
 
 /** Registers a pid (or a process group, as a negative number) for killAll. */
