@@ -45,6 +45,16 @@ export interface Derivation {
   unreadable: string | null;
 }
 
+/** The lower-case word for each status, as the table's counts and the dashboard's card states use it. */
+export const STATUS_WORD = {
+  PLANNING: 'planning',
+  RUNNING: 'running',
+  ABANDONED: 'abandoned',
+  PAUSED: 'paused',
+  PASS: 'passed',
+  FAIL: 'failed',
+} as const satisfies Record<Status, string>;
+
 /** Statuses that mean a leg is working right now. */
 export const IN_FLIGHT: ReadonlySet<Status> = new Set(['PLANNING', 'RUNNING']);
 /** Statuses that mean the run has settled (its last leg closed). */

@@ -8,7 +8,7 @@
  * on a TTY and never when NO_COLOR is set; nothing here writes to disk.
  */
 import type { Command } from 'commander';
-import { listRuns, resolveRoot, RunIdError, type RunList, type SkipKind } from '../status.js';
+import { listRuns, resolveRoot, RunIdError, STATUS_WORD, type RunList, type SkipKind } from '../status.js';
 import type { RunReport, Status } from '../types.js';
 import { out, printJson, UserError } from './io.js';
 
@@ -93,15 +93,7 @@ const SKIP_LABEL: Record<SkipKind, string> = {
 };
 
 const ORDER: (Status | null)[] = ['PLANNING', 'RUNNING', 'ABANDONED', 'PAUSED', 'PASS', 'FAIL', null];
-const WORD: Record<string, string> = {
-  PLANNING: 'planning',
-  RUNNING: 'running',
-  ABANDONED: 'abandoned',
-  PAUSED: 'paused',
-  PASS: 'passed',
-  FAIL: 'failed',
-  null: 'without a status yet',
-};
+const WORD: Record<string, string> = { ...STATUS_WORD, null: 'without a status yet' };
 
 /** The closing line: how many runs are shown (by status) and how many were skipped, and why. */
 export function closingLine(list: RunList, showSkipped: boolean): string {

@@ -259,7 +259,6 @@ export class DashboardModel {
       return { ...this.unreadablePage(id, e instanceof Error ? e.message : String(e)), checked_at: this.asOf.get(dir) ?? null };
     }
     const checkedAt = this.asOf.get(dir) ?? null;
-    const state = cardState(report);
     const fold = this.fold(this.pageFolds, dir, report.status, TIMELINE_MAX);
     const detail = fold.detail;
     if (detail === null) {
@@ -293,12 +292,7 @@ export class DashboardModel {
     });
     const full = detail.events.length >= TIMELINE_MAX;
     return {
-      root: this.root,
-      run_id: id,
-      state,
-      section: sectionOf(state),
-      report,
-      error: null,
+      ...this.basePage(id, report),
       nodes,
       layout: nodes.some((n) => n.depends_on.length > 0) ? 'layers' : 'list',
       legs,

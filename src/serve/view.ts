@@ -6,7 +6,7 @@
  * renaming of `RunReport.status` (which runStatus/listRuns computed, the
  * same call the CLI makes), so the page and `runwarden runs` cannot disagree.
  */
-import type { DetailLeg } from '../status.js';
+import { STATUS_WORD, type DetailLeg } from '../status.js';
 import type { NodeState, RunReport, SkippedRun, Status } from '../types.js';
 
 /** What a card says: the status word in lower case, plus the two non-states. */
@@ -18,14 +18,7 @@ export type Section = 'in-flight' | 'abandoned' | 'settled' | 'other';
 /** Every card state, in the order the header counts them. */
 export const CARD_STATES: readonly CardState[] = ['planning', 'running', 'abandoned', 'paused', 'passed', 'failed', 'pending', 'unknown'];
 
-const BY_STATUS: Record<Status, CardState> = {
-  PLANNING: 'planning',
-  RUNNING: 'running',
-  ABANDONED: 'abandoned',
-  PAUSED: 'paused',
-  PASS: 'passed',
-  FAIL: 'failed',
-};
+const BY_STATUS: Record<Status, CardState> = STATUS_WORD;
 
 /** The card state for a report; `null` status ("no status yet") is `pending`. */
 export function cardState(report: RunReport | null): CardState {
