@@ -6,8 +6,8 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { runStatus } from '../src/status.js';
-import type { RunReport } from '../src/types.js';
+import { runStatus } from '../src/status/inspect.js';
+import type { RunReport } from '../src/contract/types.js';
 import { cleanup, cli, tempDir } from './helpers/reading-fixtures.js';
 
 const holders: number[] = [];

@@ -17,8 +17,8 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { MAX_LINE_BYTES, readLastLeg, readStream, StreamError, type TailFacts } from '../src/feed.js';
-import type { StreamFacts } from '../src/types.js';
+import { MAX_LINE_BYTES, readLastLeg, readStream, StreamError, type TailFacts } from '../src/read/stream.js';
+import type { StreamFacts } from '../src/contract/types.js';
 import { cleanup, tempDir } from './helpers/reading-fixtures.js';
 
 afterAll(cleanup);

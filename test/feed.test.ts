@@ -7,7 +7,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { MAX_LINE_BYTES, parseEventLine, readLastLeg, readStream, StreamError, StreamFold } from '../src/feed.js';
+import { MAX_LINE_BYTES, parseEventLine, readLastLeg, readStream, StreamError, StreamFold } from '../src/read/stream.js';
 import { cleanup, ev, tempDir } from './helpers/reading-fixtures.js';
 
 afterAll(cleanup);

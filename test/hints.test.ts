@@ -6,8 +6,8 @@ import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
 import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { abandonedHint, ORPHAN_WARNING, orphanEvidence, parsePgid, pausedHint, shellQuote } from '../src/hints.js';
-import { runStatus } from '../src/status.js';
+import { abandonedHint, ORPHAN_WARNING, orphanEvidence, parsePgid, pausedHint, shellQuote } from '../src/status/hints.js';
+import { runStatus } from '../src/status/inspect.js';
 import { cleanup, ev, makeRun, runId, startHolder, tempDir } from './helpers/reading-fixtures.js';
 
 const groups: ChildProcess[] = [];

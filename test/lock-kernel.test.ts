@@ -7,7 +7,7 @@ import { closeSync, openSync, writeFileSync, constants } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { acquireLock, LockHeldError, probeLock, processPresence } from '../src/index.js';
-import { FlockOp, native } from '../src/native.js';
+import { FlockOp, native } from '../src/kernel/native.js';
 import { cleanupTemp, killAll, startFlock1, startHolder, tempDir, waitExit } from './helpers/lock-procs.js';
 
 afterEach(() => {

@@ -7,7 +7,7 @@ import { closeSync, openSync, constants } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { filesystemType, groupPresence, NativeError, processPresence } from '../src/index.js';
-import { FlockOp, native } from '../src/native.js';
+import { FlockOp, native } from '../src/kernel/native.js';
 import { cleanupTemp, tempDir } from './helpers/lock-procs.js';
 
 afterEach(() => cleanupTemp());

@@ -9,7 +9,7 @@ import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { classifyHead, parseLegacyPid, probeLock, processPresence, PROBE_REASONS } from '../src/index.js';
-import { markedPid } from '../src/marker.js';
+import { markedPid } from '../src/contract/marker.js';
 import { cleanupTemp, CLI, killAll, ROOT, startHolder, tempDir } from './helpers/lock-procs.js';
 
 const servers: Server[] = [];

@@ -3,7 +3,7 @@ import { execFileSync } from 'node:child_process';
 import { closeSync, mkdirSync, openSync, ftruncateSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { readSnapshot, SNAPSHOT_MAX_BYTES, type SnapshotRead } from '../src/snapshot.js';
+import { readSnapshot, SNAPSHOT_MAX_BYTES, type SnapshotRead } from '../src/read/snapshot.js';
 import { cleanup, snapshot, tempDir } from './helpers/reading-fixtures.js';
 
 afterAll(cleanup);

@@ -6,8 +6,8 @@
 import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { listRuns, resolveRunArg, runDetail, runDirForId, RunIdError, runStatus } from '../src/status.js';
-import type { RunReport } from '../src/types.js';
+import { listRuns, resolveRunArg, runDetail, runDirForId, RunIdError, runStatus } from '../src/status/inspect.js';
+import type { RunReport } from '../src/contract/types.js';
 import { buildHostileRoot } from './helpers/reading-cases.js';
 import { cleanup, cli, ev, makeRun, snapshot, startHolder, tempDir } from './helpers/reading-fixtures.js';
 

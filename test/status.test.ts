@@ -5,12 +5,12 @@
 import { appendFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import type { LastLeg } from '../src/feed.js';
-import { acquireLock, type HeldLock } from '../src/lock.js';
-import { probeLock, type ProbeResult } from '../src/probe.js';
-import type { SnapshotRead } from '../src/snapshot.js';
-import { deriveStatus, listRuns, pickCurrentRun, runDetail, runStatus, RunUnreadableError } from '../src/status.js';
-import type { RunReport } from '../src/types.js';
+import type { LastLeg } from '../src/read/stream.js';
+import { acquireLock, type HeldLock } from '../src/lock/acquire.js';
+import { probeLock, type ProbeResult } from '../src/lock/probe.js';
+import type { SnapshotRead } from '../src/read/snapshot.js';
+import { deriveStatus, listRuns, pickCurrentRun, runDetail, runStatus, RunUnreadableError } from '../src/status/inspect.js';
+import type { RunReport } from '../src/contract/types.js';
 import { cleanup, deadPid, ev, makeRun, runId, snapshot, startHolder, tempDir } from './helpers/reading-fixtures.js';
 
 afterEach(cleanup);

@@ -19,7 +19,7 @@ import { closeSync, constants, openSync, readFileSync, readSync } from 'node:fs'
 import { createRequire } from 'node:module';
 import { dirname } from 'node:path';
 import { classifyHead, LINUX_LOCAL_FS, probeLock } from '../../dist/index.js';
-import { native } from '../../dist/native.js';
+import { native } from '../../dist/kernel/native.js';
 
 const require = createRequire(import.meta.url);
 

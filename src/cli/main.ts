@@ -5,13 +5,13 @@
 import { readFileSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
 import { Exit, reportFailure } from './io.js';
-import { registerDemo } from './demo.js';
-import { registerExec } from './exec.js';
-import { registerProbe } from './probe.js';
-import { registerRuns } from './runs.js';
-import { registerServe } from './serve.js';
-import { registerStatus } from './status.js';
-import { registerWatch } from './watch.js';
+import { registerDemo } from './commands/demo.js';
+import { registerExec } from './commands/exec.js';
+import { registerProbe } from './commands/probe.js';
+import { registerRuns } from './commands/runs.js';
+import { registerServe } from './commands/serve.js';
+import { registerStatus } from './commands/status.js';
+import { registerWatch } from './commands/watch.js';
 
 function version(): string {
   const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };

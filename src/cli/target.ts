@@ -3,10 +3,10 @@
  * with bad ids reported as usage errors (exit 2), never as stack traces.
  */
 import { basename } from 'node:path';
-import { resolveRunArg, RunIdError } from '../status.js';
+import { resolveRunArg, RunIdError } from '../status/inspect.js';
 import { UserError } from './io.js';
-import { rootFrom } from './runs.js';
-import { runDirFromArg } from './status.js';
+import { rootFrom } from './commands/runs.js';
+import { runDirFromArg } from './commands/status.js';
 
 export interface RunTarget {
   root: string;

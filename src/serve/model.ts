@@ -28,9 +28,9 @@
  */
 import { lstatSync } from 'node:fs';
 import { join } from 'node:path';
-import { readSnapshot } from '../snapshot.js';
-import { compareNewestFirst, listRuns, runDetail, runStatus, type DetailLeg, type RunDetail, type SkippedEntry } from '../status.js';
-import type { RunReport, SkippedRun, Status } from '../types.js';
+import { readSnapshot } from '../read/snapshot.js';
+import { compareNewestFirst, listRuns, runDetail, runStatus, type DetailLeg, type RunDetail, type SkippedEntry } from '../status/inspect.js';
+import type { RunReport, SkippedRun, Status } from '../contract/types.js';
 import {
   cardState,
   sectionOf,

@@ -6,7 +6,7 @@
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Status } from '../../src/types.js';
+import type { Status } from '../../src/contract/types.js';
 import { ev, makeRun, snapshot } from './reading-fixtures.js';
 
 export type Expect = { row: Status | null; warning?: RegExp; reason?: string } | { skip: RegExp };

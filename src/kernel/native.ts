@@ -9,7 +9,7 @@
 import bindings from 'bindings';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { NativeError } from './errors.js';
+import { NativeError } from '../contract/errors.js';
 
 /** `probeFacts` stage codes; must match `enum Stage` in native/runwarden.cc. */
 export const Stage = {
@@ -61,9 +61,9 @@ export interface NativeBinding {
 
 let loaded: NativeBinding | undefined;
 
-/** The package root: dist/native.js lives one level below it. */
+/** The package root: dist/kernel/native.js lives two levels below it. */
 function packageRoot(): string {
-  return dirname(dirname(fileURLToPath(import.meta.url)));
+  return dirname(dirname(dirname(fileURLToPath(import.meta.url))));
 }
 
 /** Returns the addon, loading it on first use. */

@@ -14,8 +14,8 @@
  * - It never blocks the event loop: it polls fstat on a timer.
  */
 import { fstatSync, lstatSync } from 'node:fs';
-import { MAX_LINE_BYTES, parseEventLine, StreamError, StreamFold, type FeedEvent } from './feed.js';
-import { closeQuietly, FileReadError, openForRead, readAt } from './safefile.js';
+import { MAX_LINE_BYTES, parseEventLine, StreamError, StreamFold, type FeedEvent } from './stream.js';
+import { closeQuietly, FileReadError, openForRead, readAt } from '../kernel/open.js';
 
 export interface FollowHandlers {
   /** A line of the right shape, after it was folded into `fold`. */

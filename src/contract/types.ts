@@ -2,7 +2,7 @@
  * The shapes every surface shares (SPEC A.2, A.3, B.3, C.1, C.2). One
  * definition, so `runs`, `status`, `watch`, `exec` and `serve` cannot drift.
  */
-import type { Liveness, ProbeReason } from './probe.js';
+import type { Liveness, ProbeReason } from '../lock/probe.js';
 
 /** Status words (SPEC B.3). `null` in a report means "no status yet". */
 export type Status = 'ABANDONED' | 'PLANNING' | 'RUNNING' | 'PAUSED' | 'PASS' | 'FAIL';

@@ -7,13 +7,13 @@
  */
 import { join } from 'node:path';
 import type { Command } from 'commander';
-import { StreamError, type FeedEvent, type StreamFold } from '../feed.js';
-import { followStream } from '../follow.js';
-import { EVENTS_FILE } from '../journal.js';
-import { runStatus, RunUnreadableError } from '../status.js';
-import type { RunReport } from '../types.js';
-import { err, Exit, out, UserError } from './io.js';
-import { runTarget } from './target.js';
+import { StreamError, type FeedEvent, type StreamFold } from '../../read/stream.js';
+import { followStream } from '../../read/follow.js';
+import { EVENTS_FILE } from '../../write/journal.js';
+import { runStatus, RunUnreadableError } from '../../status/inspect.js';
+import type { RunReport } from '../../contract/types.js';
+import { err, Exit, out, UserError } from '../io.js';
+import { runTarget } from '../target.js';
 
 /** How long the stream may stay silent before the run is re-derived. */
 export const IDLE_RECHECK_MS = 1000;

@@ -17,7 +17,7 @@
  * - Opened read-only, non-blocking, without following a symlink; only a
  *   regular file is read.
  */
-import { closeQuietly, FileReadError, openForRead, readAt } from './safefile.js';
+import { closeQuietly, FileReadError, openForRead, readAt } from '../kernel/open.js';
 
 /** The snapshot's file name inside a run directory. */
 export const STATE_FILE = 'state.json';

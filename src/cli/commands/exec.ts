@@ -6,14 +6,14 @@
 import { lstatSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Command } from 'commander';
-import { LockFileError, LockHeldError, RunFileError } from '../errors.js';
-import { readLastLeg, StreamError } from '../feed.js';
-import { EVENTS_FILE } from '../journal.js';
-import { runLeg } from '../leg.js';
-import { LOCK_FILE } from '../marker.js';
-import { runStatus, RunUnreadableError } from '../status.js';
-import { err, Exit, UserError } from './io.js';
-import { runTarget } from './target.js';
+import { LockFileError, LockHeldError, RunFileError } from '../../contract/errors.js';
+import { readLastLeg, StreamError } from '../../read/stream.js';
+import { EVENTS_FILE } from '../../write/journal.js';
+import { runLeg } from '../../write/leg.js';
+import { LOCK_FILE } from '../../contract/marker.js';
+import { runStatus, RunUnreadableError } from '../../status/inspect.js';
+import { err, Exit, UserError } from '../io.js';
+import { runTarget } from '../target.js';
 
 interface ExecOptions {
   root?: string;

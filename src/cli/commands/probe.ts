@@ -2,9 +2,9 @@
 import { statSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
 import type { Command } from 'commander';
-import { LOCK_FILE } from '../marker.js';
-import { probeLock, type ProbeResult } from '../probe.js';
-import { out, printJson } from './io.js';
+import { LOCK_FILE } from '../../contract/marker.js';
+import { probeLock, type ProbeResult } from '../../lock/probe.js';
+import { out, printJson } from '../io.js';
 
 const MEANING: Record<ProbeResult['liveness'], string> = {
   held: 'a live leg holds the lock',

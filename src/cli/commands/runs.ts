@@ -8,9 +8,9 @@
  * on a TTY and never when NO_COLOR is set; nothing here writes to disk.
  */
 import type { Command } from 'commander';
-import { listRuns, resolveRoot, RunIdError, STATUS_WORD, type RunList, type SkipKind } from '../status.js';
-import type { RunReport, Status } from '../types.js';
-import { out, printJson, UserError } from './io.js';
+import { listRuns, resolveRoot, RunIdError, STATUS_WORD, type RunList, type SkipKind } from '../../status/inspect.js';
+import type { RunReport, Status } from '../../contract/types.js';
+import { out, printJson, UserError } from '../io.js';
 
 let guarded = false;
 /**

@@ -5,8 +5,8 @@
  */
 import { lstatSync, statSync } from 'node:fs';
 import type { Command } from 'commander';
-import { pickCurrentRun, resolveRunArg, runDetail, RunIdError, RunUnreadableError, type RunDetail } from '../status.js';
-import { Exit, out, printJson, UserError } from './io.js';
+import { pickCurrentRun, resolveRunArg, runDetail, RunIdError, RunUnreadableError, type RunDetail } from '../../status/inspect.js';
+import { Exit, out, printJson, UserError } from '../io.js';
 import { formatCost, listRunsOrExplain, paint, printable, quietOnClosedPipe, rootFrom, statusWord, useColor } from './runs.js';
 
 /**

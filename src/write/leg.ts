@@ -20,8 +20,8 @@ import { constants as osConstants } from 'node:os';
 import { join } from 'node:path';
 import type { Writable } from 'node:stream';
 import { EVENTS_FILE, openJournal } from './journal.js';
-import { acquireLock, type AcquireOptions } from './lock.js';
-import { LOCK_FILE } from './marker.js';
+import { acquireLock, type AcquireOptions } from '../lock/acquire.js';
+import { LOCK_FILE } from '../contract/marker.js';
 
 /** The internal file where an exec leg records its child's process group. */
 export const PGID_FILE = 'exec.pgid';

@@ -14,8 +14,8 @@
  *   only: a process group id can be reused, so it authorises nothing.
  */
 import { join } from 'node:path';
-import { groupPresence, type ProcessPresence } from './kernel.js';
-import { closeQuietly, FileReadError, openForRead, readAt } from './safefile.js';
+import { groupPresence, type ProcessPresence } from '../kernel/presence.js';
+import { closeQuietly, FileReadError, openForRead, readAt } from '../kernel/open.js';
 
 /** Where a `runwarden exec` leg records its child's process group (decimal pgid + "\n"). */
 const PGID_FILE = 'exec.pgid';

@@ -8,10 +8,10 @@
  */
 import { statSync } from 'node:fs';
 import type { Command } from 'commander';
-import { DashboardModel } from '../serve/model.js';
-import { startServer } from '../serve/server.js';
-import { resolveRoot, RunIdError } from '../status.js';
-import { Exit, UserError, err, out } from './io.js';
+import { DashboardModel } from '../../serve/model.js';
+import { startServer } from '../../serve/server.js';
+import { resolveRoot, RunIdError } from '../../status/inspect.js';
+import { Exit, UserError, err, out } from '../io.js';
 
 /** The port used when --port is not given. */
 export const DEFAULT_PORT = 7341;

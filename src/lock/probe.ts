@@ -17,10 +17,10 @@
  */
 import { constants as osConstants } from 'node:os';
 import { dirname } from 'node:path';
-import { kindAt, kindOfMode } from './filekind.js';
-import { describeFsType, nativeLocalList } from './fsgate.js';
-import { classifyHead, HEAD_BYTES, parseLegacyPid } from './marker.js';
-import { native, Stage } from './native.js';
+import { kindAt, kindOfMode } from '../kernel/filekind.js';
+import { describeFsType, nativeLocalList } from '../kernel/fsgate.js';
+import { classifyHead, HEAD_BYTES, parseLegacyPid } from '../contract/marker.js';
+import { native, Stage } from '../kernel/native.js';
 
 /** The three-valued answer. */
 export type Liveness = 'held' | 'free' | 'unknown';

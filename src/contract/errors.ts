@@ -60,9 +60,9 @@ export class LockHeldError extends Error {
   }
 }
 
-import type { FileKind } from './filekind.js';
+import type { FileKind } from '../kernel/filekind.js';
 
-export type { FileKind } from './filekind.js';
+export type { FileKind } from '../kernel/filekind.js';
 
 /**
  * The lock path cannot be used as a lock: it is not a regular file

@@ -22,12 +22,12 @@
 import { readdirSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
-import { readLastLeg, readStream, StreamError, type FeedEvent, type LastLeg, type TailFacts } from './feed.js';
+import { readLastLeg, readStream, StreamError, type FeedEvent, type LastLeg, type TailFacts } from '../read/stream.js';
 import { abandonedHint, orphanEvidence, pausedHint } from './hints.js';
-import { LOCK_FILE } from './marker.js';
-import { probeLock, type Liveness, type ProbeResult } from './probe.js';
-import { readSnapshot, STATE_FILE, type SnapshotRead } from './snapshot.js';
-import type { NodeState, RunReport, SkippedRun, Status } from './types.js';
+import { LOCK_FILE } from '../contract/marker.js';
+import { probeLock, type Liveness, type ProbeResult } from '../lock/probe.js';
+import { readSnapshot, STATE_FILE, type SnapshotRead } from '../read/snapshot.js';
+import type { NodeState, RunReport, SkippedRun, Status } from '../contract/types.js';
 
 const EVENTS = 'events.jsonl';
 

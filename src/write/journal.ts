@@ -14,7 +14,7 @@
  *   never blocking; anything but a regular file is refused.
  */
 import { closeSync, constants, fstatSync, fsyncSync, openSync, readSync, writeSync } from 'node:fs';
-import { RunFileError } from './errors.js';
+import { RunFileError } from '../contract/errors.js';
 
 /** The schema version runwarden writes. */
 export const EVENT_SCHEMA = 3;

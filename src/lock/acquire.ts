@@ -19,10 +19,10 @@
  */
 import { closeSync, constants, fstatSync, ftruncateSync, lstatSync, mkdirSync, openSync, readSync, writeSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { LockFileError, LockHeldError } from './errors.js';
-import { kindAt, kindOfStats, type FileKind } from './filekind.js';
-import { classifyHead, HEAD_BYTES, markedContent, markedPid, parseLegacyPid } from './marker.js';
-import { FlockOp, native } from './native.js';
+import { LockFileError, LockHeldError } from '../contract/errors.js';
+import { kindAt, kindOfStats, type FileKind } from '../kernel/filekind.js';
+import { classifyHead, HEAD_BYTES, markedContent, markedPid, parseLegacyPid } from '../contract/marker.js';
+import { FlockOp, native } from '../kernel/native.js';
 
 /** A lock this process holds. */
 export interface HeldLock {

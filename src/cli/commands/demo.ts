@@ -22,12 +22,12 @@ import { appendFileSync, mkdirSync, mkdtempSync, readdirSync, renameSync, statSy
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { Command } from 'commander';
-import { processPresence } from '../kernel.js';
-import { acquireLock } from '../lock.js';
-import { LOCK_FILE } from '../marker.js';
-import { listRuns } from '../status.js';
-import type { Status } from '../types.js';
-import { Exit, out, UserError } from './io.js';
+import { processPresence } from '../../kernel/presence.js';
+import { acquireLock } from '../../lock/acquire.js';
+import { LOCK_FILE } from '../../contract/marker.js';
+import { listRuns } from '../../status/inspect.js';
+import type { Status } from '../../contract/types.js';
+import { Exit, out, UserError } from '../io.js';
 import { quietOnClosedPipe, renderRuns, useColor } from './runs.js';
 
 /** The longest a demo holder keeps its locks: it exits by itself after this. */
@@ -61,7 +61,7 @@ interface Planned {
 
 /** Starts a holder for `plan` and resolves once every lock is held and every event written. */
 function startHolder(plan: Planned[], holdMs: number, detached: boolean): Promise<{ pid: number; kill: () => Promise<void> }> {
-  const index = new URL('../index.js', import.meta.url).href;
+  const index = new URL('../../index.js', import.meta.url).href;
   const child = spawn(process.execPath, ['--input-type=module', '-e', HOLDER], {
     env: { ...process.env, RW_INDEX: index, RW_PLAN: JSON.stringify(plan), RW_HOLD_MS: String(holdMs) },
     stdio: ['ignore', 'pipe', 'pipe'],

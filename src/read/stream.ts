@@ -24,8 +24,8 @@
  * chunk in memory, and both open the file read-only, non-blocking, without
  * following a symlink, and read only a regular file.
  */
-import type { LegFacts, NodeState, StreamFacts } from './types.js';
-import { closeQuietly, FileReadError, openForRead, readAt } from './safefile.js';
+import type { LegFacts, NodeState, StreamFacts } from '../contract/types.js';
+import { closeQuietly, FileReadError, openForRead, readAt } from '../kernel/open.js';
 
 /** The stream schema this version reads; a line with a greater `schema` makes the stream unreadable. */
 export const STREAM_SCHEMA = 3;
