@@ -1,15 +1,68 @@
 /**
- * runwarden's library entry point. Importing it has no side effects: the
- * native addon loads on the first call that needs the kernel.
+ * runwarden's library entry point: the public API, chosen by hand and
+ * documented in the README ("The library"). Everything else under src/ is
+ * internal and is not reachable from the package root.
+ *
+ * Importing it has no side effects: the native addon loads on the first
+ * call that needs the kernel.
  */
-export { LOCK_FILE, LOCK_MARKER, HEAD_BYTES, classifyHead, parseLegacyPid, type HeadKind } from './contract/marker.js';
-export { acquireLock, type AcquireOptions, type HeldLock } from './lock/acquire.js';
-export { probeLock, PROBE_REASONS, type Liveness, type ProbeReason, type ProbeResult, type ProbeOptions } from './lock/probe.js';
-export { LockHeldError, LockFileError, NativeError, type FileKind, type LockHeldDetails } from './contract/errors.js';
+
+// The contract: file names, formats, and the words every surface uses (docs/CONTRACT.md).
+export { EVENTS_FILE, LOCK_FILE, STATE_FILE } from './contract/files.js';
+export { LOCK_MARKER, HEAD_BYTES, classifyHead, parseLegacyPid, type HeadKind } from './contract/marker.js';
+export { STREAM_SCHEMA, MAX_LINE_BYTES, parseEventLine, type StreamEvent } from './contract/events.js';
+export type { LastLeg, LegRecord } from './contract/fold.js';
+export {
+  STATUSES,
+  PROBE_REASONS,
+  type Status,
+  type NodeState,
+  type Liveness,
+  type ProbeReason,
+  type LegFacts,
+  type StreamFacts,
+  type RunReport,
+  type SkippedRun,
+} from './contract/types.js';
+export { compareNewestFirst, isValidRunId, resolveRoot, runDirForId } from './contract/runid.js';
+
+// One error family.
+export {
+  ERROR_CODES,
+  RunwardenError,
+  NativeError,
+  AddonLoadError,
+  UnsupportedPlatformError,
+  LockHeldError,
+  LockFileError,
+  RunFileError,
+  StreamError,
+  RunUnreadableError,
+  RunIdError,
+  WriteError,
+  type ErrorCode,
+  type StreamErrorCode,
+  type SkipKind,
+  type LockHeldDetails,
+} from './contract/errors.js';
+
+// Kernel facts.
+export { processPresence, groupPresence, filesystemType, type ProcessPresence } from './kernel/presence.js';
 export { LINUX_LOCAL_FS, DARWIN_LOCAL_FS, describeFsType } from './kernel/fsgate.js';
-export { processPresence, groupPresence, filesystemType } from './kernel/presence.js';
-export type { Status, NodeState, LegFacts, StreamFacts, RunReport, SkippedRun } from './contract/types.js';
-export * from './read/stream.js';
-export * from './read/snapshot.js';
-export * from './status/inspect.js';
-export * from './status/hints.js';
+export type { FileKind } from './kernel/filekind.js';
+
+// The lock: a leg takes it, a reader probes it.
+export { acquireLock, type AcquireOptions, type HeldLock } from './lock/acquire.js';
+export { probeLock, type ProbeResult, type ProbeOptions } from './lock/probe.js';
+
+// Reading a run's files.
+export { readStream, type ReadStreamOptions } from './read/stream.js';
+export { readLastLeg, type ReadLastLegOptions, type TailFacts } from './read/tail.js';
+export { readSnapshot, SNAPSHOT_SCHEMA, SNAPSHOT_MAX_BYTES, type SnapshotRead, type Snapshot, type NodeRecord, type GraphNode } from './read/snapshot.js';
+
+// Status: the derivation and the reports every surface shows.
+export { deriveStatus, type RunFacts, type Derivation } from './status/derive.js';
+export { runStatus, type RunStatusOptions } from './status/inspect.js';
+export { runDetail, type RunDetail, type RunDetailOptions, type DetailNode, type DetailLeg } from './status/detail.js';
+export { listRuns, pickCurrentRun, type RunList, type SkippedEntry, type ListRunsOptions } from './status/list.js';
+export { abandonedHint, pausedHint, ORPHAN_WARNING, type AbandonedHintFacts, type OrphanEvidence } from './status/hints.js';

@@ -17,7 +17,10 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { MAX_LINE_BYTES, readLastLeg, readStream, StreamError, type TailFacts } from '../src/read/stream.js';
+import { MAX_LINE_BYTES } from '../src/contract/events.js';
+import { readLastLeg, type TailFacts } from '../src/read/tail.js';
+import { readStream } from '../src/read/stream.js';
+import { StreamError } from '../src/contract/errors.js';
 import type { StreamFacts } from '../src/contract/types.js';
 import { cleanup, tempDir } from './helpers/reading-fixtures.js';
 

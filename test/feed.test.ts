@@ -7,7 +7,11 @@ import { execFileSync } from 'node:child_process';
 import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { MAX_LINE_BYTES, parseEventLine, readLastLeg, readStream, StreamError, StreamFold } from '../src/read/stream.js';
+import { MAX_LINE_BYTES, parseEventLine } from '../src/contract/events.js';
+import { readLastLeg } from '../src/read/tail.js';
+import { readStream } from '../src/read/stream.js';
+import { StreamError } from '../src/contract/errors.js';
+import { StreamFold } from '../src/contract/fold.js';
 import { cleanup, ev, tempDir } from './helpers/reading-fixtures.js';
 
 afterAll(cleanup);

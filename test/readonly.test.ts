@@ -9,7 +9,9 @@ import { createHash } from 'node:crypto';
 import { lstatSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { listRuns, runDetail, runStatus } from '../src/status/inspect.js';
+import { listRuns } from '../src/status/list.js';
+import { runDetail } from '../src/status/detail.js';
+import { runStatus } from '../src/status/inspect.js';
 import { buildHostileRoot } from './helpers/reading-cases.js';
 import { cleanup, cli, ev, makeRun, runId, snapshot, startHolder, tempDir } from './helpers/reading-fixtures.js';
 

@@ -7,7 +7,7 @@ import { spawnSync } from 'node:child_process';
 import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { listRuns } from '../src/status/inspect.js';
+import { listRuns } from '../src/status/list.js';
 import type { RunReport } from '../src/contract/types.js';
 import { buildHostileRoot, type Case } from './helpers/reading-cases.js';
 import { BIN, cleanup, cli, ev, makeRun, snapshot, tempDir } from './helpers/reading-fixtures.js';

@@ -6,7 +6,11 @@
 import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { listRuns, resolveRunArg, runDetail, runDirForId, RunIdError, runStatus } from '../src/status/inspect.js';
+import { listRuns } from '../src/status/list.js';
+import { resolveRunArg, runDirForId } from '../src/contract/runid.js';
+import { runDetail } from '../src/status/detail.js';
+import { RunIdError } from '../src/contract/errors.js';
+import { runStatus } from '../src/status/inspect.js';
 import type { RunReport } from '../src/contract/types.js';
 import { buildHostileRoot } from './helpers/reading-cases.js';
 import { cleanup, cli, ev, makeRun, snapshot, startHolder, tempDir } from './helpers/reading-fixtures.js';

@@ -5,11 +5,15 @@
 import { appendFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import type { LastLeg } from '../src/read/stream.js';
+import type { LastLeg } from '../src/contract/fold.js';
 import { acquireLock, type HeldLock } from '../src/lock/acquire.js';
 import { probeLock, type ProbeResult } from '../src/lock/probe.js';
 import type { SnapshotRead } from '../src/read/snapshot.js';
-import { deriveStatus, listRuns, pickCurrentRun, runDetail, runStatus, RunUnreadableError } from '../src/status/inspect.js';
+import { deriveStatus } from '../src/status/derive.js';
+import { listRuns, pickCurrentRun } from '../src/status/list.js';
+import { runDetail } from '../src/status/detail.js';
+import { runStatus } from '../src/status/inspect.js';
+import { RunUnreadableError } from '../src/contract/errors.js';
 import type { RunReport } from '../src/contract/types.js';
 import { cleanup, deadPid, ev, makeRun, runId, snapshot, startHolder, tempDir } from './helpers/reading-fixtures.js';
 

@@ -1,12 +1,55 @@
 /**
- * Turning a command line's RUN and --root into a run directory (SPEC A.1),
- * with bad ids reported as usage errors (exit 2), never as stack traces.
+ * Turning a command line's RUN and --root into a run directory (CONTRACT
+ * §1.1), with bad ids and roots reported as usage errors (exit 2), never as
+ * stack traces. Shared by every command that takes a RUN or a root.
  */
+import { lstatSync, statSync } from 'node:fs';
 import { basename } from 'node:path';
-import { resolveRunArg, RunIdError } from '../status/inspect.js';
+import { RunIdError } from '../contract/errors.js';
+import { resolveRoot, resolveRunArg } from '../contract/runid.js';
+import { listRuns, type RunList } from '../status/list.js';
 import { UserError } from './io.js';
-import { rootFrom } from './commands/runs.js';
-import { runDirFromArg } from './commands/status.js';
+
+/** Runs `f`, turning a RunIdError into a user error (exit 2). */
+function asUsage<T>(f: () => T): T {
+  try {
+    return f();
+  } catch (e) {
+    if (e instanceof RunIdError) throw new UserError(e.message);
+    throw e;
+  }
+}
+
+/** The root from `--root` or the environment, with a bad `--root` as a user error. */
+export function rootFrom(option: string | undefined): string {
+  return asUsage(() => resolveRoot(option));
+}
+
+/** listRuns with library errors turned into user errors (exit 2). */
+export function listRunsOrExplain(root: string): RunList {
+  return asUsage(() => listRuns(root));
+}
+
+/**
+ * The run directory RUN names, checked to exist and be a directory. A RUN
+ * with "/" is a path used as given; otherwise an id under `root`, where a
+ * symlink is refused as `runs` refuses it.
+ */
+export function runDirFromArg(run: string, root: string): string {
+  const dir = asUsage(() => resolveRunArg(run, root));
+  const explicit = run.includes('/');
+  try {
+    const st = explicit ? statSync(dir) : lstatSync(dir);
+    if (st.isSymbolicLink()) throw new UserError(`run "${run}" under ${root} is a symlink; links under the runs root are not followed`);
+    if (!st.isDirectory()) throw new UserError(explicit ? `${dir} is not a directory` : `run "${run}" under ${root} is not a directory`);
+  } catch (e) {
+    if (e instanceof UserError) throw e;
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT' || code === 'ENOTDIR') throw new UserError(explicit ? `no run directory at ${dir}` : `no run "${run}" under ${root}`);
+    throw new UserError(`cannot read ${dir}: ${code ?? String(e)}`);
+  }
+  return dir;
+}
 
 export interface RunTarget {
   root: string;
@@ -22,16 +65,6 @@ export interface RunTarget {
  */
 export function runTarget(run: string, rootOption: string | undefined, mustExist = false): RunTarget {
   const root = rootFrom(rootOption);
-  let runDir: string;
-  if (mustExist) {
-    runDir = runDirFromArg(run, root);
-  } else {
-    try {
-      runDir = resolveRunArg(run, root);
-    } catch (e) {
-      if (e instanceof RunIdError) throw new UserError(e.message);
-      throw e;
-    }
-  }
+  const runDir = mustExist ? runDirFromArg(run, root) : asUsage(() => resolveRunArg(run, root));
   return { root, runDir, runId: basename(runDir) };
 }

@@ -1,7 +1,47 @@
 /**
- * The error classes runwarden throws. Every one has a stable string `.code`,
- * so callers branch on codes, never on message text.
+ * The one error family. Every error runwarden's library throws on purpose is
+ * a {@link RunwardenError}, and its `.code` is one of {@link ERROR_CODES} (or,
+ * for {@link NativeError} only, the errno name the kernel reported). Callers
+ * branch on `.code` and `instanceof`, never on message text; runwarden itself
+ * does the same.
+ *
+ * Argument mistakes (a non-string path, a pid out of range) are ordinary
+ * TypeError/RangeError, thrown before anything touches the kernel.
  */
+import type { FileKind } from '../kernel/filekind.js';
+
+/**
+ * Every code a {@link RunwardenError} can carry, apart from NativeError's errno
+ * names. A closed set: a new code is a new documented version of the API.
+ */
+export const ERROR_CODES = [
+  'ELOCKHELD',
+  'ENOTREGULAR',
+  'ELOCKREPLACED',
+  'ELINETOOLONG',
+  'ENEWERSCHEMA',
+  'EREAD',
+  'ERUNUNREADABLE',
+  'EBADRUNID',
+  'ENOFLOCK',
+  'EWRITE',
+  'ECLOSED',
+  'ERR_RUNWARDEN_NATIVE',
+] as const;
+
+/** A code from {@link ERROR_CODES}. */
+export type ErrorCode = (typeof ERROR_CODES)[number];
+
+/** The base class of every error runwarden throws on purpose. */
+export class RunwardenError extends Error {
+  /** A code from {@link ERROR_CODES}, or an errno name for {@link NativeError}. */
+  readonly code: string;
+  constructor(message: string, code: string) {
+    super(message);
+    this.name = 'RunwardenError';
+    this.code = code;
+  }
+}
 
 /**
  * A failure reported by the kernel through the native addon. This class is
@@ -10,16 +50,35 @@
  * number in `.errno` and the failing call in `.syscall`. Expected answers
  * (granted, contended, ESRCH) are values and never arrive here.
  */
-export class NativeError extends Error {
-  readonly code: string;
+export class NativeError extends RunwardenError {
   readonly errno: number | undefined;
   readonly syscall: string | undefined;
   constructor(message: string, code: string, errno?: number, syscall?: string) {
-    super(message);
+    super(message, code);
     this.name = 'NativeError';
-    this.code = code;
     this.errno = errno;
     this.syscall = syscall;
+  }
+}
+
+/**
+ * The native addon could not be loaded (`ERR_RUNWARDEN_NATIVE`); the message
+ * names every path that was tried.
+ */
+export class AddonLoadError extends RunwardenError {
+  declare readonly code: 'ERR_RUNWARDEN_NATIVE';
+  constructor(message: string) {
+    super(message, 'ERR_RUNWARDEN_NATIVE');
+    this.name = 'AddonLoadError';
+  }
+}
+
+/** This platform has no flock(2), so no lock can be taken (`ENOFLOCK`). */
+export class UnsupportedPlatformError extends RunwardenError {
+  declare readonly code: 'ENOFLOCK';
+  constructor(message: string) {
+    super(message, 'ENOFLOCK');
+    this.name = 'UnsupportedPlatformError';
   }
 }
 
@@ -33,8 +92,8 @@ export interface LockHeldDetails {
 }
 
 /**
- * `acquireLock` refused because the run is (or may be) owned by another leg.
- * Three shapes, told apart by the flags:
+ * `acquireLock` refused because the run is (or may be) owned by another leg
+ * (CONTRACT §4.1). Three shapes, told apart by the flags:
  * - `legacy`: a pre-flock lock file; its existence is the lock and a human
  *   decides. `pidGone` says its pid is affirmatively gone ("very likely
  *   stale"); `pid` is set only then, because a live pid must never be shown
@@ -42,15 +101,15 @@ export interface LockHeldDetails {
  * - `future`: a newer version wrote the file; nothing here may judge it.
  * - neither: a live leg holds the flock; `pid` is its label from the file.
  */
-export class LockHeldError extends Error {
-  readonly code = 'ELOCKHELD' as const;
+export class LockHeldError extends RunwardenError {
+  declare readonly code: 'ELOCKHELD';
   readonly path: string;
   readonly pid: number | undefined;
   readonly legacy: boolean;
   readonly pidGone: boolean;
   readonly future: boolean;
   constructor(message: string, details: LockHeldDetails) {
-    super(message);
+    super(message, 'ELOCKHELD');
     this.name = 'LockHeldError';
     this.path = details.path;
     this.pid = details.pid;
@@ -60,39 +119,115 @@ export class LockHeldError extends Error {
   }
 }
 
-import type { FileKind } from '../kernel/filekind.js';
-
-export type { FileKind } from '../kernel/filekind.js';
-
 /**
  * The lock path cannot be used as a lock: it is not a regular file
  * (`ENOTREGULAR`), or it was replaced or deleted while this process was
  * locking it (`ELOCKREPLACED`). Nothing was locked when this is thrown.
  */
-export class LockFileError extends Error {
-  readonly code: 'ENOTREGULAR' | 'ELOCKREPLACED';
+export class LockFileError extends RunwardenError {
+  declare readonly code: 'ENOTREGULAR' | 'ELOCKREPLACED';
   readonly path: string;
   readonly kind: FileKind | undefined;
   constructor(message: string, code: 'ENOTREGULAR' | 'ELOCKREPLACED', path: string, kind?: FileKind) {
-    super(message);
+    super(message, code);
     this.name = 'LockFileError';
-    this.code = code;
     this.path = path;
     this.kind = kind;
   }
 }
 
 /**
- * A file in a run directory cannot be used as runwarden needs it (e.g. a
- * FIFO or symlink where events.jsonl should be). Nothing was written.
+ * A file in a run directory cannot be used or read as runwarden needs it:
+ * `ENOTREGULAR` (a FIFO, directory, symlink, socket or device where a
+ * regular file should be) or `EREAD` (the kernel refused to open or read
+ * it; `errno` names why). Nothing was written.
  */
-export class RunFileError extends Error {
-  readonly code: string;
+export class RunFileError extends RunwardenError {
+  declare readonly code: 'ENOTREGULAR' | 'EREAD';
   readonly path: string;
-  constructor(message: string, code: string, path: string) {
-    super(message);
+  /** For `ENOTREGULAR`: what the path is. */
+  readonly kind: FileKind | undefined;
+  /** For `EREAD`: the errno name (EACCES, EIO, …). */
+  readonly errno: string | undefined;
+  constructor(message: string, code: 'ENOTREGULAR' | 'EREAD', path: string, detail: { kind?: FileKind | undefined; errno?: string | undefined } = {}) {
+    super(message, code);
     this.name = 'RunFileError';
-    this.code = code;
     this.path = path;
+    this.kind = detail.kind;
+    this.errno = detail.errno;
   }
+}
+
+/**
+ * Why a stream cannot be read at all (CONTRACT §2.2).
+ * - `ELINETOOLONG`: a line longer than the 1 MiB cap ("corrupt or foreign").
+ * - `ENEWERSCHEMA`: a line whose `schema` is newer than this version reads.
+ * - `ENOTREGULAR`: the path is a FIFO, directory, symlink, socket or device.
+ * - `EREAD`: the kernel refused to open or read it, or it shrank or was
+ *   replaced while being read.
+ */
+export type StreamErrorCode = 'ELINETOOLONG' | 'ENEWERSCHEMA' | 'ENOTREGULAR' | 'EREAD';
+
+/** The stream exists but cannot be read; nothing about the run may be derived from it. */
+export class StreamError extends RunwardenError {
+  declare readonly code: StreamErrorCode;
+  readonly path: string;
+  /** A byte offset inside the offending line, when a line is to blame. */
+  readonly offset: number | undefined;
+  /** For `EREAD` from the kernel: the errno name (EACCES, EIO, …). */
+  readonly errno: string | undefined;
+  constructor(message: string, code: StreamErrorCode, path: string, offset?: number, errno?: string) {
+    super(message, code);
+    this.name = 'StreamError';
+    this.path = path;
+    this.offset = offset;
+    this.errno = errno;
+  }
+}
+
+/** Why a run could not be reported, grouped for the listing's closing line. */
+export type SkipKind = 'unreadable-stream' | 'unreadable-snapshot' | 'permission-denied' | 'not-a-directory' | 'symlink' | 'error';
+
+/** A run directory exists but no truthful report can be made for it (`ERUNUNREADABLE`). */
+export class RunUnreadableError extends RunwardenError {
+  declare readonly code: 'ERUNUNREADABLE';
+  readonly runId: string;
+  readonly kind: SkipKind;
+  constructor(runId: string, message: string, kind: SkipKind) {
+    super(message, 'ERUNUNREADABLE');
+    this.name = 'RunUnreadableError';
+    this.runId = runId;
+    this.kind = kind;
+  }
+}
+
+/**
+ * A write to a run's file failed or fell short (`EWRITE`; `errno` names the
+ * kernel's reason when there is one), or a writer was used after it was
+ * closed (`ECLOSED`).
+ */
+export class WriteError extends RunwardenError {
+  declare readonly code: 'EWRITE' | 'ECLOSED';
+  readonly path: string;
+  readonly errno: string | undefined;
+  constructor(message: string, code: 'EWRITE' | 'ECLOSED', path: string, errno?: string) {
+    super(message, code);
+    this.name = 'WriteError';
+    this.path = path;
+    this.errno = errno;
+  }
+}
+
+/** A run id or runs root that cannot be used (empty, `.`, `..`, escaping the root, …): `EBADRUNID`. */
+export class RunIdError extends RunwardenError {
+  declare readonly code: 'EBADRUNID';
+  constructor(message: string) {
+    super(message, 'EBADRUNID');
+    this.name = 'RunIdError';
+  }
+}
+
+/** True for errno names that mean "not allowed" rather than "broken". */
+export function isPermissionErrno(errno: string | undefined): boolean {
+  return errno === 'EACCES' || errno === 'EPERM';
 }

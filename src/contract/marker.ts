@@ -4,8 +4,7 @@
  * the acquire path and the probe so that both classify a file identically.
  */
 
-/** The lock file's name inside a run directory. */
-export const LOCK_FILE = 'resume.lock';
+export { LOCK_FILE } from './files.js';
 /** The format marker: the first line of every lock file written under flock semantics. */
 export const LOCK_MARKER = 'oh-my-graph-lock 1';
 /** Only this many bytes of a lock file are ever read, at offset 0. */

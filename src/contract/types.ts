@@ -2,10 +2,83 @@
  * The shapes every surface shares (SPEC A.2, A.3, B.3, C.1, C.2). One
  * definition, so `runs`, `status`, `watch`, `exec` and `serve` cannot drift.
  */
-import type { Liveness, ProbeReason } from '../lock/probe.js';
 
 /** Status words (SPEC B.3). `null` in a report means "no status yet". */
 export type Status = 'ABANDONED' | 'PLANNING' | 'RUNNING' | 'PAUSED' | 'PASS' | 'FAIL';
+
+/** Every status word, in the order tables and tallies list them. */
+export const STATUSES: readonly Status[] = ['PLANNING', 'RUNNING', 'ABANDONED', 'PAUSED', 'PASS', 'FAIL'];
+
+/** The lower-case word for each status, as the table's counts and the dashboard's card states use it. */
+export const STATUS_WORD = {
+  PLANNING: 'planning',
+  RUNNING: 'running',
+  ABANDONED: 'abandoned',
+  PAUSED: 'paused',
+  PASS: 'passed',
+  FAIL: 'failed',
+} as const satisfies Record<Status, string>;
+
+/** Statuses that mean a leg is working right now (SPEC B.3). */
+export const IN_FLIGHT: ReadonlySet<Status> = new Set(['PLANNING', 'RUNNING']);
+/** Statuses that mean the run has settled: its last leg closed (SPEC B.3). */
+export const SETTLED: ReadonlySet<Status> = new Set(['PAUSED', 'PASS', 'FAIL']);
+
+/** The three-valued answer. */
+export type Liveness = 'held' | 'free' | 'unknown';
+
+/**
+ * Why the probe answered as it did; a closed set.
+ * - held: `flock-held` (a leg holds the exclusive lock).
+ * - free: `flock-free` (the shared lock was granted on a marked file),
+ *   `legacy-pid-gone` (pre-flock file whose pid kill(2) says is gone).
+ * - unknown: `legacy-pid-alive` (pre-flock file, pid exists or EPERM),
+ *   `legacy-pid-unknown` (kill failed otherwise), `legacy-unparsable`
+ *   (pre-flock file that is not exactly one pid), `empty-file`,
+ *   `future-marker` (a newer version's format), `missing` (no lock file or
+ *   no run directory), `not-regular-file` (directory, FIFO, symlink, socket,
+ *   device), `open-error`, `read-error`, `flock-error`, `fs-not-local`
+ *   (filesystem not on the known-local list; file not opened), `fs-error`
+ *   (statfs failed), `unsupported-platform` (no flock(2) here).
+ */
+export type ProbeReason =
+  | 'flock-held'
+  | 'flock-free'
+  | 'legacy-pid-gone'
+  | 'legacy-pid-alive'
+  | 'legacy-pid-unknown'
+  | 'legacy-unparsable'
+  | 'empty-file'
+  | 'future-marker'
+  | 'missing'
+  | 'not-regular-file'
+  | 'open-error'
+  | 'read-error'
+  | 'flock-error'
+  | 'fs-not-local'
+  | 'fs-error'
+  | 'unsupported-platform';
+
+/** Every reason, in documentation order. */
+export const PROBE_REASONS: readonly ProbeReason[] = [
+  'flock-held',
+  'flock-free',
+  'legacy-pid-gone',
+  'legacy-pid-alive',
+  'legacy-pid-unknown',
+  'legacy-unparsable',
+  'empty-file',
+  'future-marker',
+  'missing',
+  'not-regular-file',
+  'open-error',
+  'read-error',
+  'flock-error',
+  'fs-not-local',
+  'fs-error',
+  'unsupported-platform',
+];
+
 
 /** Per-node state from the stream fold (SPEC A.2 "Node states in a stream"). */
 export type NodeState = 'running' | 'passed' | 'failed' | 'gate-paused' | 'abandoned';

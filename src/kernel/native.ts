@@ -9,7 +9,7 @@
 import bindings from 'bindings';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { NativeError } from '../contract/errors.js';
+import { AddonLoadError, NativeError } from '../contract/errors.js';
 
 /** `probeFacts` stage codes; must match `enum Stage` in native/runwarden.cc. */
 export const Stage = {
@@ -75,13 +75,11 @@ export function native(): NativeBinding {
     binding = bindings({ bindings: 'runwarden.node', module_root: root }) as NativeBinding;
   } catch (err) {
     const why = err instanceof Error ? err.message : String(err);
-    const e = new Error(
+    throw new AddonLoadError(
       `runwarden: its native addon could not be loaded (package root ${root}).\n${why}\n` +
         `Build it with \`npm rebuild runwarden\` (needs python3, make and a C++ compiler), ` +
         `or expect ${join(root, 'build', 'Release', 'runwarden.node')}.`,
     );
-    (e as Error & { code: string }).code = 'ERR_RUNWARDEN_NATIVE';
-    throw e;
   }
   binding.init(NativeError);
   loaded = binding;

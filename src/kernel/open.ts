@@ -1,9 +1,10 @@
 /**
- * Opening a run's files for reading, the one way every reader does it.
+ * Opening a run's files for reading, the one way every reader does it
+ * (CONTRACT §1.2: readers create, write and remove nothing).
  *
  * Invariants this module keeps, and why:
  * - Read-only, never created: O_RDONLY without O_CREAT, so a reader can
- *   never leave a file behind (SPEC: readers create, write and remove nothing).
+ *   never leave a file behind.
  * - Never blocks: O_NONBLOCK, so a FIFO planted where a file should be opens
  *   at once instead of waiting for a writer; the fstat check then refuses it
  *   before any read could wait.
@@ -15,28 +16,10 @@
  * Internal to runwarden (not exported from the package).
  */
 import { closeSync, constants, fstatSync, openSync, readSync, type Stats } from 'node:fs';
+import { RunFileError } from '../contract/errors.js';
 import { kindAt, kindOfStats } from './filekind.js';
 
 const READ_FLAGS = constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOFOLLOW;
-
-/** Why a file could not be opened or read. */
-export type FileProblem = 'not-regular' | 'io';
-
-/** A file that exists but cannot be read as a regular file. */
-export class FileReadError extends Error {
-  readonly problem: FileProblem;
-  /** For `not-regular`: what the path is (fifo, directory, symlink, socket, …). */
-  readonly kind: string | undefined;
-  /** The errno name for `io` problems (EACCES, EIO, …). */
-  readonly errno: string | undefined;
-  constructor(message: string, problem: FileProblem, kind?: string, errno?: string) {
-    super(message);
-    this.name = 'FileReadError';
-    this.problem = problem;
-    this.kind = kind;
-    this.errno = errno;
-  }
-}
 
 /** An open regular file: its descriptor and the size fstat reported at open. */
 export interface OpenFile {
@@ -49,7 +32,7 @@ export interface OpenFile {
  * Opens `path` for reading under the rules above. Returns `undefined` when
  * nothing is there (ENOENT, or a parent that is not a directory: ENOTDIR),
  * because for a run's files absence is a fact, not an error. Throws
- * FileReadError for anything present but unreadable. `label` names the file in
+ * RunFileError (`ENOTREGULAR` or `EREAD`) for anything present but unreadable. `label` names the file in
  * messages (e.g. "events.jsonl").
  */
 export function openForRead(path: string, label: string): OpenFile | undefined {
@@ -62,10 +45,10 @@ export function openForRead(path: string, label: string): OpenFile | undefined {
     if (code === 'ELOOP' || code === 'ENXIO' || code === 'EOPNOTSUPP' || code === 'EISDIR') {
       const kind = kindAt(path);
       if (kind !== undefined && kind !== 'file') {
-        throw new FileReadError(`${label} is a ${kind}, not a regular file`, 'not-regular', kind);
+        throw new RunFileError(`${label} is a ${kind}, not a regular file`, 'ENOTREGULAR', path, { kind });
       }
     }
-    throw new FileReadError(`cannot open ${label}: ${code}`, 'io', undefined, code);
+    throw new RunFileError(`cannot open ${label}: ${code}`, 'EREAD', path, { errno: code });
   }
   let st: Stats;
   try {
@@ -73,12 +56,12 @@ export function openForRead(path: string, label: string): OpenFile | undefined {
   } catch (err) {
     closeSync(fd);
     const code = (err as NodeJS.ErrnoException).code ?? 'EIO';
-    throw new FileReadError(`cannot stat ${label}: ${code}`, 'io', undefined, code);
+    throw new RunFileError(`cannot stat ${label}: ${code}`, 'EREAD', path, { errno: code });
   }
   if (!st.isFile()) {
     closeSync(fd);
     const kind = kindOfStats(st);
-    throw new FileReadError(`${label} is a ${kind}, not a regular file`, 'not-regular', kind);
+    throw new RunFileError(`${label} is a ${kind}, not a regular file`, 'ENOTREGULAR', path, { kind });
   }
   return { fd, size: st.size, stats: st };
 }
@@ -86,9 +69,10 @@ export function openForRead(path: string, label: string): OpenFile | undefined {
 /**
  * Reads up to `length` bytes at `position` into `buf` at `offset`, retrying
  * short reads until `length` bytes arrived or the file ended. Returns the
- * number of bytes read. Throws FileReadError on an I/O error.
+ * number of bytes read. Throws RunFileError (`EREAD`) on an I/O error; `label`
+ * names the file in the message and `path` in the error.
  */
-export function readAt(fd: number, buf: Buffer, offset: number, length: number, position: number, label: string): number {
+export function readAt(fd: number, buf: Buffer, offset: number, length: number, position: number, label: string, path: string = label): number {
   let done = 0;
   while (done < length) {
     let n: number;
@@ -96,7 +80,7 @@ export function readAt(fd: number, buf: Buffer, offset: number, length: number, 
       n = readSync(fd, buf, offset + done, length - done, position + done);
     } catch (err) {
       const code = (err as NodeJS.ErrnoException).code ?? 'EIO';
-      throw new FileReadError(`cannot read ${label}: ${code}`, 'io', undefined, code);
+      throw new RunFileError(`cannot read ${label}: ${code}`, 'EREAD', path, { errno: code });
     }
     if (n === 0) break;
     done += n;

@@ -19,7 +19,7 @@
  */
 import { closeSync, constants, fstatSync, ftruncateSync, lstatSync, mkdirSync, openSync, readSync, writeSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { LockFileError, LockHeldError } from '../contract/errors.js';
+import { LockFileError, LockHeldError, UnsupportedPlatformError, WriteError } from '../contract/errors.js';
 import { kindAt, kindOfStats, type FileKind } from '../kernel/filekind.js';
 import { classifyHead, HEAD_BYTES, markedContent, markedPid, parseLegacyPid } from '../contract/marker.js';
 import { FlockOp, native } from '../kernel/native.js';
@@ -145,7 +145,7 @@ export function acquireLock(lockPath: string, options: AcquireOptions = {}): Hel
   if (!Number.isInteger(retryMs) || retryMs < 0) throw new RangeError('retryMs must be a non-negative integer');
   if (!Number.isInteger(pid) || pid < 1 || pid > 2 ** 31 - 1) throw new RangeError('pid must be an integer from 1 to 2^31-1');
   const n = native();
-  if (!n.hasFlock) throw new Error(`runwarden cannot take a lock on ${process.platform}: no flock(2)`);
+  if (!n.hasFlock) throw new UnsupportedPlatformError(`runwarden cannot take a lock on ${process.platform}: no flock(2)`);
 
   mkdirSync(dirname(lockPath), { recursive: true, mode: 0o700 });
   const fd = openLockFile(lockPath);
@@ -177,7 +177,7 @@ export function acquireLock(lockPath: string, options: AcquireOptions = {}): Hel
     // judged by the flock (held), not by an empty head (unknown).
     const content = markedContent(pid);
     const written = writeSync(fd, content, 0, content.length, 0);
-    if (written !== content.length) throw new Error(`short write to "${lockPath}" (${written} of ${content.length} bytes)`);
+    if (written !== content.length) throw new WriteError(`short write to "${lockPath}" (${written} of ${content.length} bytes)`, 'EWRITE', lockPath);
     ftruncateSync(fd, content.length);
 
     const mine = fstatSync(fd, { bigint: true });

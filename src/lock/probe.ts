@@ -21,61 +21,9 @@ import { kindAt, kindOfMode } from '../kernel/filekind.js';
 import { describeFsType, nativeLocalList } from '../kernel/fsgate.js';
 import { classifyHead, HEAD_BYTES, parseLegacyPid } from '../contract/marker.js';
 import { native, Stage } from '../kernel/native.js';
+import type { Liveness, ProbeReason } from '../contract/types.js';
 
-/** The three-valued answer. */
-export type Liveness = 'held' | 'free' | 'unknown';
-
-/**
- * Why the probe answered as it did; a closed set.
- * - held: `flock-held` (a leg holds the exclusive lock).
- * - free: `flock-free` (the shared lock was granted on a marked file),
- *   `legacy-pid-gone` (pre-flock file whose pid kill(2) says is gone).
- * - unknown: `legacy-pid-alive` (pre-flock file, pid exists or EPERM),
- *   `legacy-pid-unknown` (kill failed otherwise), `legacy-unparsable`
- *   (pre-flock file that is not exactly one pid), `empty-file`,
- *   `future-marker` (a newer version's format), `missing` (no lock file or
- *   no run directory), `not-regular-file` (directory, FIFO, symlink, socket,
- *   device), `open-error`, `read-error`, `flock-error`, `fs-not-local`
- *   (filesystem not on the known-local list; file not opened), `fs-error`
- *   (statfs failed), `unsupported-platform` (no flock(2) here).
- */
-export type ProbeReason =
-  | 'flock-held'
-  | 'flock-free'
-  | 'legacy-pid-gone'
-  | 'legacy-pid-alive'
-  | 'legacy-pid-unknown'
-  | 'legacy-unparsable'
-  | 'empty-file'
-  | 'future-marker'
-  | 'missing'
-  | 'not-regular-file'
-  | 'open-error'
-  | 'read-error'
-  | 'flock-error'
-  | 'fs-not-local'
-  | 'fs-error'
-  | 'unsupported-platform';
-
-/** Every reason, in documentation order. */
-export const PROBE_REASONS: readonly ProbeReason[] = [
-  'flock-held',
-  'flock-free',
-  'legacy-pid-gone',
-  'legacy-pid-alive',
-  'legacy-pid-unknown',
-  'legacy-unparsable',
-  'empty-file',
-  'future-marker',
-  'missing',
-  'not-regular-file',
-  'open-error',
-  'read-error',
-  'flock-error',
-  'fs-not-local',
-  'fs-error',
-  'unsupported-platform',
-];
+export { PROBE_REASONS, type Liveness, type ProbeReason } from '../contract/types.js';
 
 /** A probe's answer. `detail` adds facts (an errno name, a file type) where there are any. */
 export interface ProbeResult {

@@ -14,12 +14,16 @@
  * - It never blocks the event loop: it polls fstat on a timer.
  */
 import { fstatSync, lstatSync } from 'node:fs';
-import { MAX_LINE_BYTES, parseEventLine, StreamError, StreamFold, type FeedEvent } from './stream.js';
-import { closeQuietly, FileReadError, openForRead, readAt } from '../kernel/open.js';
+import { StreamError } from '../contract/errors.js';
+import { parseLine, type StreamEvent } from '../contract/events.js';
+import { StreamFold } from '../contract/fold.js';
+import { closeQuietly } from '../kernel/open.js';
+import { LineSplitter } from './lines.js';
+import { openStream, readStreamBytes } from './stream.js';
 
 export interface FollowHandlers {
   /** A line of the right shape, after it was folded into `fold`. */
-  onEvent(ev: FeedEvent, offset: number, fold: StreamFold): void;
+  onEvent(ev: StreamEvent, offset: number, fold: StreamFold): void;
   /** A malformed line that was skipped. */
   onSkip?(offset: number): void;
   /** A line with a newer schema (skipped); reported once per follow. */
@@ -53,11 +57,6 @@ function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   });
 }
 
-function toStreamError(err: unknown, path: string): unknown {
-  if (err instanceof FileReadError) return new StreamError(err.message, err.problem === 'not-regular' ? 'ENOTREGULAR' : 'EREAD', path);
-  return err;
-}
-
 /**
  * Replays and follows `eventsPath` until `onCaughtUp` returns true or the
  * signal aborts. Resolves with the fold. Rejects with StreamError when the
@@ -68,18 +67,17 @@ export async function followStream(eventsPath: string, handlers: FollowHandlers,
   const fold = new StreamFold();
   let file: { fd: number; ino: number; dev: number } | undefined;
   let pos = 0;
-  let pending: Buffer[] = [];
-  let pendingLen = 0;
-  let lineStart = 0;
   let lastLineAt = Date.now();
   let warnedNewer = false;
   const chunk = Buffer.allocUnsafe(CHUNK);
 
-  const deliver = (line: Buffer, offset: number) => {
-    let ev: FeedEvent | null;
+  const lines = new LineSplitter(eventsPath, (buf, start, end, offset) => {
+    lastLineAt = Date.now();
+    let ev: StreamEvent | null;
     try {
-      ev = parseEventLine(line, eventsPath, offset);
+      ev = parseLine(buf, start, end, eventsPath, offset);
     } catch (err) {
+      // A follower keeps going past a newer line (and says so once); a line over the cap still ends it.
       if (err instanceof StreamError && err.code === 'ENEWERSCHEMA') {
         fold.skip();
         if (!warnedNewer) {
@@ -97,54 +95,22 @@ export async function followStream(eventsPath: string, handlers: FollowHandlers,
     }
     fold.apply(ev, offset);
     handlers.onEvent(ev, offset, fold);
-  };
+  });
 
   try {
     for (;;) {
       if (options.signal?.aborted) return fold;
       if (file === undefined) {
-        let opened;
-        try {
-          opened = openForRead(eventsPath, 'events.jsonl');
-        } catch (err) {
-          throw toStreamError(err, eventsPath);
-        }
+        const opened = openStream(eventsPath);
         if (opened !== undefined) file = { fd: opened.fd, ino: opened.stats.ino, dev: opened.stats.dev };
       }
       if (file !== undefined) {
         const size = fstatSync(file.fd).size;
         if (size < pos) throw new StreamError('events.jsonl shrank while it was followed (it should only ever grow)', 'EREAD', eventsPath);
         while (pos < size) {
-          let n: number;
-          try {
-            n = readAt(file.fd, chunk, 0, Math.min(CHUNK, size - pos), pos, 'events.jsonl');
-          } catch (err) {
-            throw toStreamError(err, eventsPath);
-          }
+          const n = readStreamBytes(file.fd, chunk, Math.min(CHUNK, size - pos), pos, eventsPath);
           if (n === 0) break;
-          const view = chunk.subarray(0, n);
-          let i = 0;
-          for (;;) {
-            const nl = view.indexOf(0x0a, i);
-            if (nl < 0) {
-              if (i < n) {
-                pending.push(Buffer.from(view.subarray(i, n)));
-                pendingLen += n - i;
-                if (pendingLen > MAX_LINE_BYTES + 1) {
-                  throw new StreamError(`events.jsonl is corrupt or foreign: a line longer than 1 MiB (near byte ${lineStart})`, 'ELINETOOLONG', eventsPath, lineStart);
-                }
-              }
-              break;
-            }
-            const piece = view.subarray(i, nl);
-            const whole = pendingLen === 0 ? piece : Buffer.concat([...pending, piece], pendingLen + piece.length);
-            pending = [];
-            pendingLen = 0;
-            deliver(whole, lineStart);
-            lastLineAt = Date.now();
-            i = nl + 1;
-            lineStart = pos + i;
-          }
+          lines.push(chunk.subarray(0, n), pos);
           pos += n;
         }
         // The path must still name the file being followed.

@@ -17,10 +17,10 @@
  * - Opened read-only, non-blocking, without following a symlink; only a
  *   regular file is read.
  */
-import { closeQuietly, FileReadError, openForRead, readAt } from '../kernel/open.js';
+import { RunFileError } from '../contract/errors.js';
+import { STATE_FILE } from '../contract/files.js';
+import { closeQuietly, openForRead, readAt } from '../kernel/open.js';
 
-/** The snapshot's file name inside a run directory. */
-export const STATE_FILE = 'state.json';
 /** The snapshot schema this version reads, exactly. */
 export const SNAPSHOT_SCHEMA = 3;
 /**
@@ -75,7 +75,7 @@ export interface Snapshot {
 export type SnapshotRead =
   | { kind: 'missing' }
   | { kind: 'ok'; snapshot: Snapshot }
-  | { kind: 'error'; error: string };
+  | { kind: 'error'; error: string; /** The errno name when the kernel refused the read (EACCES, …). */ errno?: string | undefined };
 
 function fail(error: string): SnapshotRead {
   return { kind: 'error', error: `state.json: ${error}` };
@@ -166,7 +166,7 @@ export function readSnapshot(statePath: string): SnapshotRead {
   try {
     file = openForRead(statePath, 'state.json');
   } catch (err) {
-    if (err instanceof FileReadError) return { kind: 'error', error: err.message };
+    if (err instanceof RunFileError) return { kind: 'error', error: err.message, errno: err.errno };
     throw err;
   }
   if (file === undefined) return { kind: 'missing' };
@@ -178,11 +178,11 @@ export function readSnapshot(statePath: string): SnapshotRead {
     }
     // Read one byte past the size fstat gave, to notice a file that grew.
     const buf = Buffer.allocUnsafe(file.size + 1);
-    const n = readAt(file.fd, buf, 0, file.size + 1, 0, 'state.json');
+    const n = readAt(file.fd, buf, 0, file.size + 1, 0, 'state.json', statePath);
     if (n !== file.size) return fail('changed while it was being read');
     text = buf.toString('utf8', 0, n);
   } catch (err) {
-    if (err instanceof FileReadError) return { kind: 'error', error: err.message };
+    if (err instanceof RunFileError) return { kind: 'error', error: err.message, errno: err.errno };
     throw err;
   } finally {
     closeQuietly(file.fd);

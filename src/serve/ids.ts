@@ -10,7 +10,7 @@
  */
 import { lstatSync } from 'node:fs';
 import { join } from 'node:path';
-import { runIdProblem } from '../status/inspect.js';
+import { runIdProblem } from '../contract/runid.js';
 
 /** Longest directory name most filesystems allow (NAME_MAX), in bytes. */
 const NAME_MAX = 255;

@@ -1,13 +1,14 @@
 /**
- * Builds what the dashboard serves from the reading layer: `listRuns` for
- * every card's report, `runStatus` for a run page's report, and `runDetail`
- * for node states, legs and the last events.
+ * Builds what the dashboard serves from the reading layer: `listRuns` over
+ * one inspection per run (`inspectRun`, the call behind `runs` and
+ * `status`), and the node states, legs and last events built from that same
+ * inspection (`detailOf`). Each run is derived, and its lock probed, once
+ * per document, and its snapshot read once.
  *
  * Invariants:
- * - No status, liveness or hint is derived here. Every one comes from
- *   listRuns/runStatus/runDetail, the same calls behind `runs` and `status`,
- *   so the page and the CLI cannot disagree; a fresh report is taken on
- *   every call, because a holder's death changes nothing on disk.
+ * - No status, liveness or hint is derived here. Every one comes from the
+ *   inspection, so the page and the CLI cannot disagree; a fresh inspection
+ *   is taken on every call, because a holder's death changes nothing on disk.
  * - Per-run work is bounded, so one huge or hostile run cannot stall the
  *   others. Status comes from the stream's tail (listRuns reads tails), but
  *   a very long last leg makes even the tail long: a run whose report took
@@ -28,9 +29,13 @@
  */
 import { lstatSync } from 'node:fs';
 import { join } from 'node:path';
-import { readSnapshot } from '../read/snapshot.js';
-import { compareNewestFirst, listRuns, runDetail, runStatus, type DetailLeg, type RunDetail, type SkippedEntry } from '../status/inspect.js';
+import { EVENTS_FILE, STATE_FILE } from '../contract/files.js';
+import { compareNewestFirst } from '../contract/runid.js';
 import type { RunReport, SkippedRun, Status } from '../contract/types.js';
+import type { SnapshotRead } from '../read/snapshot.js';
+import { detailOf, type DetailLeg, type RunDetail } from '../status/detail.js';
+import { inspectRun, type Inspection } from '../status/inspect.js';
+import { listRuns, type SkippedEntry } from '../status/list.js';
 import {
   cardState,
   sectionOf,
@@ -134,7 +139,7 @@ function timesOf(legs: readonly LegView[], lastEvent: { event: Record<string, un
 }
 
 interface ReportEntry {
-  report: RunReport | undefined;
+  inspection: Inspection | undefined;
   error: unknown;
   /** When the derivation started (ISO), and when it finished / how long it took (ms). */
   startedIso: string;
@@ -152,6 +157,11 @@ interface FoldEntry {
   error: string | null;
   at: number;
   cost: number;
+}
+
+/** Each node's cost record in a snapshot (empty without one). */
+function recordsOf(s: SnapshotRead): Map<string, { cost_usd: number | null; cost_unknown: boolean }> {
+  return s.kind === 'ok' ? s.snapshot.records : new Map();
 }
 
 /** The dashboard's reading side, with the per-run bounds described above. */
@@ -187,30 +197,30 @@ export class DashboardModel {
    * cost after the last time; meanwhile the last answer (or error) is reused
    * and the card says how old it is. Cheap runs are derived every time.
    */
-  private reportOf(dir: string): RunReport {
+  private inspectionOf(dir: string): Inspection {
     const old = this.reports.get(dir);
     const now = Date.now();
     if (old !== undefined && old.expensive && now - old.at < this.expensiveFactor * Math.max(old.cost, 1)) {
       this.asOf.set(dir, old.startedIso);
-      if (old.report === undefined) throw old.error;
-      return old.report;
+      if (old.inspection === undefined) throw old.error;
+      return old.inspection;
     }
     const startedIso = new Date().toISOString();
     const t0 = Date.now();
-    const done = (report: RunReport | undefined, error: unknown): void => {
+    const done = (inspection: Inspection | undefined, error: unknown): void => {
       const t1 = Date.now();
       const cost = t1 - t0;
       // Half the threshold to stop being expensive, so a run near it does not flap.
       const expensive = cost >= this.expensiveMs || (old?.expensive === true && cost >= this.expensiveMs / 2);
-      this.reports.set(dir, { report, error, startedIso, at: t1, cost, expensive });
+      this.reports.set(dir, { inspection, error, startedIso, at: t1, cost, expensive });
       // An expensive run always carries its "as of" time (not only when its
       // report is reused), so its card does not change every cycle.
       if (expensive) this.asOf.set(dir, startedIso);
     };
     try {
-      const report = runStatus(dir);
-      done(report, undefined);
-      return report;
+      const inspection = inspectRun(dir);
+      done(inspection, undefined);
+      return inspection;
     } catch (e) {
       done(undefined, e);
       throw e;
@@ -220,13 +230,20 @@ export class DashboardModel {
   /** The whole dashboard. Yields to the event loop between runs. */
   async dashboard(): Promise<DashboardDoc> {
     this.asOf = new Map();
-    const list = listRuns(this.root, { report: (dir) => this.reportOf(dir) });
+    const inspections = new Map<string, Inspection>();
+    const list = listRuns(this.root, {
+      report: (dir) => {
+        const inspection = this.inspectionOf(dir);
+        inspections.set(dir, inspection);
+        return inspection.report;
+      },
+    });
     const cards: RunCard[] = [];
     const seen = new Set<string>();
     for (const report of list.runs) {
       const dir = join(list.root, report.run_id);
       seen.add(dir);
-      cards.push(this.card(report, dir));
+      cards.push(this.card(inspections.get(dir) as Inspection));
       await new Promise((r) => setImmediate(r));
     }
     for (const s of list.skipped) {
@@ -250,16 +267,17 @@ export class DashboardModel {
 
   /** One run's page document; `dir` is `<root>/<id>`, already validated. */
   async page(id: string, dir: string): Promise<RunPage> {
-    let report: RunReport;
+    let inspection: Inspection;
     this.asOf.delete(dir);
     try {
-      report = this.reportOf(dir);
+      inspection = this.inspectionOf(dir);
     } catch (e) {
       this.pageFolds.delete(dir);
       return { ...this.unreadablePage(id, e instanceof Error ? e.message : String(e)), checked_at: this.asOf.get(dir) ?? null };
     }
+    const report = inspection.report;
     const checkedAt = this.asOf.get(dir) ?? null;
-    const fold = this.fold(this.pageFolds, dir, report.status, TIMELINE_MAX);
+    const fold = this.fold(this.pageFolds, inspection, TIMELINE_MAX);
     const detail = fold.detail;
     if (detail === null) {
       return { ...this.basePage(id, report), stream_error: fold.error, checked_at: checkedAt };
@@ -270,7 +288,7 @@ export class DashboardModel {
       for (const l of legs) if (l.offset <= offset) leg = l.n;
       return { leg, offset, event: clip(event) as Record<string, unknown> };
     });
-    const records = this.records(dir);
+    const records = recordsOf(inspection.snapshot);
     const lastVerdict = new Map<string, string>();
     for (const { event } of timeline) {
       const kind = event['event'];
@@ -330,19 +348,15 @@ export class DashboardModel {
     return this.basePage(id, null, error);
   }
 
-  private records(dir: string): Map<string, { cost_usd: number | null; cost_unknown: boolean }> {
-    const s = readSnapshot(join(dir, 'state.json'));
-    return s.kind === 'ok' ? s.snapshot.records : new Map();
-  }
-
-  private card(report: RunReport, dir: string): RunCard {
+  private card(inspection: Inspection): RunCard {
+    const { report, runDir: dir } = inspection;
     const state = cardState(report);
     const base: RunCard = { run_id: report.run_id, state, section: sectionOf(state), report, error: null, checked_at: this.asOf.get(dir) ?? null, nodes: [], nodes_more: 0, ...EMPTY_TIMES };
     let chips: NodeChip[];
     let times: RunTimes = EMPTY_TIMES;
-    if (fileSize(join(dir, 'events.jsonl')) > this.cardStreamMax) {
+    if (fileSize(join(dir, EVENTS_FILE)) > this.cardStreamMax) {
       // Too large to fold for a card: the snapshot's settled verdicts only.
-      const s = readSnapshot(join(dir, 'state.json'));
+      const s = inspection.snapshot;
       chips =
         s.kind === 'ok'
           ? s.snapshot.graphNodes.map((n) => {
@@ -351,7 +365,7 @@ export class DashboardModel {
             })
           : [];
     } else {
-      const fold = this.fold(this.cardFolds, dir, report.status, 1);
+      const fold = this.fold(this.cardFolds, inspection, 1);
       if (fold.detail === null) return base;
       chips = fold.detail.nodes.map((n) => ({ id: n.id, state: n.state }));
       times = timesOf(numberLegs(fold.detail.legs), fold.detail.events[fold.detail.events.length - 1]);
@@ -359,9 +373,11 @@ export class DashboardModel {
     return { ...base, ...times, nodes: chips.slice(0, STRIP_MAX), nodes_more: Math.max(0, chips.length - STRIP_MAX) };
   }
 
-  /** runDetail, cached per (files, status) and backed off as the module comment says. Never throws. */
-  private fold(map: Map<string, FoldEntry>, dir: string, status: Status | null, events: number): FoldEntry {
-    const sig = fileSig(join(dir, 'events.jsonl')) + '|' + fileSig(join(dir, 'state.json'));
+  /** The detail of an inspection, cached per (files, status) and backed off as the module comment says. Never throws. */
+  private fold(map: Map<string, FoldEntry>, inspection: Inspection, events: number): FoldEntry {
+    const dir = inspection.runDir;
+    const status = inspection.report.status;
+    const sig = fileSig(join(dir, EVENTS_FILE)) + '|' + fileSig(join(dir, STATE_FILE));
     const key = `${sig}|${status}`;
     const old = map.get(dir);
     const now = Date.now();
@@ -374,7 +390,7 @@ export class DashboardModel {
     let detail: RunDetail | null = null;
     let error: string | null = null;
     try {
-      detail = runDetail(dir, { events });
+      detail = detailOf(inspection, { events });
     } catch (e) {
       error = e instanceof Error ? e.message : String(e);
     }

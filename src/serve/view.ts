@@ -6,8 +6,8 @@
  * renaming of `RunReport.status` (which runStatus/listRuns computed, the
  * same call the CLI makes), so the page and `runwarden runs` cannot disagree.
  */
-import { STATUS_WORD, type DetailLeg } from '../status/inspect.js';
-import type { NodeState, RunReport, SkippedRun, Status } from '../contract/types.js';
+import { STATUS_WORD, type NodeState, type RunReport, type SkippedRun, type Status } from '../contract/types.js';
+import type { DetailLeg } from '../status/detail.js';
 
 /** What a card says: the status word in lower case, plus the two non-states. */
 export type CardState = 'planning' | 'running' | 'abandoned' | 'paused' | 'passed' | 'failed' | 'pending' | 'unknown';

@@ -15,10 +15,10 @@
  */
 import { join } from 'node:path';
 import { groupPresence, type ProcessPresence } from '../kernel/presence.js';
-import { closeQuietly, FileReadError, openForRead, readAt } from '../kernel/open.js';
+import { RunFileError } from '../contract/errors.js';
+import { PGID_FILE } from '../contract/files.js';
+import { closeQuietly, openForRead, readAt } from '../kernel/open.js';
 
-/** Where a `runwarden exec` leg records its child's process group (decimal pgid + "\n"). */
-const PGID_FILE = 'exec.pgid';
 /** A pgid file is a handful of digits; anything longer is not one. */
 const PGID_MAX_BYTES = 32;
 
@@ -119,7 +119,7 @@ export function orphanEvidence(runDir: string): OrphanEvidence | undefined {
   try {
     file = openForRead(join(runDir, PGID_FILE), PGID_FILE);
   } catch (err) {
-    if (err instanceof FileReadError) return { error: err.message };
+    if (err instanceof RunFileError) return { error: err.message };
     throw err;
   }
   if (file === undefined) return undefined;
@@ -130,7 +130,7 @@ export function orphanEvidence(runDir: string): OrphanEvidence | undefined {
     const n = readAt(file.fd, buf, 0, PGID_MAX_BYTES + 1, 0, PGID_FILE);
     pgid = parsePgid(buf.subarray(0, n));
   } catch (err) {
-    if (err instanceof FileReadError) return { error: err.message };
+    if (err instanceof RunFileError) return { error: err.message };
     throw err;
   } finally {
     closeQuietly(file.fd);

@@ -14,13 +14,12 @@
  *   never blocking; anything but a regular file is refused.
  */
 import { closeSync, constants, fstatSync, fsyncSync, openSync, readSync, writeSync } from 'node:fs';
-import { RunFileError } from '../contract/errors.js';
+import { RunFileError, WriteError } from '../contract/errors.js';
+import { STREAM_SCHEMA } from '../contract/events.js';
 
-/** The schema version runwarden writes. */
-export const EVENT_SCHEMA = 3;
+/** The schema version runwarden writes: the one it reads (CONTRACT §2.2). */
+export const EVENT_SCHEMA = STREAM_SCHEMA;
 
-/** Name of the stream inside a run directory. */
-export const EVENTS_FILE = 'events.jsonl';
 
 /** An event to append; `schema`, `ts` and `run_id` are filled in. */
 export type EventFields = { event: string } & Record<string, unknown>;
@@ -74,12 +73,12 @@ export function openJournal(path: string, runId: string): Journal {
   let open = true;
   return {
     append(fields: EventFields) {
-      if (!open) throw new Error('journal is closed');
+      if (!open) throw new WriteError(`the events of "${path}" were already closed by this leg`, 'ECLOSED', path);
       const { event, ...rest } = fields;
       const line = JSON.stringify({ schema: EVENT_SCHEMA, ts: new Date().toISOString(), run_id: runId, event, ...compact(rest) });
       const bytes = Buffer.from((needsNewline ? '\n' : '') + line + '\n', 'utf8');
       const n = writeSync(fd, bytes);
-      if (n !== bytes.length) throw new Error(`short write to "${path}" (${n} of ${bytes.length} bytes)`);
+      if (n !== bytes.length) throw new WriteError(`short write to "${path}" (${n} of ${bytes.length} bytes)`, 'EWRITE', path);
       needsNewline = false;
       fsyncSync(fd);
     },

@@ -19,12 +19,10 @@ import { closeSync, constants, fsyncSync, openSync, renameSync, unlinkSync, writ
 import { constants as osConstants } from 'node:os';
 import { join } from 'node:path';
 import type { Writable } from 'node:stream';
-import { EVENTS_FILE, openJournal } from './journal.js';
+import { EVENTS_FILE, LOCK_FILE, PGID_FILE } from '../contract/files.js';
+import { openJournal } from './journal.js';
 import { acquireLock, type AcquireOptions } from '../lock/acquire.js';
-import { LOCK_FILE } from '../contract/marker.js';
 
-/** The internal file where an exec leg records its child's process group. */
-export const PGID_FILE = 'exec.pgid';
 
 /** The signals a leg forwards to its child's group. */
 export const FORWARDED_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;

@@ -25,10 +25,11 @@ import type { Command } from 'commander';
 import { processPresence } from '../../kernel/presence.js';
 import { acquireLock } from '../../lock/acquire.js';
 import { LOCK_FILE } from '../../contract/marker.js';
-import { listRuns } from '../../status/inspect.js';
+import { listRuns } from '../../status/list.js';
 import type { Status } from '../../contract/types.js';
 import { Exit, out, UserError } from '../io.js';
-import { quietOnClosedPipe, renderRuns, useColor } from './runs.js';
+import { quietOnClosedPipe, useColor } from '../term.js';
+import { renderRuns } from './runs.js';
 
 /** The longest a demo holder keeps its locks: it exits by itself after this. */
 export const MAX_HOLD_SECONDS = 600;

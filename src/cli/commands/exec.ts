@@ -6,12 +6,11 @@
 import { lstatSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Command } from 'commander';
-import { LockFileError, LockHeldError, RunFileError } from '../../contract/errors.js';
-import { readLastLeg, StreamError } from '../../read/stream.js';
-import { EVENTS_FILE } from '../../write/journal.js';
+import { LockFileError, LockHeldError, RunFileError, RunUnreadableError, StreamError } from '../../contract/errors.js';
+import { EVENTS_FILE, LOCK_FILE } from '../../contract/files.js';
+import { readLastLeg } from '../../read/tail.js';
+import { runStatus } from '../../status/inspect.js';
 import { runLeg } from '../../write/leg.js';
-import { LOCK_FILE } from '../../contract/marker.js';
-import { runStatus, RunUnreadableError } from '../../status/inspect.js';
 import { err, Exit, UserError } from '../io.js';
 import { runTarget } from '../target.js';
 

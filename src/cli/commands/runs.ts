@@ -1,79 +1,18 @@
 /**
  * `runwarden runs`: every run under the root, newest first, with its status
  * from the one shared derivation (runStatus via listRuns). Also the table
- * renderer and colour rules that `status` and `demo` reuse, so the three
- * print a run the same way.
+ * renderer that `demo` reuses, so the two print a run the same way.
  *
  * Invariants: the table and `--json` come from the same RunList; colour only
  * on a TTY and never when NO_COLOR is set; nothing here writes to disk.
  */
 import type { Command } from 'commander';
-import { listRuns, resolveRoot, RunIdError, STATUS_WORD, type RunList, type SkipKind } from '../../status/inspect.js';
-import type { RunReport, Status } from '../../contract/types.js';
-import { out, printJson, UserError } from '../io.js';
-
-let guarded = false;
-/**
- * A reader that stops early (`runwarden runs | head`) closes the pipe; the
- * next write then fails with EPIPE. For these read-only commands that is the
- * end of the output, not an error: exit quietly instead of with a stack trace.
- */
-export function quietOnClosedPipe(): void {
-  if (guarded) return;
-  guarded = true;
-  process.stdout.on('error', (e: NodeJS.ErrnoException) => {
-    if (e.code === 'EPIPE') process.exit(typeof process.exitCode === 'number' ? process.exitCode : 0);
-    process.stderr.write(`runwarden: cannot write output: ${e.code ?? e.message}\n`);
-    process.exit(1);
-  });
-}
-
-/** Colour is used only when stdout is a terminal and NO_COLOR is not set (at all). */
-export function useColor(stream: { isTTY?: boolean } = process.stdout, env: NodeJS.ProcessEnv = process.env): boolean {
-  return stream.isTTY === true && env['NO_COLOR'] === undefined;
-}
-
-/** One colour per state (SPEC C.3), as 256-colour ANSI codes. */
-const STATE_COLOR: Record<Status | 'pending', number> = {
-  RUNNING: 214, // amber
-  PASS: 34, // green
-  FAIL: 160, // red
-  PAUSED: 208, // orange
-  PLANNING: 33, // blue
-  pending: 245, // grey
-  ABANDONED: 103, // muted grey-violet: nothing failed
-};
-
-/**
- * Makes a string from a run directory safe to print on a terminal: control
- * characters (C0, DEL, C1) become visible `\xNN` escapes. Run ids, graph
- * names, node ids and error texts come from files anyone could have written,
- * and must not be able to move the cursor or recolour the screen.
- */
-export function printable(text: string): string {
-  return text.replace(/[\u0000-\u001f\u007f-\u009f]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`);
-}
-
-/** Paints text with a 256-colour code, or returns it unchanged without colour. */
-export function paint(text: string, code: number, color: boolean): string {
-  return color ? `\x1b[38;5;${code}m${text}\x1b[0m` : text;
-}
-
-function dim(text: string, color: boolean): string {
-  return color ? `\x1b[2m${text}\x1b[0m` : text;
-}
-
-/** A status word in its state colour; `-` (grey) for a run with no status yet. */
-export function statusWord(status: Status | null, color: boolean): string {
-  return status === null ? paint('-', STATE_COLOR.pending, color) : paint(status, STATE_COLOR[status], color);
-}
-
-/** Cost as `$0.1234`; `+?` marks a total that leaves out costs that are unknown; `-` when there is no snapshot. */
-export function formatCost(r: Pick<RunReport, 'cost_usd' | 'cost_unknown'>): string {
-  if (r.cost_usd === null) return '-';
-  if (r.cost_unknown) return r.cost_usd === 0 ? 'unknown' : `$${r.cost_usd.toFixed(4)}+?`;
-  return `$${r.cost_usd.toFixed(4)}`;
-}
+import type { SkipKind } from '../../contract/errors.js';
+import { STATUS_WORD, type RunReport, type Status } from '../../contract/types.js';
+import type { RunList } from '../../status/list.js';
+import { out, printJson } from '../io.js';
+import { listRunsOrExplain, rootFrom } from '../target.js';
+import { dim, formatCost, paint, printable, quietOnClosedPipe, STATE_COLOR, statusWord, useColor } from '../term.js';
 
 function nodesCell(r: RunReport): string {
   return r.nodes_total === null || r.nodes_passed === null ? '-' : `${r.nodes_passed}/${r.nodes_total}`;
@@ -144,26 +83,6 @@ export function renderRuns(list: RunList, opts: { color: boolean; showSkipped: b
 /** `runs --json`, exactly SPEC C.2: `{ root, runs: [RunReport…], skipped: [{ run_id, error }] }`. */
 export function runsJson(list: RunList): { root: string; runs: RunReport[]; skipped: { run_id: string; error: string }[] } {
   return { root: list.root, runs: list.runs, skipped: list.skipped.map((s) => ({ run_id: s.run_id, error: s.error })) };
-}
-
-/** listRuns with library errors turned into user errors (exit 2). */
-export function listRunsOrExplain(root: string): RunList {
-  try {
-    return listRuns(root);
-  } catch (e) {
-    if (e instanceof RunIdError) throw new UserError(e.message);
-    throw e;
-  }
-}
-
-/** The root from `--root` or the environment, with a bad `--root` as a user error. */
-export function rootFrom(option: string | undefined): string {
-  try {
-    return resolveRoot(option);
-  } catch (e) {
-    if (e instanceof RunIdError) throw new UserError(e.message);
-    throw e;
-  }
 }
 
 export function registerRuns(program: Command): void {

@@ -10,8 +10,8 @@ import { statSync } from 'node:fs';
 import type { Command } from 'commander';
 import { DashboardModel } from '../../serve/model.js';
 import { startServer } from '../../serve/server.js';
-import { resolveRoot, RunIdError } from '../../status/inspect.js';
 import { Exit, UserError, err, out } from '../io.js';
+import { rootFrom } from '../target.js';
 
 /** The port used when --port is not given. */
 export const DEFAULT_PORT = 7341;
@@ -60,13 +60,7 @@ export function registerServe(program: Command): void {
     .option('--port <n>', `port to listen on; 0 picks a free one (default ${DEFAULT_PORT})`)
     .option('--host <addr>', 'address to bind (default 127.0.0.1; anything else exposes your runs to the network)', '127.0.0.1')
     .action(async (opts: { root?: string; port?: string; host: string }) => {
-      let root: string;
-      try {
-        root = resolveRoot(opts.root);
-      } catch (e) {
-        if (e instanceof RunIdError) throw new UserError(e.message);
-        throw e;
-      }
+      const root = rootFrom(opts.root);
       checkRoot(root);
       const port = opts.port === undefined ? DEFAULT_PORT : parsePort(opts.port);
       if (opts.host.trim() === '') throw new UserError('--host must not be empty');

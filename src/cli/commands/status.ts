@@ -1,40 +1,17 @@
 /**
- * `runwarden status [RUN]`: one run's full report. The report is
- * runStatus's (via runDetail), the same object `runs --json` lists, so the
- * two commands cannot disagree about a run.
+ * `runwarden status [RUN]`: one run's full report. The report is one
+ * inspection's (the same object `runs --json` lists), so the two commands
+ * cannot disagree about a run; the human form adds the detail built from
+ * that same inspection.
  */
-import { lstatSync, statSync } from 'node:fs';
 import type { Command } from 'commander';
-import { pickCurrentRun, resolveRunArg, runDetail, RunIdError, RunUnreadableError, type RunDetail } from '../../status/inspect.js';
+import { RunUnreadableError } from '../../contract/errors.js';
+import { detailOf, type RunDetail } from '../../status/detail.js';
+import { inspectRun } from '../../status/inspect.js';
+import { pickCurrentRun } from '../../status/list.js';
 import { Exit, out, printJson, UserError } from '../io.js';
-import { formatCost, listRunsOrExplain, paint, printable, quietOnClosedPipe, rootFrom, statusWord, useColor } from './runs.js';
-
-/**
- * The run directory RUN names (SPEC A.1), checked to exist and be a
- * directory. A RUN with "/" is a path used as given; otherwise an id under
- * `root`, where a symlink is refused as `runs` refuses it.
- */
-export function runDirFromArg(run: string, root: string): string {
-  let dir: string;
-  try {
-    dir = resolveRunArg(run, root);
-  } catch (e) {
-    if (e instanceof RunIdError) throw new UserError(e.message);
-    throw e;
-  }
-  const explicit = run.includes('/');
-  try {
-    const st = explicit ? statSync(dir) : lstatSync(dir);
-    if (st.isSymbolicLink()) throw new UserError(`run "${run}" under ${root} is a symlink; links under the runs root are not followed`);
-    if (!st.isDirectory()) throw new UserError(explicit ? `${dir} is not a directory` : `run "${run}" under ${root} is not a directory`);
-  } catch (e) {
-    if (e instanceof UserError) throw e;
-    const code = (e as NodeJS.ErrnoException).code;
-    if (code === 'ENOENT' || code === 'ENOTDIR') throw new UserError(explicit ? `no run directory at ${dir}` : `no run "${run}" under ${root}`);
-    throw new UserError(`cannot read ${dir}: ${code ?? String(e)}`);
-  }
-  return dir;
-}
+import { listRunsOrExplain, rootFrom, runDirFromArg } from '../target.js';
+import { formatCost, paint, printable, quietOnClosedPipe, statusWord, useColor } from '../term.js';
 
 const NODE_COLOR: Record<string, number> = { running: 214, passed: 34, failed: 160, 'gate-paused': 208, abandoned: 103, pending: 245 };
 
@@ -100,17 +77,18 @@ export function registerStatus(program: Command): void {
       } else {
         dir = runDirFromArg(run, root);
       }
-      let detail: RunDetail;
+      let inspection;
       try {
-        detail = runDetail(dir, { events: 0 });
+        inspection = inspectRun(dir);
       } catch (e) {
         if (e instanceof RunUnreadableError) throw new UserError(`run ${printable(e.runId)} cannot be read: ${printable(e.message)}`, Exit.Error);
         throw e;
       }
+      // The report alone needs only the tail; the human form also shows node states and legs.
       if (opts.json) {
-        printJson(detail.report);
+        printJson(inspection.report);
         return;
       }
-      for (const line of renderStatus(detail, useColor())) out(line);
+      for (const line of renderStatus(detailOf(inspection, { events: 0 }), useColor())) out(line);
     });
 }

@@ -7,11 +7,13 @@
  */
 import { join } from 'node:path';
 import type { Command } from 'commander';
-import { StreamError, type FeedEvent, type StreamFold } from '../../read/stream.js';
-import { followStream } from '../../read/follow.js';
-import { EVENTS_FILE } from '../../write/journal.js';
-import { runStatus, RunUnreadableError } from '../../status/inspect.js';
+import { RunUnreadableError, StreamError } from '../../contract/errors.js';
+import type { StreamEvent } from '../../contract/events.js';
+import { EVENTS_FILE } from '../../contract/files.js';
+import type { StreamFold } from '../../contract/fold.js';
 import type { RunReport } from '../../contract/types.js';
+import { followStream } from '../../read/follow.js';
+import { runStatus } from '../../status/inspect.js';
 import { err, Exit, out, UserError } from '../io.js';
 import { runTarget } from '../target.js';
 
@@ -34,7 +36,7 @@ function text(v: unknown): string {
 }
 
 /** One readable line per event, or undefined for events not worth a line. */
-export function describeEvent(ev: FeedEvent): string | undefined {
+export function describeEvent(ev: StreamEvent): string | undefined {
   const node = text(ev.node_id);
   const detail = text(ev['detail']);
   let what: string;

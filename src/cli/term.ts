@@ -1,0 +1,74 @@
+/**
+ * Printing to a terminal, the one way every command does it: colour rules,
+ * the state colours, and the escaping of text that came from run files.
+ *
+ * Invariants:
+ * - Colour only when stdout is a terminal and NO_COLOR is not set.
+ * - Text from a run directory (run ids, graph and node names, commands,
+ *   hints that quote them, error texts) goes through {@link printable}
+ *   before it reaches a terminal, so a file cannot move the cursor, retitle
+ *   the window or recolour the screen.
+ */
+import type { RunReport, Status } from '../contract/types.js';
+
+let guarded = false;
+/**
+ * A reader that stops early (`runwarden runs | head`) closes the pipe; the
+ * next write then fails with EPIPE. For these read-only commands that is the
+ * end of the output, not an error: exit quietly instead of with a stack trace.
+ */
+export function quietOnClosedPipe(): void {
+  if (guarded) return;
+  guarded = true;
+  process.stdout.on('error', (e: NodeJS.ErrnoException) => {
+    if (e.code === 'EPIPE') process.exit(typeof process.exitCode === 'number' ? process.exitCode : 0);
+    process.stderr.write(`runwarden: cannot write output: ${e.code ?? e.message}\n`);
+    process.exit(1);
+  });
+}
+
+/** Colour is used only when stdout is a terminal and NO_COLOR is not set (at all). */
+export function useColor(stream: { isTTY?: boolean } = process.stdout, env: NodeJS.ProcessEnv = process.env): boolean {
+  return stream.isTTY === true && env['NO_COLOR'] === undefined;
+}
+
+/** One colour per state (CONTRACT §5.3), as 256-colour ANSI codes. */
+export const STATE_COLOR: Record<Status | 'pending', number> = {
+  RUNNING: 214, // amber
+  PASS: 34, // green
+  FAIL: 160, // red
+  PAUSED: 208, // orange
+  PLANNING: 33, // blue
+  pending: 245, // grey
+  ABANDONED: 103, // muted grey-violet: nothing failed
+};
+
+/**
+ * Makes a string from a run directory safe to print on a terminal: control
+ * characters (C0, DEL, C1) become visible `\xNN` escapes.
+ */
+export function printable(text: string): string {
+  return text.replace(/[\u0000-\u001f\u007f-\u009f]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`);
+}
+
+/** Paints text with a 256-colour code, or returns it unchanged without colour. */
+export function paint(text: string, code: number, color: boolean): string {
+  return color ? `\x1b[38;5;${code}m${text}\x1b[0m` : text;
+}
+
+/** Dims text, or returns it unchanged without colour. */
+export function dim(text: string, color: boolean): string {
+  return color ? `\x1b[2m${text}\x1b[0m` : text;
+}
+
+/** A status word in its state colour; `-` (grey) for a run with no status yet. */
+export function statusWord(status: Status | null, color: boolean): string {
+  return status === null ? paint('-', STATE_COLOR.pending, color) : paint(status, STATE_COLOR[status], color);
+}
+
+/** Cost as `$0.1234`; `+?` marks a total that leaves out costs that are unknown; `-` when there is no snapshot. */
+export function formatCost(r: Pick<RunReport, 'cost_usd' | 'cost_unknown'>): string {
+  if (r.cost_usd === null) return '-';
+  if (r.cost_unknown) return r.cost_usd === 0 ? 'unknown' : `$${r.cost_usd.toFixed(4)}+?`;
+  return `$${r.cost_usd.toFixed(4)}`;
+}

@@ -1,0 +1,69 @@
+/**
+ * Where runs live and what names a run (CONTRACT §1.1): the runs root, run
+ * ids, RUN arguments, and "newest first". Path arithmetic only: nothing here
+ * touches the file system.
+ */
+import { homedir } from 'node:os';
+import { basename, dirname, join, resolve } from 'node:path';
+import { RunIdError } from './errors.js';
+
+/** Descending byte order of names ("newest first"). */
+export function compareNewestFirst(a: string, b: string): number {
+  return Buffer.compare(Buffer.from(b), Buffer.from(a));
+}
+
+/**
+ * The runs root, first match wins: `rootOption` (the `--root` option);
+ * `$OMG_HOME/runs` when OMG_HOME is set and non-empty;
+ * `$HOME/.oh-my-graph/runs`. Always absolute. Throws RunIdError for an
+ * empty `rootOption`.
+ */
+export function resolveRoot(rootOption?: string, env: NodeJS.ProcessEnv = process.env): string {
+  if (rootOption !== undefined) {
+    if (rootOption === '') throw new RunIdError('--root must not be empty');
+    return resolve(rootOption);
+  }
+  const omg = env['OMG_HOME'];
+  if (omg !== undefined && omg !== '') return resolve(omg, 'runs');
+  const home = env['HOME'] !== undefined && env['HOME'] !== '' ? env['HOME'] : homedir();
+  return resolve(home, '.oh-my-graph', 'runs');
+}
+
+/** Why `id` is not a usable run id, or undefined when it is one. */
+export function runIdProblem(id: string): string | undefined {
+  if (typeof id !== 'string' || id === '') return 'a run id must not be empty';
+  if (id === '.' || id === '..') return `"${id}" is not a run id`;
+  if (id.includes('/')) return `a run id cannot contain "/" (got "${id}")`;
+  if (id.includes('\0')) return 'a run id cannot contain a NUL byte';
+  return undefined;
+}
+
+/** True when `id` names a directory directly under a root. */
+export function isValidRunId(id: string): boolean {
+  return runIdProblem(id) === undefined;
+}
+
+/**
+ * The directory of run `id` under `root`. Refuses anything that is not a
+ * plain run id, and checks the joined path is directly inside the root, so
+ * no id can reach outside it (the rule `serve` relies on).
+ */
+export function runDirForId(root: string, id: string): string {
+  const problem = runIdProblem(id);
+  if (problem !== undefined) throw new RunIdError(problem);
+  const base = resolve(root);
+  const dir = join(base, id);
+  if (dirname(dir) !== base || basename(dir) !== id) throw new RunIdError(`run id "${id}" does not name a directory inside the runs root`);
+  return dir;
+}
+
+/**
+ * The run directory a command-line RUN names: containing "/", an explicit
+ * path used as given (made absolute); otherwise a run id under `root`.
+ * Throws RunIdError for an empty id, `.`, `..` or a NUL byte.
+ */
+export function resolveRunArg(run: string, root: string): string {
+  if (run.includes('\0')) throw new RunIdError('RUN cannot contain a NUL byte');
+  if (run.includes('/')) return resolve(run);
+  return runDirForId(root, run);
+}

@@ -1,0 +1,42 @@
+/**
+ * The derivation table (CONTRACT §4.3) as a pure function: the same facts
+ * always give the same status. Callers that need the read-probe-confirm
+ * guarantee use `runStatus` (inspect.ts), which calls this.
+ */
+import type { LastLeg } from '../contract/fold.js';
+import type { Liveness, Status } from '../contract/types.js';
+import type { SnapshotRead } from '../read/snapshot.js';
+
+/** The facts the derivation reads: the stream's last leg and the snapshot. */
+export interface RunFacts {
+  leg: LastLeg;
+  snapshot: SnapshotRead;
+}
+
+/** What {@link deriveStatus} concludes. */
+export interface Derivation {
+  /** The status word, or null when the run has no status yet (no leg, no snapshot) or is unreadable. */
+  status: Status | null;
+  /** Set when the answer needs the snapshot (table rows 5–7) and it cannot be read: the reason. */
+  unreadable: string | null;
+}
+
+/**
+ * CONTRACT §4.3, first match wins. `liveness` is the probe's answer for an
+ * open leg (null or anything but `free` reads as alive: every doubt is in
+ * flight).
+ */
+export function deriveStatus(facts: RunFacts, liveness: Liveness | null): Derivation {
+  const { leg, snapshot } = facts;
+  if (leg.open) {
+    if (liveness === 'free') return { status: 'ABANDONED', unreadable: null };
+    if (leg.phase === 'planning') return { status: 'PLANNING', unreadable: null };
+    return { status: 'RUNNING', unreadable: null };
+  }
+  if (leg.lastOutcome === 'paused') return { status: 'PAUSED', unreadable: null };
+  if (snapshot.kind === 'error') return { status: null, unreadable: snapshot.error };
+  if (!leg.started && snapshot.kind === 'missing') return { status: null, unreadable: null };
+  if (snapshot.kind === 'ok' && snapshot.snapshot.all_passed) return { status: 'PASS', unreadable: null };
+  if (snapshot.kind === 'missing' && leg.lastOutcome === 'passed') return { status: 'PASS', unreadable: null };
+  return { status: 'FAIL', unreadable: null };
+}

@@ -1,0 +1,68 @@
+/**
+ * A RunReport (CONTRACT §5.2) from what an inspection read: the status from
+ * the derivation, the snapshot's figures, the hint, and every warning.
+ * Reads nothing itself except the exec leg's process-group evidence for an
+ * ABANDONED run's hint.
+ */
+import { isPermissionErrno, RunUnreadableError } from '../contract/errors.js';
+import type { RunReport } from '../contract/types.js';
+import type { ProbeResult } from '../lock/probe.js';
+import type { SnapshotRead } from '../read/snapshot.js';
+import type { TailFacts } from '../read/tail.js';
+import { deriveStatus } from './derive.js';
+import { abandonedHint, orphanEvidence, pausedHint } from './hints.js';
+
+function plural(n: number, word: string): string {
+  return `${n} ${word}${n === 1 ? '' : 's'}`;
+}
+
+/**
+ * Builds the report for run `runId` in `runDir`. `probe` is null when the
+ * lock was not probed (the last leg is closed); `extra` are warnings the
+ * inspection itself raised. Throws RunUnreadableError when the status needs
+ * a snapshot that cannot be read.
+ */
+export function buildReport(runId: string, runDir: string, tail: TailFacts, snapshot: SnapshotRead, probe: ProbeResult | null, extra: string[]): RunReport {
+  const derived = deriveStatus({ leg: tail.leg, snapshot }, probe?.liveness ?? null);
+  if (derived.unreadable !== null) {
+    const denied = snapshot.kind === 'error' && isPermissionErrno(snapshot.errno);
+    throw new RunUnreadableError(runId, derived.unreadable, denied ? 'permission-denied' : 'unreadable-snapshot');
+  }
+  const status = derived.status;
+  const warnings = [...extra];
+  if (tail.skippedLines > 0) warnings.push(`events.jsonl: skipped ${plural(tail.skippedLines, 'malformed line')}`);
+  if (snapshot.kind === 'error') warnings.push(snapshot.error);
+  const snap = snapshot.kind === 'ok' ? snapshot.snapshot : null;
+  if (snap !== null) {
+    if (snap.stray_ids.length > 0) {
+      const shown = snap.stray_ids.slice(0, 5).join(', ') + (snap.stray_ids.length > 5 ? ', …' : '');
+      warnings.push(`state.json: ${plural(snap.stray_ids.length, 'node record')} for ids not in graph.nodes (${shown}), not counted`);
+    }
+    if (snap.run_id !== null && snap.run_id !== runId) warnings.push(`state.json: records run_id ${JSON.stringify(snap.run_id)}, not this directory's name`);
+  }
+  let hint: string | null = null;
+  if (status === 'ABANDONED') {
+    const command = tail.leg.command;
+    hint = abandonedHint(runId, {
+      hasSnapshot: snap !== null,
+      command,
+      orphan: command !== undefined ? orphanEvidence(runDir) : undefined,
+    });
+  } else if (status === 'PAUSED') {
+    hint = pausedHint(runId, tail.leg.gates);
+  }
+  return {
+    run_id: runId,
+    status,
+    liveness: probe?.liveness ?? null,
+    reason: probe?.reason ?? null,
+    has_snapshot: snap !== null,
+    graph: snap?.graph ?? null,
+    nodes_total: snap?.nodes_total ?? null,
+    nodes_passed: snap?.nodes_passed ?? null,
+    cost_usd: snap?.cost_usd ?? null,
+    cost_unknown: snap?.cost_unknown ?? false,
+    hint,
+    warnings,
+  };
+}
