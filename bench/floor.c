@@ -1,5 +1,5 @@
 /*
- * The syscall floor for runwarden's probe (SPEC C.4).
+ * The syscall floor for runwarden's probe (CONTRACT §5.4).
  *
  * A loop doing exactly the system calls one probeLock makes, in the same
  * order, with the same flags, and nothing else: statfs(dir) checked against
@@ -29,7 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
-/* The same known-local list src/fsgate.ts hands the addon (SPEC B.2). */
+/* The same known-local list src/fsgate.ts hands the addon (CONTRACT §4.2). */
 static const uint32_t kLocal[] = {0xEF53u,     0x9123683Eu, 0x58465342u, 0x01021994u, 0x794C7630u,
                                   0x2FC12FC1u, 0xF2F52010u, 0x858458F6u, 0xCA451A4Eu};
 

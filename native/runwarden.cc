@@ -14,7 +14,7 @@
 // Policy (what a fact means for a run) lives in src/, never here. The one
 // place this file compares anything is probeFacts(), which checks the
 // filesystem type against a list the caller supplies, because the order of
-// B.2 requires that the lock file is not even opened on a filesystem that is
+// CONTRACT §4.2 requires that the lock file is not even opened on a filesystem that is
 // not known to be local, and doing that check here saves a round trip.
 
 #include <napi.h>
@@ -352,7 +352,7 @@ void DirName(const char* path, char (&dir)[PATH_MAX + 1]) {
 
 // probeFacts(lockPath[, localTypes]) -> stage
 //
-// Gathers, in the fixed order of SPEC B.2, the facts a probe needs, in one
+// Gathers, in the fixed order of CONTRACT §4.2, the facts a probe needs, in one
 // crossing, into the buffers registered by probeSetup(): statfs of the lock
 // file's directory (the run directory), checked
 // against the registered list (or, for this call only, `localTypes` when

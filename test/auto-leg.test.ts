@@ -1,6 +1,6 @@
 /**
  * An auto run writes a planning `run_started`, then an untagged one, in the
- * same leg (SPEC A.2): every reader counts that as one leg, not two, and
+ * same leg (CONTRACT §2.3): every reader counts that as one leg, not two, and
  * never shows the planning half as an abandoned leg of its own.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';

@@ -1,5 +1,5 @@
 /**
- * The stream reader under every reading rule of SPEC A.2. Each case is read
+ * The stream reader under every reading rule of CONTRACT §2.2. Each case is read
  * by BOTH readers (forward reference fold and backward tail reader), and
  * their last-leg answers must agree.
  */

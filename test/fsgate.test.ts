@@ -1,5 +1,5 @@
 /**
- * The filesystem gate (SPEC B.2 step 2) on real filesystems: local ones are
+ * The filesystem gate (CONTRACT §4.2 step 2) on real filesystems: local ones are
  * probed, a FUSE mount is not, and on a non-local filesystem the lock file is
  * never opened (proved with strace, with a positive control showing that the
  * same trace does see the open on a local filesystem).

@@ -1,5 +1,5 @@
 /**
- * Hints (SPEC B.4), including the exec-leg variant and its process-group
+ * Hints (CONTRACT §4.4), including the exec-leg variant and its process-group
  * evidence, read from a real process group that is really alive, then really gone.
  */
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process';

@@ -1,5 +1,5 @@
 /**
- * acquireLock (SPEC B.1): what a starting leg may and may not do, and the
+ * acquireLock (CONTRACT §4.1): what a starting leg may and may not do, and the
  * exact wording of every refusal.
  */
 import { spawn, spawnSync } from 'node:child_process';

@@ -1,5 +1,5 @@
 /**
- * probeLock over every shape a lock path can take (SPEC A.4, B.2), and the
+ * probeLock over every shape a lock path can take (CONTRACT §3.2, §4.2), and the
  * proof that a probe changes nothing on disk.
  */
 import { spawnSync } from 'node:child_process';
@@ -35,7 +35,7 @@ function fileWith(content: string | Buffer): string {
   return p;
 }
 
-describe('strict legacy pid parse (SPEC A.4)', () => {
+describe('strict legacy pid parse (CONTRACT §3.2)', () => {
   const cases: Array<[string, number | undefined]> = [
     ['1234', 1234],
     ['1234\n', 1234],
@@ -74,7 +74,7 @@ describe('strict legacy pid parse (SPEC A.4)', () => {
   });
 });
 
-describe('head classification (SPEC A.4)', () => {
+describe('head classification (CONTRACT §3.2)', () => {
   const cases: Array<[string, string]> = [
     ['oh-my-graph-lock 1\n123\n', 'marked'],
     ['oh-my-graph-lock 1', 'marked'],

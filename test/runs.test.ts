@@ -1,4 +1,4 @@
-/** `runwarden runs`: the table, its hints and closing line, `--json` per SPEC C.2, colour rules, root resolution. */
+/** `runwarden runs`: the table, its hints and closing line, `--json` per CONTRACT §5.2, colour rules, root resolution. */
 import { spawnSync } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
@@ -54,7 +54,7 @@ describe('runs: the table', () => {
     expect(shown.trimEnd().split('\n').pop()).toMatch(/1 skipped \(1 unreadable state\.json\)\.$/);
   });
 
-  it('--json is exactly SPEC C.2: { root, runs: [RunReport…], skipped: [{ run_id, error }] }', async () => {
+  it('--json is exactly CONTRACT §5.2: { root, runs: [RunReport…], skipped: [{ run_id, error }] }', async () => {
     const { root } = await sampleRoot();
     const r = cli(['runs', '--root', root, '--json']);
     expect(r.status).toBe(0);

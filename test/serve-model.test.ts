@@ -50,7 +50,7 @@ describe('expensive runs', () => {
 });
 
 describe('legs on the run page', () => {
-  it('shows an auto run’s planning start and the start after it as one leg (SPEC A.2)', async () => {
+  it('shows an auto run’s planning start and the start after it as one leg (CONTRACT §2.3)', async () => {
     const root = tempDir('rw-model-');
     const id = '20261130-130000.000000001-1';
     const dir = runDir(root, id);

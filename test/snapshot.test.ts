@@ -1,4 +1,4 @@
-/** The snapshot reader (SPEC A.3): every answer, every refusal, and no hang on hostile files. */
+/** The snapshot reader (CONTRACT §3.1): every answer, every refusal, and no hang on hostile files. */
 import { execFileSync } from 'node:child_process';
 import { closeSync, mkdirSync, openSync, ftruncateSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';

@@ -1,5 +1,5 @@
 /**
- * Soak of the ordering invariant (SPEC B.1): a leg takes the lock before its
+ * Soak of the ordering invariant (CONTRACT §4.1): a leg takes the lock before its
  * first event and releases it after its last, so a reader never sees an open
  * leg without a held lock. 200 consecutive real `runwarden exec` legs on one
  * run while several reader processes poll its status in tight loops; no

@@ -1,5 +1,5 @@
 /**
- * `runwarden status [RUN]`, RUN resolution (SPEC A.1), and the agreement of
+ * `runwarden status [RUN]`, RUN resolution (CONTRACT §1.1), and the agreement of
  * every surface: `runs --json`, `status --json`, runStatus, runDetail and
  * listRuns give the same report for every run, because they are one function.
  */
@@ -82,7 +82,7 @@ describe('status [RUN]', () => {
   });
 });
 
-describe('run id resolution (SPEC A.1)', () => {
+describe('run id resolution (CONTRACT §1.1)', () => {
   it('ids never escape the root', () => {
     for (const bad of ['', '.', '..', 'a/b', '../x', 'x\0y']) expect(() => runDirForId('/r', bad)).toThrow(RunIdError);
     expect(runDirForId('/r', 'a..b')).toBe('/r/a..b');

@@ -1,5 +1,5 @@
 /**
- * The derivation (SPEC B.3) and runStatus against real lock holders: live
+ * The derivation (CONTRACT §4.3) and runStatus against real lock holders: live
  * legs are real processes holding real flocks; dead ones are SIGKILLed.
  */
 import { appendFileSync } from 'node:fs';
@@ -28,7 +28,7 @@ const ok = (all: boolean): SnapshotRead => ({
 const missing: SnapshotRead = { kind: 'missing' };
 const broken: SnapshotRead = { kind: 'error', error: 'state.json: incompatible snapshot schema 2 (this version reads schema 3)' };
 
-describe('deriveStatus: SPEC B.3, first match wins', () => {
+describe('deriveStatus: CONTRACT §4.3, first match wins', () => {
   it.each([
     ['1 open + free ⇒ ABANDONED', leg({ open: true }), missing, 'free', 'ABANDONED'],
     ['1 wins over planning', leg({ open: true, phase: 'planning' }), ok(true), 'free', 'ABANDONED'],

@@ -4,7 +4,7 @@
  * 'unknown'. runwarden's own probeLock is one of them; the rest are what the
  * bench compares it with:
  *
- * - composed probes: the same B.2 steps built from node:fs calls plus the
+ * - composed probes: the same CONTRACT §4.2 steps built from node:fs calls plus the
  *   addon's single-purpose flock/fsType, once with LOCK_SH (to price the
  *   composition) and once with LOCK_EX|LOCK_NB (the design's rejected
  *   alternative, which exists only here, in the bench);
@@ -32,7 +32,7 @@ export function probeShared(lockPath) {
 }
 
 /**
- * B.2 composed in JS: statfs (native fsType) against the local list, open
+ * CONTRACT §4.2 composed in JS: statfs (native fsType) against the local list, open
  * (libuv adds O_CLOEXEC), pread 128 at 0, marker check, flock with `op`
  * (1 = LOCK_SH|LOCK_NB, 2 = LOCK_EX|LOCK_NB), unlock when granted, close.
  * It skips the fstat file-type check the real probe makes (the bench's

@@ -45,7 +45,7 @@ function costSection(cost, audit) {
   out.push('');
   const met = pl.free.ratio <= TARGET && pl.held.ratio <= TARGET;
   out.push(
-    `Target (SPEC C.4): \`probeLock\` ≤ ${TARGET}× the floor. Measured: ${fmtRatio(pl.free.ratio)} free, ${fmtRatio(pl.held.ratio)} held — **${met ? 'met' : 'not met'}**. Where the time goes, and the fix, measured before and after: [PROFILE.md](PROFILE.md).`,
+    `Target (CONTRACT §5.4): \`probeLock\` ≤ ${TARGET}× the floor. Measured: ${fmtRatio(pl.free.ratio)} free, ${fmtRatio(pl.held.ratio)} held — **${met ? 'met' : 'not met'}**. Where the time goes, and the fix, measured before and after: [PROFILE.md](PROFILE.md).`,
   );
   out.push('');
   out.push(

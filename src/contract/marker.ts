@@ -1,5 +1,5 @@
 /**
- * The lock file's format (SPEC A.4): how its first bytes are read, and the
+ * The lock file's format (CONTRACT §3.2): how its first bytes are read, and the
  * strict parse of a pre-flock file's pid. Pure functions over bytes, shared by
  * the acquire path and the probe so that both classify a file identically.
  */

@@ -1,9 +1,9 @@
 /**
- * The shapes every surface shares (SPEC A.2, A.3, B.3, C.1, C.2). One
+ * The shapes every surface shares (CONTRACT §2, §3.1, §4.3, §5.1, §5.2). One
  * definition, so `runs`, `status`, `watch`, `exec` and `serve` cannot drift.
  */
 
-/** Status words (SPEC B.3). `null` in a report means "no status yet". */
+/** Status words (CONTRACT §4.3). `null` in a report means "no status yet". */
 export type Status = 'ABANDONED' | 'PLANNING' | 'RUNNING' | 'PAUSED' | 'PASS' | 'FAIL';
 
 /** Every status word, in the order tables and tallies list them. */
@@ -19,9 +19,9 @@ export const STATUS_WORD = {
   FAIL: 'failed',
 } as const satisfies Record<Status, string>;
 
-/** Statuses that mean a leg is working right now (SPEC B.3). */
+/** Statuses that mean a leg is working right now (CONTRACT §4.3). */
 export const IN_FLIGHT: ReadonlySet<Status> = new Set(['PLANNING', 'RUNNING']);
-/** Statuses that mean the run has settled: its last leg closed (SPEC B.3). */
+/** Statuses that mean the run has settled: its last leg closed (CONTRACT §4.3). */
 export const SETTLED: ReadonlySet<Status> = new Set(['PAUSED', 'PASS', 'FAIL']);
 
 /** The three-valued answer. */
@@ -80,10 +80,10 @@ export const PROBE_REASONS: readonly ProbeReason[] = [
 ];
 
 
-/** Per-node state from the stream fold (SPEC A.2 "Node states in a stream"). */
+/** Per-node state from the stream fold (CONTRACT §2.4). */
 export type NodeState = 'running' | 'passed' | 'failed' | 'gate-paused' | 'abandoned';
 
-/** The last leg, from the stream fold (SPEC A.2 "The last leg"). */
+/** The last leg, from the stream fold (CONTRACT §2.3). */
 export interface LegFacts {
   /** The last leg is open: a run_started with no closing run_finished after it. */
   open: boolean;
@@ -95,7 +95,7 @@ export interface LegFacts {
   lastOutcome: '' | 'passed' | 'failed' | 'paused' | string;
   /**
    * Byte offset in events.jsonl of the run_started that opened the last leg
-   * (-1 if none). "Same position in the file" for SPEC B.3's read-probe-confirm.
+   * (-1 if none). "Same position in the file" for CONTRACT §4.3's read-probe-confirm.
    */
   legOffset: number;
   /** How many run_started lines the stream holds (legs, counted). */
@@ -115,11 +115,11 @@ export interface StreamFacts {
   leg: LegFacts;
   /** Node id -> state, in first-seen order. */
   nodes: Map<string, NodeState>;
-  /** Lines skipped as malformed (SPEC A.2, counted by runwarden). */
+  /** Lines skipped as malformed (CONTRACT §2.2, counted by runwarden). */
   skippedLines: number;
 }
 
-/** A report on one run: the single answer every surface shows (SPEC C.2). */
+/** A report on one run: the single answer every surface shows (CONTRACT §5.2). */
 export interface RunReport {
   run_id: string;
   /** Status word, or null when the run has no status yet (no leg, no snapshot). */

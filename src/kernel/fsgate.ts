@@ -1,5 +1,5 @@
 /**
- * The filesystem gate (SPEC B.2 step 2): the filesystems whose flock(2) is the
+ * The filesystem gate (CONTRACT §4.2 step 2): the filesystems whose flock(2) is the
  * flock this design assumes. On anything else (NFS, SMB, FUSE, an unknown
  * type) a probe answers unknown without opening the lock file, because over
  * NFS linux emulates flock with POSIX record locks, and even a reader's

@@ -47,7 +47,7 @@ export interface NativeBinding {
    */
   probeSetup(localTypes: Uint32Array | string[], head: Buffer, out: Float64Array): void;
   /**
-   * One crossing for a whole probe's facts, in SPEC B.2 order (statfs of
+   * One crossing for a whole probe's facts, in CONTRACT §4.2 order (statfs of
    * the lock file's directory first). Returns a
    * Stage; fills the registered `head` (up to its length) and `out` (see
    * Stage comments in the C++ source: [fsType, errno, st_mode, headLength,

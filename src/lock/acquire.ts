@@ -1,5 +1,5 @@
 /**
- * The acquire path (SPEC B.1): a leg takes the run's lock for its whole life.
+ * The acquire path (CONTRACT §4.1): a leg takes the run's lock for its whole life.
  *
  * Invariants this module keeps, and why:
  * - The flock, not the file's existence, is the lock: the file is opened
@@ -89,7 +89,7 @@ function readHead(fd: number, buf: Buffer): number {
   return readSync(fd, buf, 0, buf.length, 0);
 }
 
-/** The refusal for a pre-flock lock file (B.1 step 2). */
+/** The refusal for a pre-flock lock file (CONTRACT §4.1 step 2). */
 function legacyRefusal(path: string, head: Buffer, len: number, size: number): LockHeldError {
   const pid = parseLegacyPid(head, len, size);
   const gone = pid !== undefined && native().pidProbe(pid) === 'gone';

@@ -1,5 +1,5 @@
 /**
- * The read-time probe (SPEC B.2): is the leg that owns this lock alive?
+ * The read-time probe (CONTRACT §4.2): is the leg that owns this lock alive?
  *
  * Invariants this module keeps:
  * - Three answers only, and `free` needs an affirmative fact: a shared lock
@@ -134,7 +134,7 @@ function safeFsType(dir: string): string {
   }
 }
 
-/** Decides from the head bytes and the shared-lock answer (B.2 steps 4–5). */
+/** Decides from the head bytes and the shared-lock answer (CONTRACT §4.2 step 6). */
 function judgeHead(stage: number, len: number, size: number): ProbeResult {
   switch (classifyHead(head, len)) {
     case 'marked':

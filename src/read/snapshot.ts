@@ -1,12 +1,12 @@
 /**
- * The reader of `state.json` (SPEC A.3): the snapshot of settled node
+ * The reader of `state.json` (CONTRACT §3.1): the snapshot of settled node
  * verdicts that a run rewrites atomically.
  *
  * Invariants this module keeps, and why:
  * - Reading never throws for anything in the file system or the file: the
  *   answer is `missing` (a fact about the run, never an error), `ok`, or
  *   `error` with a one-line reason. A broken snapshot must not crash a
- *   listing, and must not hide the run's liveness (SPEC B.3).
+ *   listing, and must not hide the run's liveness (CONTRACT §4.3).
  * - Schema is exactly 3. Anything else is "incompatible snapshot schema",
  *   because a different schema may mean different things by the same words.
  * - "All nodes passed" is set membership: every node id in `graph.nodes` has

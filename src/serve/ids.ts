@@ -1,6 +1,6 @@
 /**
- * Run ids as they arrive over HTTP (SPEC A.1: "over HTTP only run ids are
- * accepted, and nothing outside the root is ever read or served").
+ * Run ids as they arrive over HTTP (CONTRACT §1.1: over HTTP only run ids are
+ * accepted, and nothing outside the root is ever read or served).
  *
  * Invariant: a string that passes {@link checkRunId} names at most one
  * directory entry directly inside the root. It holds no path separator, no

@@ -64,7 +64,7 @@ export const EXPENSIVE_MS = 50;
 /** An expensive run's report is re-derived no sooner than this many times its last cost after it. */
 export const EXPENSIVE_FACTOR = 4;
 
-/** The `runs --json` document (SPEC C.2). */
+/** The `runs --json` document (CONTRACT §5.2). */
 export interface RunsDocument {
   root: string;
   runs: RunReport[];

@@ -12,7 +12,7 @@ import type { DetailLeg } from '../status/detail.js';
 /** What a card says: the status word in lower case, plus the two non-states. */
 export type CardState = 'planning' | 'running' | 'abandoned' | 'paused' | 'passed' | 'failed' | 'pending' | 'unknown';
 
-/** Where a card sits on the page (SPEC C.3), with `other` for no-status and unreadable runs. */
+/** Where a card sits on the page (CONTRACT §5.3), with `other` for no-status and unreadable runs. */
 export type Section = 'in-flight' | 'abandoned' | 'settled' | 'other';
 
 /** Every card state, in the order the header counts them. */
@@ -26,7 +26,7 @@ export function cardState(report: RunReport | null): CardState {
   return report.status === null ? 'pending' : BY_STATUS[report.status];
 }
 
-/** The section for a card state (SPEC B.3: PLANNING/RUNNING in flight; PAUSED/PASS/FAIL settled). */
+/** The section for a card state (CONTRACT §4.3: PLANNING/RUNNING in flight; PAUSED/PASS/FAIL settled). */
 export function sectionOf(state: CardState): Section {
   switch (state) {
     case 'planning':
@@ -190,7 +190,7 @@ export function totals(cards: readonly RunCard[]): Totals {
   return { tallies, cost: { known_usd: Math.round(known * 1e6) / 1e6, unknown } };
 }
 
-/** Descending byte order of run ids (SPEC A.1 "newest first"). */
+/** Descending byte order of run ids (CONTRACT §1.1 "newest first"). */
 export function newestFirst(a: string, b: string): number {
   return Buffer.compare(Buffer.from(b, 'utf8'), Buffer.from(a, 'utf8'));
 }

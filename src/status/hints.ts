@@ -1,5 +1,5 @@
 /**
- * The recovery hints (SPEC B.4): what every surface prints beside an
+ * The recovery hints (CONTRACT §4.4): what every surface prints beside an
  * ABANDONED or PAUSED run. One wording, written once, so the `runs` row,
  * `status`, `watch`'s refusal and the dashboard card say the same thing.
  *
@@ -61,7 +61,7 @@ function orphanLine(orphan: OrphanEvidence | undefined): string | undefined {
 }
 
 /**
- * The hint for an ABANDONED run (SPEC B.4): names the run, says a leg started
+ * The hint for an ABANDONED run (CONTRACT §4.4): names the run, says a leg started
  * and never reported an end, gives the recovery (resume with a snapshot; run
  * the graph again without one; the same `runwarden exec` command for an exec
  * leg), and always warns about an orphaned child. Lines are separated by "\n".
@@ -83,7 +83,7 @@ export function abandonedHint(runId: string, facts: AbandonedHintFacts): string 
 }
 
 /**
- * The hint for a PAUSED run (SPEC B.4): how to approve or reject the gate it
+ * The hint for a PAUSED run (CONTRACT §4.4): how to approve or reject the gate it
  * waits at, how to retry failed nodes, and how to follow it. `gates` are the
  * paused gate ids from the stream; with none known the placeholder
  * `<gate-id>` is shown.

@@ -1,5 +1,5 @@
 /**
- * The writer side of events.jsonl (SPEC A.2), used only by a leg that holds
+ * The writer side of events.jsonl (CONTRACT §2.6), used only by a leg that holds
  * the run's lock (`runwarden exec`).
  *
  * Invariants:

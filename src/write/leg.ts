@@ -3,7 +3,7 @@
  * brackets the event stream, and the child's process group is recorded so
  * that, if this leg dies, readers can say whether its child outlived it.
  *
- * Ordering invariant (SPEC B.1): the lock is taken before the first event is
+ * Ordering invariant (CONTRACT §4.1): the lock is taken before the first event is
  * appended and released after the last, so no reader ever sees an open leg
  * without a held lock. Callers get the lock released on every path out.
  *

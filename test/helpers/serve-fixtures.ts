@@ -1,6 +1,6 @@
 /**
  * Run directories for the dashboard tests, written the way a real leg writes
- * them (SPEC A.2/A.3): events.jsonl one object per line, state.json with
+ * them (CONTRACT §2/§3.1): events.jsonl one object per line, state.json with
  * schema 3. Liveness is never faked: a live run is held by a real holder
  * process (test/fixtures/holder.mjs, through test/helpers/lock-procs.ts), an
  * abandoned one was held by a holder that was then SIGKILLed.

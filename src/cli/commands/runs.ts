@@ -80,7 +80,7 @@ export function renderRuns(list: RunList, opts: { color: boolean; showSkipped: b
   return lines;
 }
 
-/** `runs --json`, exactly SPEC C.2: `{ root, runs: [RunReport…], skipped: [{ run_id, error }] }`. */
+/** `runs --json`, exactly CONTRACT §5.2: `{ root, runs: [RunReport…], skipped: [{ run_id, error }] }`. */
 export function runsJson(list: RunList): { root: string; runs: RunReport[]; skipped: { run_id: string; error: string }[] } {
   return { root: list.root, runs: list.runs, skipped: list.skipped.map((s) => ({ run_id: s.run_id, error: s.error })) };
 }

@@ -1,5 +1,5 @@
 /**
- * `runwarden serve`: the live local dashboard (SPEC C.2, C.3).
+ * `runwarden serve`: the live local dashboard (CONTRACT §5.2, §5.3).
  *
  * Binds 127.0.0.1 unless told otherwise, prints its address (the real port
  * when `--port 0` asked for any free one), and runs until interrupted. It

@@ -2,7 +2,7 @@
  * The dashboard's one stylesheet. Served from /assets/app.css (the CSP allows
  * styles from this origin only, never inline).
  *
- * One colour per state, used everywhere (SPEC C.3): running amber, passed
+ * One colour per state, used everywhere (CONTRACT §5.3): running amber, passed
  * green, failed red, paused orange, planning blue, pending grey, abandoned a
  * muted grey-violet (nothing failed, so it must not read as an alarm);
  * unknown (unreadable) is slate with a dashed edge, because it is a doubt,

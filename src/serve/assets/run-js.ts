@@ -126,7 +126,7 @@ export const RUN_JS = String.raw`(function () {
     var started = {};
     d.timeline.forEach(function (item) {
       if (item.event && item.event.event === 'run_started') {
-        // SPEC A.2: an auto run's planning start and the start after it are one leg.
+        // CONTRACT §2.3: an auto run's planning start and the start after it are one leg.
         item.continues = item.leg !== null && started[item.leg] === true;
         started[item.leg] = true;
       }
