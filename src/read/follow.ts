@@ -1,7 +1,7 @@
 /**
  * Following a live events.jsonl (for `watch`): replay what is there, then
  * deliver each line appended after it, with the same line rules as the
- * readers in feed.ts (parseEventLine) and the same fold (StreamFold).
+ * other readers (contract/events.ts parseLine, read/lines.ts) and the same fold (StreamFold).
  *
  * Invariants:
  * - Read-only, like every reader: the file is opened O_RDONLY, non-blocking,

@@ -19,7 +19,7 @@
  * `run_started` reaches the same state for those facts. The two readers can
  * differ only when the whole-file fold refuses the stream because of a line
  * before the restart point (over the cap, newer schema), which the tail
- * never reads. test/feed-property.test.ts checks this over generated streams.
+ * never reads. test/stream-property.test.ts checks this over generated streams.
  */
 import { lineTooLong, MAX_LINE_BYTES, parseLine } from '../contract/events.js';
 import { StreamFold, type LastLeg } from '../contract/fold.js';

@@ -20,7 +20,7 @@ import { constants as osConstants } from 'node:os';
 import { join } from 'node:path';
 import type { Writable } from 'node:stream';
 import { EVENTS_FILE, LOCK_FILE, PGID_FILE } from '../contract/files.js';
-import { openJournal } from './journal.js';
+import { openStreamWriter } from './append.js';
 import { acquireLock, type AcquireOptions } from '../lock/acquire.js';
 
 
@@ -96,9 +96,9 @@ export async function runLeg(runDir: string, argv: readonly string[], opts: LegO
   if (argv.length === 0 || argv[0] === '') throw new TypeError('runLeg: a command is required');
   const nodeId = opts.nodeId ?? 'command';
   const lock = acquireLock(join(runDir, LOCK_FILE), opts.lock);
-  let journal;
+  let stream;
   try {
-    journal = openJournal(join(runDir, EVENTS_FILE), opts.runId);
+    stream = openStreamWriter(join(runDir, EVENTS_FILE), opts.runId);
   } catch (e) {
     lock.release();
     throw e;
@@ -125,8 +125,8 @@ export async function runLeg(runDir: string, argv: readonly string[], opts: LegO
   }
   try {
     forgetPgid(runDir);
-    journal.append({ event: 'run_started', command: [...argv] });
-    journal.append({ event: 'node_started', node_id: nodeId });
+    stream.append({ event: 'run_started', command: [...argv] });
+    stream.append({ event: 'node_started', node_id: nodeId });
 
     const child = spawn('/bin/sh', ['-c', GATE, 'runwarden-exec', ...argv], {
       detached: true,
@@ -160,29 +160,29 @@ export async function runLeg(runDir: string, argv: readonly string[], opts: LegO
 
     let result: LegResult;
     if (r.error !== undefined) {
-      journal.append({ event: 'node_failed', node_id: nodeId, verdict: 'FAIL', detail: `could not start: ${r.error.message}` });
-      journal.append({ event: 'run_finished', outcome: 'failed', detail: `${nodeId} could not start` });
+      stream.append({ event: 'node_failed', node_id: nodeId, verdict: 'FAIL', detail: `could not start: ${r.error.message}` });
+      stream.append({ event: 'run_finished', outcome: 'failed', detail: `${nodeId} could not start` });
       result = { code: null, signal: null, exitCode: 127, pgid: undefined };
     } else if (r.code === 0) {
-      journal.append({ event: 'node_passed', node_id: nodeId, verdict: 'PASS', detail: 'exit code 0' });
-      journal.append({ event: 'run_finished', outcome: 'passed' });
+      stream.append({ event: 'node_passed', node_id: nodeId, verdict: 'PASS', detail: 'exit code 0' });
+      stream.append({ event: 'run_finished', outcome: 'passed' });
       result = { code: 0, signal: null, exitCode: 0, pgid };
     } else if (pending !== undefined && pgid === undefined) {
       const detail = `interrupted by ${pending} before it started`;
-      journal.append({ event: 'node_failed', node_id: nodeId, verdict: 'FAIL', detail });
-      journal.append({ event: 'run_finished', outcome: 'failed', detail: `${nodeId}: ${detail}` });
+      stream.append({ event: 'node_failed', node_id: nodeId, verdict: 'FAIL', detail });
+      stream.append({ event: 'run_finished', outcome: 'failed', detail: `${nodeId}: ${detail}` });
       result = { code: null, signal: pending, exitCode: 128 + signalNumber(pending), pgid: undefined };
     } else {
       const detail = r.signal ? `signal ${r.signal}` : `exit code ${r.code}`;
-      journal.append({ event: 'node_failed', node_id: nodeId, verdict: 'FAIL', detail });
-      journal.append({ event: 'run_finished', outcome: 'failed', detail: `${nodeId} failed: ${detail}` });
+      stream.append({ event: 'node_failed', node_id: nodeId, verdict: 'FAIL', detail });
+      stream.append({ event: 'run_finished', outcome: 'failed', detail: `${nodeId} failed: ${detail}` });
       const exitCode = r.signal ? 128 + signalNumber(r.signal) : (r.code ?? 1);
       result = { code: r.code, signal: r.signal, exitCode, pgid };
     }
     return result;
   } finally {
     for (const [sig, h] of handlers) process.off(sig, h);
-    journal.close();
+    stream.close();
     lock.release();
   }
 }

@@ -121,7 +121,7 @@ function runIdAt(at: Date, seq: number): string {
 }
 
 /** Builds the events of one run. */
-class Feed {
+class DemoStream {
   lines = '';
   private t: number;
   constructor(
@@ -199,26 +199,26 @@ export async function buildDemo(root: string, holdSeconds: number): Promise<Demo
 
   // 0: PASS — every graph node passed.
   {
-    const f = new Feed(ids[0]!, at(0)).add('run_started').pass('fetch', 0.0412).pass('build', 0.3121).pass('publish', 0.0198).add('run_finished', { outcome: 'passed' });
+    const f = new DemoStream(ids[0]!, at(0)).add('run_started').pass('fetch', 0.0412).pass('build', 0.3121).pass('publish', 0.0198).add('run_finished', { outcome: 'passed' });
     settledLeg({ dir: dir(0), lines: f.lines, state: snapshotJson(ids[0]!, 'docs-site', ['fetch', 'build', 'publish'], { fetch: ['PASS', 0.0412], build: ['PASS', 0.3121], publish: ['PASS', 0.0198] }) });
     expected.set(ids[0]!, 'PASS');
   }
   // 1: FAIL — a node failed.
   {
-    const f = new Feed(ids[1]!, at(1)).add('run_started').pass('prepare', 0.0931).add('node_started', { node_id: 'eval' }).add('node_failed', { node_id: 'eval', verdict: 'FAIL', detail: 'accuracy 0.61 < 0.70', cost_usd: 1.2044 }, 300);
+    const f = new DemoStream(ids[1]!, at(1)).add('run_started').pass('prepare', 0.0931).add('node_started', { node_id: 'eval' }).add('node_failed', { node_id: 'eval', verdict: 'FAIL', detail: 'accuracy 0.61 < 0.70', cost_usd: 1.2044 }, 300);
     f.add('run_finished', { outcome: 'failed', detail: 'eval failed' });
     settledLeg({ dir: dir(1), lines: f.lines, state: snapshotJson(ids[1]!, 'nightly-eval', ['prepare', 'eval', 'report'], { prepare: ['PASS', 0.0931], eval: ['FAIL', 1.2044] }) });
     expected.set(ids[1]!, 'FAIL');
   }
   // 2: a settled run whose snapshot is corrupt: skipped by name, with the reason.
   {
-    const f = new Feed(ids[2]!, at(2)).add('run_started').pass('lint', 0.011).add('run_finished', { outcome: 'passed' });
+    const f = new DemoStream(ids[2]!, at(2)).add('run_started').pass('lint', 0.011).add('run_finished', { outcome: 'passed' });
     settledLeg({ dir: dir(2), lines: f.lines, state: '{"schema": 3, "graph": {"name": "lint-only", "nodes": [{"id": "lint"' });
     expected.set(ids[2]!, null);
   }
   // 3: PAUSED at a gate.
   {
-    const f = new Feed(ids[3]!, at(3)).add('run_started').pass('draft', 0.2203).add('gate_paused', { node_id: 'review' }).add('run_finished', { outcome: 'paused', detail: 'waiting at gate review' });
+    const f = new DemoStream(ids[3]!, at(3)).add('run_started').pass('draft', 0.2203).add('gate_paused', { node_id: 'review' }).add('run_finished', { outcome: 'paused', detail: 'waiting at gate review' });
     settledLeg({ dir: dir(3), lines: f.lines, state: snapshotJson(ids[3]!, 'release-notes', ['draft', 'review', 'publish'], { draft: ['PASS', 0.2203], review: ['', 0] }) });
     expected.set(ids[3]!, 'PAUSED');
   }
@@ -226,15 +226,15 @@ export async function buildDemo(root: string, holdSeconds: number): Promise<Demo
   {
     mkdirSync(dir(4), { mode: 0o700 });
     writeFileSync(join(dir(4), LOCK_FILE), `${goneProcessPid()}\n`, { mode: 0o600 });
-    const f = new Feed(ids[4]!, at(4)).add('run_started').pass('collect', 0.0507).add('node_started', { node_id: 'summarise' });
+    const f = new DemoStream(ids[4]!, at(4)).add('run_started').pass('collect', 0.0507).add('node_started', { node_id: 'summarise' });
     writeFileSync(join(dir(4), 'events.jsonl'), f.lines, { mode: 0o600 });
     writeFileSync(join(dir(4), 'state.json'), snapshotJson(ids[4]!, 'weekly-digest', ['collect', 'summarise'], { collect: ['PASS', 0.0507] }), { mode: 0o600 });
     expected.set(ids[4]!, 'ABANDONED');
   }
   // 5 and 6: ABANDONED — legs whose holder is SIGKILLed mid-run, with and without a snapshot.
   {
-    const withSnap = new Feed(ids[5]!, at(5)).add('run_started').pass('scaffold', 0.1822).add('node_started', { node_id: 'implement' });
-    const noSnap = new Feed(ids[6]!, at(6)).add('run_started').add('node_started', { node_id: 'plan' });
+    const withSnap = new DemoStream(ids[5]!, at(5)).add('run_started').pass('scaffold', 0.1822).add('node_started', { node_id: 'implement' });
+    const noSnap = new DemoStream(ids[6]!, at(6)).add('run_started').add('node_started', { node_id: 'plan' });
     const victim = await startHolder(
       [
         { dir: dir(5), lines: withSnap.lines, state: snapshotJson(ids[5]!, 'feature-x', ['scaffold', 'implement', 'test'], { scaffold: ['PASS', 0.1822] }) },
@@ -248,8 +248,8 @@ export async function buildDemo(root: string, holdSeconds: number): Promise<Demo
     expected.set(ids[6]!, 'ABANDONED');
   }
   // 7 and 8: PLANNING and RUNNING — held by a detached process that outlives this command.
-  const planning = new Feed(ids[7]!, at(7)).add('run_started', { phase: 'planning' });
-  const running = new Feed(ids[8]!, at(8)).add('run_started').pass('checkout', 0.0123).pass('compile', 0.0877).add('node_started', { node_id: 'test' });
+  const planning = new DemoStream(ids[7]!, at(7)).add('run_started', { phase: 'planning' });
+  const running = new DemoStream(ids[8]!, at(8)).add('run_started').pass('checkout', 0.0123).pass('compile', 0.0877).add('node_started', { node_id: 'test' });
   const holder = await startHolder(
     [
       { dir: dir(7), lines: planning.lines },

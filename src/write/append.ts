@@ -1,10 +1,10 @@
 /**
- * The writer side of events.jsonl (CONTRACT §2.6), used only by a leg that holds
+ * Appending to the stream, events.jsonl (CONTRACT §2.6), used only by a leg that holds
  * the run's lock (`runwarden exec`).
  *
  * Invariants:
  * - Only the holder of the run's flock appends, so lines from two writers
- *   never interleave; callers must hold the lock before `openJournal`.
+ *   never interleave; callers must hold the lock before `openStreamWriter`.
  * - One event is one `write(2)` of one complete line, followed by fsync, so a
  *   crash leaves at worst one unterminated final line, which readers handle.
  * - If the file ends in an unterminated line (a writer crashed mid-line),
@@ -24,7 +24,7 @@ export const EVENT_SCHEMA = STREAM_SCHEMA;
 /** An event to append; `schema`, `ts` and `run_id` are filled in. */
 export type EventFields = { event: string } & Record<string, unknown>;
 
-export interface Journal {
+export interface StreamWriter {
   append(fields: EventFields): void;
   close(): void;
 }
@@ -43,7 +43,7 @@ function compact(fields: Record<string, unknown>): Record<string, unknown> {
 }
 
 /** Opens `path` for appending events of run `runId`. */
-export function openJournal(path: string, runId: string): Journal {
+export function openStreamWriter(path: string, runId: string): StreamWriter {
   let fd: number;
   try {
     fd = openSync(path, FLAGS, 0o600);

@@ -16,7 +16,7 @@ import { cleanup, ev, tempDir } from './helpers/reading-fixtures.js';
 
 afterAll(cleanup);
 
-const dir = tempDir('rw-feed-');
+const dir = tempDir('rw-stream-');
 let n = 0;
 function file(content: string | Buffer): string {
   const p = join(dir, `s${++n}.jsonl`);
