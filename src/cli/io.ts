@@ -3,6 +3,8 @@
  * and printing. User errors print one line, never a stack trace.
  */
 
+import { printable } from './term.js';
+
 /** Exit codes, stable across commands. */
 export const Exit = {
   Ok: 0,
@@ -43,14 +45,22 @@ export function printJson(value: unknown): void {
   process.stdout.write(JSON.stringify(value, null, 2) + '\n');
 }
 
+/**
+ * Messages can quote run files (ids, paths, parse errors), so each line is
+ * escaped like every other such text; the message's own line breaks stay.
+ */
+function escapeLines(message: string): string {
+  return message.split('\n').map(printable).join('\n');
+}
+
 /** Maps any thrown value to a message and exit code; stacks only with RUNWARDEN_DEBUG. */
 export function reportFailure(e: unknown): number {
   if (e instanceof UserError) {
-    err(`runwarden: ${e.message}`);
+    err(`runwarden: ${escapeLines(e.message)}`);
     return e.exitCode;
   }
   const message = e instanceof Error ? e.message : String(e);
-  err(`runwarden: ${message}`);
+  err(`runwarden: ${escapeLines(message)}`);
   if (process.env['RUNWARDEN_DEBUG'] && e instanceof Error && e.stack) err(e.stack);
   return Exit.Error;
 }

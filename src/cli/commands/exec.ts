@@ -12,6 +12,7 @@ import { readLastLeg } from '../../read/tail.js';
 import { runStatus } from '../../status/inspect.js';
 import { runLeg } from '../../write/leg.js';
 import { err, Exit, UserError } from '../io.js';
+import { printable } from '../term.js';
 import { runTarget } from '../target.js';
 
 interface ExecOptions {
@@ -64,7 +65,7 @@ function preflight(runDir: string, runId: string, force: boolean): void {
   }
   if (report.status === 'ABANDONED' && report.hint !== null) {
     err(`runwarden: warning: starting a new leg of an abandoned run.`);
-    for (const line of report.hint.split('\n')) err(`  ${line}`);
+    for (const line of report.hint.split('\n')) err(`  ${printable(line)}`);
   }
 }
 

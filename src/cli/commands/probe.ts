@@ -5,6 +5,7 @@ import type { Command } from 'commander';
 import { LOCK_FILE } from '../../contract/marker.js';
 import { probeLock, type ProbeResult } from '../../lock/probe.js';
 import { out, printJson } from '../io.js';
+import { printable, quietOnClosedPipe } from '../term.js';
 
 const MEANING: Record<ProbeResult['liveness'], string> = {
   held: 'a live leg holds the lock',
@@ -40,6 +41,7 @@ export function registerProbe(program: Command): void {
     .argument('<path>', 'run directory or lock file')
     .option('--json', 'print {"path","liveness","reason"}')
     .action((path: string, opts: { json?: boolean }) => {
+      quietOnClosedPipe();
       const lockPath = lockPathFor(path);
       const r = probeLock(lockPath);
       if (opts.json) {
@@ -47,7 +49,7 @@ export function registerProbe(program: Command): void {
         return;
       }
       const detail = r.detail ? `, ${r.detail}` : '';
-      out(`${r.liveness}  (${r.reason}${detail})  ${lockPath}`);
+      out(`${r.liveness}  (${r.reason}${printable(detail)})  ${printable(lockPath)}`);
       out(`  ${MEANING[r.liveness]}`);
     });
 }

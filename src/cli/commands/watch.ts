@@ -15,6 +15,7 @@ import type { RunReport } from '../../contract/types.js';
 import { followStream } from '../../read/follow.js';
 import { runStatus } from '../../status/inspect.js';
 import { err, Exit, out, UserError } from '../io.js';
+import { printable, quietOnClosedPipe } from '../term.js';
 import { runTarget } from '../target.js';
 
 /** How long the stream may stay silent before the run is re-derived. */
@@ -32,7 +33,7 @@ function money(v: unknown): string {
 
 function text(v: unknown): string {
   // Control characters from a hostile stream must not drive the terminal.
-  return typeof v === 'string' ? v.replace(/[\u0000-\u001f\u007f-\u009f]/g, ' ') : '';
+  return typeof v === 'string' ? printable(v) : '';
 }
 
 /** One readable line per event, or undefined for events not worth a line. */
@@ -86,7 +87,7 @@ function derive(runDir: string): RunReport | undefined {
 
 function printHint(report: RunReport): void {
   if (report.hint === null) return;
-  for (const line of report.hint.split('\n')) err(line);
+  for (const line of report.hint.split('\n')) err(printable(line));
 }
 
 export function registerWatch(program: Command): void {
@@ -104,7 +105,9 @@ export function registerWatch(program: Command): void {
     .argument('<run>', 'run id or run directory path')
     .option('--root <dir>', 'runs root (default: $OMG_HOME/runs or ~/.oh-my-graph/runs)')
     .action(async (run: string, opts: { root?: string }) => {
-      const { runDir, runId } = runTarget(run, opts.root, true);
+      quietOnClosedPipe();
+      const { runDir, runId: rawId } = runTarget(run, opts.root, true);
+      const runId = printable(rawId);
       let first: RunReport;
       try {
         first = runStatus(runDir);
