@@ -76,6 +76,12 @@ export function urlFor(host: string, port: number): string {
   return `http://${h}:${port}/`;
 }
 
+/** Whether a host name or address is this machine's loopback (`localhost`, `::1`, 127.0.0.0/8). */
+export function isLoopbackHost(host: string): boolean {
+  const h = host.trim().toLowerCase().replace(/^\[|\]$/g, '');
+  return h === 'localhost' || h === '::1' || /^127(\.\d{1,3}){3}$/.test(h);
+}
+
 /** Whether a Host header value names this server: loopback names or the bound host. */
 function hostAllowed(header: string | undefined, boundHost: string): boolean {
   if (header === undefined) return false;
@@ -84,7 +90,7 @@ function hostAllowed(header: string | undefined, boundHost: string): boolean {
   else if (name.includes(':')) name = name.slice(0, name.lastIndexOf(':'));
   const bound = boundHost.toLowerCase().replace(/^\[|\]$/g, '');
   if (name === bound) return true;
-  if (name === 'localhost' || name === '::1' || /^127(\.\d{1,3}){3}$/.test(name)) return true;
+  if (isLoopbackHost(name)) return true;
   // Bound to every address: any name that reached it is one the user chose to expose.
   return bound === '0.0.0.0' || bound === '::';
 }

@@ -189,8 +189,3 @@ export function totals(cards: readonly RunCard[]): Totals {
   }
   return { tallies, cost: { known_usd: Math.round(known * 1e6) / 1e6, unknown } };
 }
-
-/** Descending byte order of run ids (CONTRACT §1.1 "newest first"). */
-export function newestFirst(a: string, b: string): number {
-  return Buffer.compare(Buffer.from(b, 'utf8'), Buffer.from(a, 'utf8'));
-}

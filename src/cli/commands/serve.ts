@@ -9,7 +9,7 @@
 import { statSync } from 'node:fs';
 import type { Command } from 'commander';
 import { DashboardModel } from '../../serve/model.js';
-import { startServer } from '../../serve/server.js';
+import { isLoopbackHost, startServer } from '../../serve/server.js';
 import { Exit, UserError, err, out } from '../io.js';
 import { rootFrom } from '../target.js';
 
@@ -23,10 +23,6 @@ function parsePort(value: string): number {
   return Number(value);
 }
 
-function isLoopback(host: string): boolean {
-  const h = host.toLowerCase().replace(/^\[|\]$/g, '');
-  return h === 'localhost' || h === '::1' || /^127(\.\d{1,3}){3}$/.test(h);
-}
 
 /** A root that exists must be a directory; a missing one is served empty (runs may appear). */
 function checkRoot(root: string): void {
@@ -98,7 +94,7 @@ export function registerServe(program: Command): void {
       out(`runwarden serve: ${server.url}`);
       out(`  root: ${root} (read-only)`);
       out('  Ctrl-C to stop');
-      if (!isLoopback(opts.host)) err(`runwarden: warning: listening on ${opts.host}; anyone who can reach it can read every run under ${root}`);
+      if (!isLoopbackHost(opts.host)) err(`runwarden: warning: listening on ${opts.host}; anyone who can reach it can read every run under ${root}`);
       const signal = await stopped;
       await server.close();
       process.exitCode = signal === 'SIGINT' ? Exit.Interrupted : Exit.Ok;
