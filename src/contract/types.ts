@@ -39,7 +39,10 @@ export type Liveness = 'held' | 'free' | 'unknown';
  *   no run directory), `not-regular-file` (directory, FIFO, symlink, socket,
  *   device), `open-error`, `read-error`, `flock-error`, `fs-not-local`
  *   (filesystem not on the known-local list; file not opened), `fs-error`
- *   (statfs failed), `unsupported-platform` (no flock(2) here).
+ *   (statfs failed), `unsupported-platform` (no flock(2) here),
+ *   `lock-replaced` (the lock at the path was free, but a live process
+ *   holds the file that was there before it was replaced; given by the
+ *   status layer, never by probeLock itself).
  */
 export type ProbeReason =
   | 'flock-held'
@@ -57,7 +60,8 @@ export type ProbeReason =
   | 'flock-error'
   | 'fs-not-local'
   | 'fs-error'
-  | 'unsupported-platform';
+  | 'unsupported-platform'
+  | 'lock-replaced';
 
 /** Every reason, in documentation order. */
 export const PROBE_REASONS: readonly ProbeReason[] = [
@@ -77,6 +81,7 @@ export const PROBE_REASONS: readonly ProbeReason[] = [
   'fs-not-local',
   'fs-error',
   'unsupported-platform',
+  'lock-replaced',
 ];
 
 

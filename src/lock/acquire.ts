@@ -18,10 +18,11 @@
  *   would prove nothing; it is refused under the legacy rules instead.
  */
 import { closeSync, constants, fstatSync, ftruncateSync, lstatSync, mkdirSync, openSync, readSync, writeSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { dirname, resolve } from 'node:path';
 import { LockFileError, LockHeldError, UnsupportedPlatformError, WriteError } from '../contract/errors.js';
 import { kindAt, kindOfStats, type FileKind } from '../kernel/filekind.js';
 import { classifyHead, HEAD_BYTES, markedContent, markedPid, parseLegacyPid } from '../contract/marker.js';
+import { foreignHolder } from '../kernel/holders.js';
 import { FlockOp, native } from '../kernel/native.js';
 
 /** A lock this process holds. */
@@ -32,9 +33,28 @@ export interface HeldLock {
   readonly pid: number;
   /** True until `release()` is called. */
   readonly held: boolean;
+  /**
+   * Whether the path still names the file this lock holds (CONTRACT §4.5):
+   * `ok`; `replaced` (another inode is at the path: a restore, a sync, an
+   * editor's save); `missing` (nothing is there, or the run directory is
+   * gone). Reads two stats; writes nothing.
+   */
+  verify(): LockState;
+  /**
+   * When `verify()` says `replaced`: takes the lock on the file now at the
+   * path, writes the marker, and lets go of the old one, so readers of the
+   * path see this leg again. A `missing` file is left missing (readers then
+   * answer unknown, and a new leg is refused while this one holds the old
+   * file); nothing is created. Returns the state found; throws LockHeldError
+   * when another leg holds the new file.
+   */
+  retake(): LockState;
   /** Unlocks and closes; never unlinks. Safe to call more than once. */
   release(): void;
 }
+
+/** What {@link HeldLock.verify} finds at the lock path. */
+export type LockState = 'ok' | 'replaced' | 'missing';
 
 export interface AcquireOptions {
   /**
@@ -144,10 +164,24 @@ export function acquireLock(lockPath: string, options: AcquireOptions = {}): Hel
   const pid = options.pid ?? process.pid;
   if (!Number.isInteger(retryMs) || retryMs < 0) throw new RangeError('retryMs must be a non-negative integer');
   if (!Number.isInteger(pid) || pid < 1 || pid > 2 ** 31 - 1) throw new RangeError('pid must be an integer from 1 to 2^31-1');
-  const n = native();
-  if (!n.hasFlock) throw new UnsupportedPlatformError(`runwarden cannot take a lock on ${process.platform}: no flock(2)`);
-
+  if (!native().hasFlock) throw new UnsupportedPlatformError(`runwarden cannot take a lock on ${process.platform}: no flock(2)`);
   mkdirSync(dirname(lockPath), { recursive: true, mode: 0o700 });
+  return new Held(lockPath, pid, retryMs, lockOnce(lockPath, pid, retryMs));
+}
+
+/** The held file's identity, to compare with what is at the path. */
+interface Taken {
+  fd: number;
+  dev: bigint;
+  ino: bigint;
+}
+
+/**
+ * Opens, judges, locks, marks and checks the file at `lockPath` once (the
+ * run directory must exist). Returns the held descriptor and its identity.
+ */
+function lockOnce(lockPath: string, pid: number, retryMs: number): Taken {
+  const n = native();
   const fd = openLockFile(lockPath);
   let locked = false;
   try {
@@ -194,6 +228,20 @@ export function acquireLock(lockPath: string, options: AcquireOptions = {}): Hel
         lockPath,
       );
     }
+    // A live leg may still hold the file that was at this path before a
+    // restore or sync replaced it (CONTRACT §4.5): its flock is on the old
+    // inode, so ours was granted. Refuse while that evidence stands.
+    const other = foreignHolder({ lockPath: resolve(lockPath), dev: mine.dev, currentIno: mine.ino, exceptPid: process.pid });
+    if (other.kind === 'held-elsewhere') {
+      throw new LockHeldError(
+        `a leg of this run is in flight (pid ${other.holder.pid}) and holds the lock file that was at "${lockPath}" before it was replaced; wait for it, or stop it`,
+        { path: lockPath, pid: other.holder.pid },
+      );
+    }
+    if (other.kind === 'unknown') {
+      throw new LockHeldError(`cannot tell whether a leg still holds a replaced lock file of this run (${other.detail}); refusing`, { path: lockPath });
+    }
+    return { fd, dev: mine.dev, ino: mine.ino };
   } catch (err) {
     if (locked) {
       try {
@@ -206,21 +254,58 @@ export function acquireLock(lockPath: string, options: AcquireOptions = {}): Hel
     throw err;
   }
 
-  let open = true;
-  return {
-    path: lockPath,
-    pid,
-    get held() {
-      return open;
-    },
-    release() {
-      if (!open) return;
-      open = false;
-      try {
-        n.flock(fd, FlockOp.Unlock);
-      } finally {
-        closeSync(fd);
-      }
-    },
-  };
+}
+
+/** A held lock: the descriptor it holds, and the means to check and heal it. */
+class Held implements HeldLock {
+  private taken: Taken | undefined;
+
+  constructor(
+    readonly path: string,
+    readonly pid: number,
+    private readonly retryMs: number,
+    taken: Taken,
+  ) {
+    this.taken = taken;
+  }
+
+  get held(): boolean {
+    return this.taken !== undefined;
+  }
+
+  verify(): LockState {
+    const t = this.taken;
+    if (t === undefined) throw new RangeError('verify(): this lock was released');
+    let now;
+    try {
+      now = lstatSync(this.path, { bigint: true });
+    } catch {
+      return 'missing';
+    }
+    return now.ino === t.ino && now.dev === t.dev ? 'ok' : 'replaced';
+  }
+
+  retake(): LockState {
+    const before = this.verify();
+    if (before !== 'replaced') return before;
+    const old = this.taken as Taken;
+    this.taken = lockOnce(this.path, this.pid, this.retryMs);
+    unlockAndClose(old.fd);
+    return before;
+  }
+
+  release(): void {
+    const t = this.taken;
+    if (t === undefined) return;
+    this.taken = undefined;
+    unlockAndClose(t.fd);
+  }
+}
+
+function unlockAndClose(fd: number): void {
+  try {
+    native().flock(fd, FlockOp.Unlock);
+  } finally {
+    closeSync(fd);
+  }
 }

@@ -19,10 +19,14 @@
  * - Readers write nothing: every file is opened read-only (kernel/open.ts),
  *   and the probe takes only a shared, non-blocking lock.
  */
+import { lstatSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
 import { isPermissionErrno, RunUnreadableError, StreamError } from '../contract/errors.js';
 import { EVENTS_FILE, LOCK_FILE, STATE_FILE } from '../contract/files.js';
+import { classifyHead, HEAD_BYTES, markedPid } from '../contract/marker.js';
 import type { RunReport } from '../contract/types.js';
+import { foreignHolder } from '../kernel/holders.js';
+import { closeQuietly, openForRead, readAt } from '../kernel/open.js';
 import { probeLock, type ProbeResult } from '../lock/probe.js';
 import { readSnapshot, type SnapshotRead } from '../read/snapshot.js';
 import { readLastLeg, type TailFacts } from '../read/tail.js';
@@ -45,6 +49,44 @@ export interface Inspection {
   report: RunReport;
   tail: TailFacts;
   snapshot: SnapshotRead;
+}
+
+/**
+ * A free lock at the path is not yet a dead leg: a restore or sync may have
+ * replaced the file while a live leg holds the old one (CONTRACT §4.5). With
+ * evidence of such a holder, or doubt about it, the answer is unknown.
+ */
+function unlessReplaced(lockPath: string, free: ProbeResult): ProbeResult {
+  let st;
+  try {
+    st = lstatSync(lockPath, { bigint: true });
+  } catch {
+    return free;
+  }
+  const evidence = foreignHolder({ lockPath, dev: st.dev, currentIno: st.ino, labelPid: lockLabel(lockPath), exceptPid: -1 });
+  if (evidence.kind === 'none-known') return free;
+  const detail = evidence.kind === 'held-elsewhere' ? `pid ${evidence.holder.pid} holds the lock file that was at this path before it was replaced` : evidence.detail;
+  return { liveness: 'unknown', reason: 'lock-replaced', detail };
+}
+
+/** The pid label of the marked lock file at `lockPath`, if it has one. */
+function lockLabel(lockPath: string): number | undefined {
+  let file;
+  try {
+    file = openForRead(lockPath, LOCK_FILE);
+  } catch {
+    return undefined;
+  }
+  if (file === undefined) return undefined;
+  try {
+    const head = Buffer.alloc(HEAD_BYTES);
+    const len = readAt(file.fd, head, 0, HEAD_BYTES, 0, LOCK_FILE, lockPath);
+    return classifyHead(head, len) === 'marked' ? markedPid(head, len) : undefined;
+  } catch {
+    return undefined;
+  } finally {
+    closeQuietly(file.fd);
+  }
 }
 
 /** How many times a probe that answered free may be followed by a changed leg before giving up. */
@@ -84,7 +126,8 @@ export function inspectRun(runDir: string, options: RunStatusOptions = {}): Insp
   let snapshot = readSnapshot(statePath);
   for (let round = 0; ; round++) {
     if (!tail.leg.open) return done(tail, snapshot, null);
-    const answer = probe(lockPath);
+    let answer = probe(lockPath);
+    if (answer.liveness === 'free') answer = unlessReplaced(lockPath, answer);
     if (answer.liveness !== 'free') return done(tail, snapshot, answer);
     // Read, probe, confirm: free counts only if the same leg is still open now.
     const again = readTail(runId, eventsPath);

@@ -12,14 +12,16 @@
  *   the fragment.
  * - The file is opened append-only, created 0600, never through a symlink,
  *   never blocking; anything but a regular file is refused.
+ * - Each append first checks that the path still names the file it writes
+ *   to; if a restore or sync replaced it, the writer reopens the path, so
+ *   the leg's events land where readers look (CONTRACT §4.5).
  */
-import { closeSync, constants, fstatSync, fsyncSync, openSync, readSync, writeSync } from 'node:fs';
+import { closeSync, constants, fstatSync, fsyncSync, lstatSync, openSync, readSync, writeSync } from 'node:fs';
 import { RunFileError, WriteError } from '../contract/errors.js';
 import { STREAM_SCHEMA } from '../contract/events.js';
 
 /** The schema version runwarden writes: the one it reads (CONTRACT §2.2). */
 export const EVENT_SCHEMA = STREAM_SCHEMA;
-
 
 /** An event to append; `schema`, `ts` and `run_id` are filled in. */
 export type EventFields = { event: string } & Record<string, unknown>;
@@ -42,8 +44,16 @@ function compact(fields: Record<string, unknown>): Record<string, unknown> {
   return out;
 }
 
-/** Opens `path` for appending events of run `runId`. */
-export function openStreamWriter(path: string, runId: string): StreamWriter {
+interface Target {
+  fd: number;
+  dev: number;
+  ino: number;
+  /** The file ends in an unterminated line: the next append starts with a newline. */
+  needsNewline: boolean;
+}
+
+/** Opens the stream at `path` for appending, refusing anything but a regular file. */
+function openTarget(path: string): Target {
   let fd: number;
   try {
     fd = openSync(path, FLAGS, 0o600);
@@ -61,31 +71,56 @@ export function openStreamWriter(path: string, runId: string): StreamWriter {
   }
   let needsNewline = false;
   if (st.size > 0) {
+    const last = Buffer.alloc(1);
     const rfd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
     try {
-      const last = Buffer.alloc(1);
       readSync(rfd, last, 0, 1, st.size - 1);
       needsNewline = last[0] !== 0x0a;
     } finally {
       closeSync(rfd);
     }
   }
+  return { fd, dev: st.dev, ino: st.ino, needsNewline };
+}
+
+/**
+ * True when `path` now names another file than `t` (a restore or sync
+ * replaced it). False when it is the same file, or when nothing is there:
+ * then the only file to write to is the one already open.
+ */
+function replacement(path: string, t: Target): boolean {
+  try {
+    const now = lstatSync(path);
+    return now.ino !== t.ino || now.dev !== t.dev;
+  } catch {
+    return false;
+  }
+}
+
+/** Opens `path` for appending events of run `runId`. */
+export function openStreamWriter(path: string, runId: string): StreamWriter {
+  let t = openTarget(path);
   let open = true;
   return {
     append(fields: EventFields) {
       if (!open) throw new WriteError(`the events of "${path}" were already closed by this leg`, 'ECLOSED', path);
+      if (replacement(path, t)) {
+        const next = openTarget(path);
+        closeSync(t.fd);
+        t = next;
+      }
       const { event, ...rest } = fields;
       const line = JSON.stringify({ schema: EVENT_SCHEMA, ts: new Date().toISOString(), run_id: runId, event, ...compact(rest) });
-      const bytes = Buffer.from((needsNewline ? '\n' : '') + line + '\n', 'utf8');
-      const n = writeSync(fd, bytes);
+      const bytes = Buffer.from((t.needsNewline ? '\n' : '') + line + '\n', 'utf8');
+      const n = writeSync(t.fd, bytes);
       if (n !== bytes.length) throw new WriteError(`short write to "${path}" (${n} of ${bytes.length} bytes)`, 'EWRITE', path);
-      needsNewline = false;
-      fsyncSync(fd);
+      t.needsNewline = false;
+      fsyncSync(t.fd);
     },
     close() {
       if (!open) return;
       open = false;
-      closeSync(fd);
+      closeSync(t.fd);
     },
   };
 }

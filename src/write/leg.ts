@@ -21,6 +21,7 @@ import { join } from 'node:path';
 import type { Writable } from 'node:stream';
 import { EVENTS_FILE, LOCK_FILE, PGID_FILE } from '../contract/files.js';
 import { openStreamWriter } from './append.js';
+import { guardLeg } from './guard.js';
 import { acquireLock, type AcquireOptions } from '../lock/acquire.js';
 
 
@@ -35,6 +36,8 @@ export interface LegOptions {
   lock?: AcquireOptions;
   /** Called once the child's group is recorded, before it runs. */
   onSpawn?: (pgid: number) => void;
+  /** Receives what the leg's guard noticed (default: a `runwarden:` line on stderr). */
+  onNotice?: (line: string) => void;
 }
 
 export interface LegResult {
@@ -46,6 +49,8 @@ export interface LegResult {
   exitCode: number;
   /** The child's process group id, when it started. */
   pgid: number | undefined;
+  /** The run directory was removed or replaced while the leg ran: its verdict is not where readers look. */
+  runDirLost: boolean;
 }
 
 // Waits for one line on fd 3, closes it, then becomes the command.
@@ -123,6 +128,7 @@ export async function runLeg(runDir: string, argv: readonly string[], opts: LegO
     handlers.set(sig, h);
     process.on(sig, h);
   }
+  const guard = guardLeg(runDir, lock, opts.onNotice ?? ((line) => process.stderr.write(`runwarden: ${line}\n`)));
   try {
     forgetPgid(runDir);
     stream.append({ event: 'run_started', command: [...argv] });
@@ -157,30 +163,32 @@ export async function runLeg(runDir: string, argv: readonly string[], opts: LegO
       }
     }
     const r = await ended;
+    guard.check();
 
     let result: LegResult;
     if (r.error !== undefined) {
       stream.append({ event: 'node_failed', node_id: nodeId, verdict: 'FAIL', detail: `could not start: ${r.error.message}` });
       stream.append({ event: 'run_finished', outcome: 'failed', detail: `${nodeId} could not start` });
-      result = { code: null, signal: null, exitCode: 127, pgid: undefined };
+      result = { code: null, signal: null, exitCode: 127, pgid: undefined, runDirLost: guard.runDirLost };
     } else if (r.code === 0) {
       stream.append({ event: 'node_passed', node_id: nodeId, verdict: 'PASS', detail: 'exit code 0' });
       stream.append({ event: 'run_finished', outcome: 'passed' });
-      result = { code: 0, signal: null, exitCode: 0, pgid };
+      result = { code: 0, signal: null, exitCode: 0, pgid, runDirLost: guard.runDirLost };
     } else if (pending !== undefined && pgid === undefined) {
       const detail = `interrupted by ${pending} before it started`;
       stream.append({ event: 'node_failed', node_id: nodeId, verdict: 'FAIL', detail });
       stream.append({ event: 'run_finished', outcome: 'failed', detail: `${nodeId}: ${detail}` });
-      result = { code: null, signal: pending, exitCode: 128 + signalNumber(pending), pgid: undefined };
+      result = { code: null, signal: pending, exitCode: 128 + signalNumber(pending), pgid: undefined, runDirLost: guard.runDirLost };
     } else {
       const detail = r.signal ? `signal ${r.signal}` : `exit code ${r.code}`;
       stream.append({ event: 'node_failed', node_id: nodeId, verdict: 'FAIL', detail });
       stream.append({ event: 'run_finished', outcome: 'failed', detail: `${nodeId} failed: ${detail}` });
       const exitCode = r.signal ? 128 + signalNumber(r.signal) : (r.code ?? 1);
-      result = { code: r.code, signal: r.signal, exitCode, pgid };
+      result = { code: r.code, signal: r.signal, exitCode, pgid, runDirLost: guard.runDirLost };
     }
     return result;
   } finally {
+    guard.stop();
     for (const [sig, h] of handlers) process.off(sig, h);
     stream.close();
     lock.release();

@@ -101,6 +101,12 @@ export function registerExec(program: Command): void {
         if (e instanceof LockHeldError || e instanceof LockFileError || e instanceof RunFileError) refuse(e.message);
         throw e;
       }
+      if (result.runDirLost) {
+        err(`runwarden: run ${printable(runId)}: its directory was removed or replaced while the leg ran, so the leg's verdict is not recorded where readers look.`);
+        // The command's own failure wins; a success that readers cannot see is not a success.
+        process.exitCode = result.exitCode !== 0 ? result.exitCode : Exit.Error;
+        return;
+      }
       process.exitCode = result.exitCode;
     });
 }

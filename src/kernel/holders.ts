@@ -1,0 +1,105 @@
+/**
+ * Evidence that a live process holds an exclusive flock on a lock file that
+ * is no longer the one at its path (CONTRACT §4.5). A backup restore, an
+ * rsync of the runs tree, `tar -x` or an editor's save replaces
+ * `resume.lock` with a new inode; the live leg's flock stays on the old one,
+ * so a probe of the path finds it free. Before anyone acts on that "free",
+ * linux can still tell: `/proc/locks` lists every flock with its holder's
+ * pid and inode, and `/proc/<pid>/fd` shows that the holder's descriptor
+ * names this lock path (with " (deleted)" once the old inode is unlinked).
+ *
+ * Evidence only ever turns an answer into a doubt (never into "dead"), and
+ * any doubt about the evidence itself (an unreadable /proc) is reported as
+ * `unknown`, which callers treat as a possible holder.
+ *
+ * darwin has no /proc: the answer there is always `none-known` (untested;
+ * the window is then the holder's own re-lock interval, see write/leg.ts).
+ */
+import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
+
+/** One flock holder found: its pid and the inode its lock is on. */
+export interface ForeignHolder {
+  pid: number;
+  /** `maj:min:ino` as /proc/locks prints it (device in hex). */
+  file: string;
+}
+
+/** What the evidence says about other holders of a lock path. */
+export type HolderEvidence =
+  | { kind: 'none-known' }
+  | { kind: 'held-elsewhere'; holder: ForeignHolder }
+  | { kind: 'unknown'; detail: string };
+
+const FLOCK_WRITE = /^\d+:\s+FLOCK\s+\S+\s+WRITE\s+(-?\d+)\s+([0-9a-f]+:[0-9a-f]+:\d+)\s/;
+
+/** linux's dev_t as /proc/locks prints it: `major:minor` in lower-case hex (glibc's encoding). */
+export function procDevice(dev: number | bigint): string {
+  const d = BigInt(dev);
+  const major = ((d >> 8n) & 0xfffn) | ((d >> 32n) & ~0xfffn);
+  const minor = (d & 0xffn) | ((d >> 12n) & ~0xffn);
+  return `${major.toString(16).padStart(2, '0')}:${minor.toString(16).padStart(2, '0')}`;
+}
+
+/** Where to look, and whom to suspect. */
+export interface HolderQuery {
+  /** The lock path, absolute, as a holder's descriptor would name it. */
+  lockPath: string;
+  /** The device the lock path lives on (stat's `dev`). */
+  dev: number | bigint;
+  /** The inode now at the path, if any: a lock on it is not foreign. */
+  currentIno?: number | bigint | undefined;
+  /** The pid label the file at the path carries, if any (the likely holder of a copied file). */
+  labelPid?: number | undefined;
+  /** A process whose own locks do not count (default: this one). */
+  exceptPid?: number;
+}
+
+/**
+ * Looks for a process other than `exceptPid` that holds an exclusive flock,
+ * on the lock path's device but not on the inode now at the path, through a
+ * descriptor that names the lock path. When a candidate's descriptors cannot
+ * be read (another user's process) and it is the pid the file's label names,
+ * that is a doubt. Linux only; reads /proc and nothing else, writes nothing.
+ */
+export function foreignHolder(q: HolderQuery): HolderEvidence {
+  if (process.platform !== 'linux') return { kind: 'none-known' };
+  const { lockPath } = q;
+  const exceptPid = q.exceptPid ?? process.pid;
+  const device = procDevice(q.dev) + ':';
+  const currentIno = q.currentIno === undefined ? undefined : String(q.currentIno);
+  let table: string;
+  try {
+    table = readFileSync('/proc/locks', 'latin1');
+  } catch (e) {
+    return { kind: 'unknown', detail: `/proc/locks: ${(e as NodeJS.ErrnoException).code ?? String(e)}` };
+  }
+  const deleted = `${lockPath} (deleted)`;
+  let doubt: string | undefined;
+  for (const line of table.split('\n')) {
+    const m = FLOCK_WRITE.exec(line);
+    if (m === null) continue;
+    const pid = Number(m[1]);
+    const file = m[2] as string;
+    if (pid <= 0 || pid === exceptPid || !file.startsWith(device)) continue;
+    if (currentIno !== undefined && file.slice(device.length) === currentIno) continue;
+    let fds: string[];
+    try {
+      fds = readdirSync(`/proc/${pid}/fd`);
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code;
+      if (code === 'ENOENT' || code === 'ESRCH') continue; // it exited since /proc/locks was read
+      if (pid === q.labelPid) doubt ??= `pid ${pid} holds an exclusive flock on this filesystem and its descriptors cannot be read (${code ?? 'error'})`;
+      continue;
+    }
+    for (const fd of fds) {
+      let target: string;
+      try {
+        target = readlinkSync(`/proc/${pid}/fd/${fd}`);
+      } catch {
+        continue;
+      }
+      if (target === lockPath || target === deleted) return { kind: 'held-elsewhere', holder: { pid, file } };
+    }
+  }
+  return doubt === undefined ? { kind: 'none-known' } : { kind: 'unknown', detail: doubt };
+}
