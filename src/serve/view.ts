@@ -8,6 +8,7 @@
  */
 import { STATUS_WORD, type DetailLeg } from '../status/inspect.js';
 import type { NodeState, RunReport, SkippedRun, Status } from '../contract/types.js';
+import type { ErrorBody } from './http.js';
 
 /** What a card says: the status word in lower case, plus the two non-states. */
 export type CardState = 'planning' | 'running' | 'abandoned' | 'paused' | 'passed' | 'failed' | 'pending' | 'unknown';
@@ -117,6 +118,21 @@ export interface DashboardPatch extends Totals {
   remove: string[];
   /** Present when the set or order of runs changed. */
   order?: string[];
+}
+
+/** The `beat` event: sent on every tick; `error` says why the root could not be read this time. */
+export interface Beat {
+  t: string;
+  error?: string;
+}
+
+/** Every server-sent event the pages receive, by event name, with its data. */
+export interface StreamEvents {
+  snapshot: DashboardDoc;
+  patch: DashboardPatch;
+  beat: Beat;
+  /** A run page's document, or the error document when its id does not name a run. */
+  run: RunPage | ErrorBody;
 }
 
 /**
