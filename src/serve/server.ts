@@ -14,7 +14,8 @@
  * - A failure inside a handler answers 500 with the stable error document and
  *   never takes the server down.
  * - The browser app (src/serve/public/, see static.ts) is read once when the
- *   server starts; answering a page or an asset never touches the disk.
+ *   server starts; answering a page or an asset never touches the disk. The
+ *   page's list of run states is /assets/states.js, written from CARD_STATES.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';

@@ -1,7 +1,8 @@
 /**
  * The browser app: the files in src/serve/public/ (the build copies them to
  * dist/serve/public/, next to this module), read once when a server starts
- * and answered from memory.
+ * and answered from memory, plus /assets/states.js, which is written here
+ * from CARD_STATES so the page has no list of states of its own.
  *
  * Invariants:
  * - The two HTML documents are static: no run data is ever written into them
@@ -13,6 +14,7 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { CARD_STATES, sectionOf } from './view.js';
 
 /** Where the browser app's files are: `public/` beside this module. */
 export const PUBLIC_DIR = fileURLToPath(new URL('./public/', import.meta.url));
@@ -28,6 +30,9 @@ export const ASSET_FILES: Readonly<Record<string, readonly [file: string, conten
   '/favicon.svg': ['favicon.svg', 'image/svg+xml'],
 };
 
+/** The route of the script written from CARD_STATES. */
+export const STATES_PATH = '/assets/states.js';
+
 /** The HTML documents: the dashboard at `/`, the run page at `/run/<id>`. */
 export const PAGE_FILES = { dashboard: 'index.html', run: 'run.html' } as const;
 
@@ -39,10 +44,26 @@ export interface Asset {
 
 /** Everything the server answers from memory. */
 export interface PublicFiles {
-  /** Asset routes. */
+  /** Asset routes, /assets/states.js included. */
   readonly assets: ReadonlyMap<string, Asset>;
   readonly dashboardHtml: Buffer;
   readonly runHtml: Buffer;
+}
+
+/**
+ * The script behind /assets/states.js: sets `RW.CARD_STATES` (CARD_STATES, in
+ * order) and `RW.STATE_SECTION` (each state's section) on the object
+ * common.js publishes. Nothing in it comes from a run.
+ */
+export function statesScript(): string {
+  const sections = Object.fromEntries(CARD_STATES.map((s) => [s, sectionOf(s)]));
+  return [
+    '// Written by runwarden serve from CARD_STATES in src/serve/view.ts: every card',
+    '// state, in the order the header counts them, and the section each belongs to.',
+    `RW.CARD_STATES = Object.freeze(${JSON.stringify(CARD_STATES)});`,
+    `RW.STATE_SECTION = Object.freeze(${JSON.stringify(sections)});`,
+    '',
+  ].join('\n');
 }
 
 /** Reads every file of the browser app (once per server; requests never touch the disk). */
@@ -54,6 +75,7 @@ export async function loadPublicFiles(dir: string = PUBLIC_DIR): Promise<PublicF
       assets.set(path, { contentType, body: await read(file) });
     }),
   );
+  assets.set(STATES_PATH, { contentType: JS, body: Buffer.from(statesScript(), 'utf8') });
   const [dashboardHtml, runHtml] = await Promise.all([read(PAGE_FILES.dashboard), read(PAGE_FILES.run)]);
   return { assets, dashboardHtml, runHtml };
 }

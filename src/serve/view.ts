@@ -16,7 +16,11 @@ export type CardState = 'planning' | 'running' | 'abandoned' | 'paused' | 'passe
 /** Where a card sits on the page (SPEC C.3), with `other` for no-status and unreadable runs. */
 export type Section = 'in-flight' | 'abandoned' | 'settled' | 'other';
 
-/** Every card state, in the order the header counts them. */
+/**
+ * Every card state, in the order the header counts them. The only list of
+ * them: the page receives it as /assets/states.js (static.ts), and shows the
+ * states of section `other` only when some run has them.
+ */
 export const CARD_STATES: readonly CardState[] = ['planning', 'running', 'abandoned', 'paused', 'passed', 'failed', 'pending', 'unknown'];
 
 const BY_STATUS: Record<Status, CardState> = STATUS_WORD;

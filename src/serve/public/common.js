@@ -81,10 +81,15 @@ var RW = (function () {
   };
 
   /**
-   * The state words, in the order the header counts them.
-   * @type {CardState[]}
+   * Every card state, in the order the header counts them, and the section
+   * each belongs to. Empty here: /assets/states.js, which the server writes
+   * from CARD_STATES in src/serve/view.ts, fills them in before the page's
+   * own script runs.
+   * @type {readonly CardState[]}
    */
-  RW.TALLY_STATES = ['planning', 'running', 'abandoned', 'paused', 'passed', 'failed'];
+  RW.CARD_STATES = [];
+  /** @type {Readonly<Partial<Record<CardState, Section>>>} */
+  RW.STATE_SECTION = {};
 
   /**
    * @param {number | null | undefined} usd

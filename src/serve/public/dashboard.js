@@ -3,7 +3,9 @@
  * The dashboard page's script, served from /assets/dashboard.js as this
  * file's bytes. It renders the server's cards and applies its patches; it
  * derives nothing: every state word and hint comes from the server, which
- * takes them from the same runStatus/listRuns the CLI prints.
+ * takes them from the same runStatus/listRuns the CLI prints, and the list of
+ * states the header counts comes from /assets/states.js, which the server
+ * writes from CARD_STATES.
  */
 
 /** @typedef {import('../view.js').RunCard} RunCard */
@@ -44,10 +46,9 @@
     note.hidden = note.textContent === '';
     var t = RW.byId('tallies');
     RW.clear(t);
-    var states = RW.TALLY_STATES.slice();
-    /** @type {CardState[]} */
-    var optional = ['pending', 'unknown'];
-    optional.forEach(function (s) { if (doc.tallies[s] > 0) states.push(s); });
+    // Every state the server knows, in its order; those of no section (no
+    // status yet, unreadable) only when some run has them.
+    var states = RW.CARD_STATES.filter(function (s) { return RW.STATE_SECTION[s] !== 'other' || doc.tallies[s] > 0; });
     states.forEach(function (s) {
       var n = doc.tallies[s] || 0;
       t.appendChild(el('span', { class: 'tally' + (n === 0 ? ' zero' : ''), 'data-state': s, 'data-tally': s }, [
