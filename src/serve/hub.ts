@@ -17,7 +17,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { applyCommonHeaders, type ErrorBody } from './http.js';
-import { totals, type DashboardDoc, type DashboardPatch, type RunPage } from './view.js';
+import { totals, type DashboardDoc, type DashboardPatch, type RunPage, type StreamEvents } from './view.js';
 
 /** What the hub needs from the reading side. */
 export interface HubSources {
@@ -51,7 +51,7 @@ interface Client {
  */
 const MAX_BUFFERED = 4 * 1024 * 1024;
 
-function frame(event: string, data: unknown): string {
+function frame<K extends keyof StreamEvents>(event: K, data: StreamEvents[K]): string {
   // JSON.stringify escapes CR and LF, so the payload is one SSE data line.
   return `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
 }

@@ -13,17 +13,16 @@
  *   read the API through a DNS-rebound name.
  * - A failure inside a handler answers 500 with the stable error document and
  *   never takes the server down.
+ * - The browser app (src/serve/public/, see static.ts) is read once when the
+ *   server starts; answering a page or an asset never touches the disk. The
+ *   page's list of run states is /assets/states.js, written from CARD_STATES.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { COMMON_JS } from './assets/common-js.js';
-import { CSS } from './assets/css.js';
-import { DASHBOARD_JS } from './assets/dashboard-js.js';
-import { DASHBOARD_HTML, FAVICON_SVG, RUN_HTML } from './assets/html.js';
-import { RUN_JS } from './assets/run-js.js';
 import { LiveHub } from './hub.js';
 import { sendBody, sendError, sendJson, type ErrorBody } from './http.js';
 import { decodeSegment, resolveRunDir } from './ids.js';
+import { loadPublicFiles, type PublicFiles } from './static.js';
 import type { DashboardDoc, RunPage } from './view.js';
 
 /** What the server reads through; the CLI wires these to the reading layer. */
@@ -59,14 +58,6 @@ export interface DashboardServer {
   /** Stops accepting, ends every live stream and closes every connection. */
   close(): Promise<void>;
 }
-
-const ASSETS: Readonly<Record<string, readonly [string, string]>> = {
-  '/assets/app.css': ['text/css; charset=utf-8', CSS],
-  '/assets/common.js': ['text/javascript; charset=utf-8', COMMON_JS],
-  '/assets/dashboard.js': ['text/javascript; charset=utf-8', DASHBOARD_JS],
-  '/assets/run.js': ['text/javascript; charset=utf-8', RUN_JS],
-  '/favicon.svg': ['image/svg+xml', FAVICON_SVG],
-};
 
 const HTML = 'text/html; charset=utf-8';
 
@@ -113,7 +104,7 @@ function parseTarget(url: string): { segments: string[] | undefined; query: URLS
 }
 
 /** Builds the request handler (exported for tests that want no socket). */
-function handler(opts: ServeOptions, hub: LiveHub, boundHost: string) {
+function handler(opts: ServeOptions, hub: LiveHub, boundHost: string, files: PublicFiles) {
   const { root, sources } = opts;
   return async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     if (req.method !== 'GET' && req.method !== 'HEAD') {
@@ -130,19 +121,19 @@ function handler(opts: ServeOptions, hub: LiveHub, boundHost: string) {
       return;
     }
     const path = '/' + segments.join('/');
-    const asset = ASSETS[path];
+    const asset = files.assets.get(path);
     if (asset !== undefined && segments.length <= 2) {
-      sendBody(req, res, 200, asset[0], asset[1], { 'Cache-Control': 'no-cache' });
+      sendBody(req, res, 200, asset.contentType, asset.body, { 'Cache-Control': 'no-cache' });
       return;
     }
     const [a, b, c, ...rest] = segments;
     if (segments.length === 1 && a === '') {
-      sendBody(req, res, 200, HTML, DASHBOARD_HTML);
+      sendBody(req, res, 200, HTML, files.dashboardHtml);
       return;
     }
     if (a === 'run' && b !== undefined && c === undefined) {
       const found = resolveRunDir(root, b);
-      sendBody(req, res, found.ok ? 200 : found.status, HTML, RUN_HTML);
+      sendBody(req, res, found.ok ? 200 : found.status, HTML, files.runHtml);
       return;
     }
     if (a === 'api' && rest.length === 0) {
@@ -184,6 +175,8 @@ function handler(opts: ServeOptions, hub: LiveHub, boundHost: string) {
 export async function startServer(opts: ServeOptions): Promise<DashboardServer> {
   const host = opts.host ?? '127.0.0.1';
   const log = opts.log ?? ((line: string) => process.stderr.write(line + '\n'));
+  // The browser app is read here, once; no request reads the disk for it.
+  const files = await loadPublicFiles();
   const hub = new LiveHub(
     {
       dashboard: () => opts.sources.dashboard(),
@@ -195,7 +188,7 @@ export async function startServer(opts: ServeOptions): Promise<DashboardServer> 
     },
     { intervalMs: opts.intervalMs ?? 1000, log },
   );
-  const handle = handler(opts, hub, host);
+  const handle = handler(opts, hub, host, files);
   const server = createServer((req, res) => {
     handle(req, res).catch((e: unknown) => {
       log(`runwarden serve: ${req.method} ${req.url}: ${e instanceof Error ? e.message : String(e)}`);

@@ -8,6 +8,7 @@
  */
 import { STATUS_WORD, type NodeState, type RunReport, type SkippedRun, type Status } from '../contract/types.js';
 import type { DetailLeg } from '../status/detail.js';
+import type { ErrorBody } from './http.js';
 
 /** What a card says: the status word in lower case, plus the two non-states. */
 export type CardState = 'planning' | 'running' | 'abandoned' | 'paused' | 'passed' | 'failed' | 'pending' | 'unknown';
@@ -15,7 +16,11 @@ export type CardState = 'planning' | 'running' | 'abandoned' | 'paused' | 'passe
 /** Where a card sits on the page (CONTRACT §5.3), with `other` for no-status and unreadable runs. */
 export type Section = 'in-flight' | 'abandoned' | 'settled' | 'other';
 
-/** Every card state, in the order the header counts them. */
+/**
+ * Every card state, in the order the header counts them. The only list of
+ * them: the page receives it as /assets/states.js (static.ts), and shows the
+ * states of section `other` only when some run has them.
+ */
 export const CARD_STATES: readonly CardState[] = ['planning', 'running', 'abandoned', 'paused', 'passed', 'failed', 'pending', 'unknown'];
 
 const BY_STATUS: Record<Status, CardState> = STATUS_WORD;
@@ -117,6 +122,21 @@ export interface DashboardPatch extends Totals {
   remove: string[];
   /** Present when the set or order of runs changed. */
   order?: string[];
+}
+
+/** The `beat` event: sent on every tick; `error` says why the root could not be read this time. */
+export interface Beat {
+  t: string;
+  error?: string;
+}
+
+/** Every server-sent event the pages receive, by event name, with its data. */
+export interface StreamEvents {
+  snapshot: DashboardDoc;
+  patch: DashboardPatch;
+  beat: Beat;
+  /** A run page's document, or the error document when its id does not name a run. */
+  run: RunPage | ErrorBody;
 }
 
 /**

@@ -1,32 +1,56 @@
+// @ts-check
 /**
- * The run page's script, served from /assets/run.js: one run's header, hint,
- * leg history, event timeline and node map. Like the dashboard it derives
- * nothing; it draws the server's detail document, pushed again on change.
+ * The run page's script, served from /assets/run.js as this file's bytes:
+ * one run's header, hint, leg history, event timeline and node map. Like the
+ * dashboard it derives nothing; it draws the server's detail document,
+ * pushed again on change.
  */
-export const RUN_JS = String.raw`(function () {
+
+/** @typedef {import('../view.js').RunPage} RunPage */
+/** @typedef {import('../view.js').NodeDetail} NodeDetail */
+/** @typedef {import('../view.js').LegView} LegView */
+/** @typedef {import('../http.js').ErrorBody} ErrorBody */
+/**
+ * A timeline item, with whether its run_started continues a leg already
+ * started (an auto run's planning start and the start after it).
+ * @typedef {import('../view.js').TimelineItem & { continues?: boolean }} TimelineEntry
+ */
+
+(function () {
   'use strict';
   var RW = window.RW;
   var el = RW.el;
   var prefix = '/run/';
+  /** @type {string | null} */
   var id = null;
   try { id = decodeURIComponent(location.pathname.slice(prefix.length)); } catch (e) { id = null; }
-  var main = document.getElementById('main');
+  var main = RW.byId('main');
+  /** @type {RunPage | null} */
   var current = null;
   var lastJson = '';
 
   var LEGEND = ['planning', 'running', 'abandoned', 'gate-paused', 'passed', 'failed', 'pending'];
+  /** @type {Record<string, [string, string]>} event name -> [what it says, state it is drawn in] */
   var VERB = {
     node_started: ['started', 'running'], node_passed: ['passed', 'passed'], node_failed: ['failed', 'failed'],
     node_retried: ['retried', 'running'], gate_paused: ['gate paused', 'paused'], gate_approved: ['gate approved', 'passed'],
     gate_rejected: ['gate rejected', 'failed'],
   };
+  /** @type {Record<string, string>} */
   var OUTCOME_STATE = { passed: 'passed', failed: 'failed', paused: 'paused' };
 
+  /**
+   * @param {string} label
+   * @param {string} value
+   * @param {ElProps} [attrs]
+   */
   function fact(label, value, attrs) {
     return el('div', attrs || null, [el('dt', { text: label }), el('dd', { text: value })]);
   }
 
+  /** @param {RunPage} d */
   function head(d) {
+    /** @type {Partial<RunReport>} */
     var r = d.report || {};
     var start = RW.ms(d.started_at), end = RW.ms(d.ended_at);
     var took = '';
@@ -53,7 +77,7 @@ export const RUN_JS = String.raw`(function () {
     ];
     if (r.hint) {
       var kind = d.state === 'abandoned' ? 'abandoned' : 'paused';
-      kids.push(el('div', { class: 'hint', 'data-kind': kind, 'data-hint': '1' }, [el('span', { class: 'hint-title', text: kind === 'abandoned' ? 'This run is abandoned — what now' : 'Paused — what now' })].concat(RW.hintNodes(r.hint))));
+      kids.push(el('div', { class: 'hint', 'data-kind': kind, 'data-hint': '1' }, [el('span', { class: 'hint-title', text: kind === 'abandoned' ? 'This run is abandoned — what now' : 'Paused — what now' }), ...RW.hintNodes(r.hint)]));
     }
     if (d.error) kids.push(el('div', { class: 'error', 'data-error': '1', text: 'Cannot read this run: ' + d.error }));
     var warn = (r.warnings || []).slice();
@@ -63,6 +87,7 @@ export const RUN_JS = String.raw`(function () {
     return el('section', { class: 'run-head', 'data-state': d.state }, kids);
   }
 
+  /** @param {RunPage} d */
   function legsTable(d) {
     if (!d.legs.length) return el('p', { class: 'timeline-note', text: 'No legs: the stream holds no run_started yet.' });
     var rows = d.legs.slice().reverse().map(function (l) {
@@ -74,7 +99,7 @@ export const RUN_JS = String.raw`(function () {
         st = 'abandoned';
         end = 'never reported an end';
       } else {
-        st = OUTCOME_STATE[l.outcome] || 'pending';
+        st = OUTCOME_STATE[String(l.outcome)] || 'pending';
         end = (l.outcome || 'closed') + (l.finished_ts ? ' at ' + RW.when(l.finished_ts) : '');
       }
       var took = !isNaN(RW.ms(l.started_ts)) && !isNaN(RW.ms(l.finished_ts)) ? RW.duration(RW.ms(l.finished_ts) - RW.ms(l.started_ts)) : '';
@@ -91,7 +116,9 @@ export const RUN_JS = String.raw`(function () {
     ]);
   }
 
-  function eventItem(item, d) {
+  /** @param {TimelineEntry} item */
+  function eventItem(item) {
+    /** @type {Record<string, unknown>} */
     var ev = item.event || {};
     var name = String(ev.event || '?');
     var t = el('span', { class: 't', text: RW.clock(ev.ts), title: typeof ev.ts === 'string' ? ev.ts : '' });
@@ -102,13 +129,14 @@ export const RUN_JS = String.raw`(function () {
       return el('li', { class: 'leg', 'data-state': ev.phase === 'planning' ? 'planning' : 'running' }, [t, el('span', { class: 'mark' }), el('span', { class: 'body' }, [el('span', { class: 'what', text: what }), extra])]);
     }
     if (name === 'run_finished') {
-      var st = OUTCOME_STATE[ev.outcome] || 'pending';
+      var st = OUTCOME_STATE[String(ev.outcome)] || 'pending';
       return el('li', { class: 'leg', 'data-state': st }, [t, el('span', { class: 'mark' }), el('span', { class: 'body' }, [
         el('span', { class: 'what', text: 'Leg ' + (item.leg || '?') + ' finished: ' + (ev.outcome || '?') }),
         ev.detail ? el('span', { class: 'detail', text: String(ev.detail) }) : null,
       ])]);
     }
     var v = VERB[name] || [name.replace(/_/g, ' '), 'pending'];
+    /** @type {ElChild[]} */
     var kids = [el('span', { class: 'what', text: v[0] + ' ' }), ev.node_id !== undefined ? el('span', { class: 'node', text: String(ev.node_id) }) : null];
     if (name === 'node_retried' && ev.retries !== undefined) kids.push(' (retry ' + String(ev.retries) + ')');
     if (name === 'node_passed' || name === 'node_failed') {
@@ -119,20 +147,22 @@ export const RUN_JS = String.raw`(function () {
     return el('li', { 'data-state': v[1], 'data-event': name }, [t, el('span', { class: 'mark' }), el('span', { class: 'body' }, kids)]);
   }
 
+  /** @param {RunPage} d */
   function timeline(d) {
     var kids = [el('h2', null, ['Timeline', el('span', { class: 'note', text: d.events_note || '' })]), legsTable(d)];
     var list = el('ol', { class: 'timeline' });
     var lastDay = '';
+    /** @type {Record<string, boolean>} */
     var started = {};
-    d.timeline.forEach(function (item) {
+    d.timeline.forEach(function (/** @type {TimelineEntry} */ item) {
       if (item.event && item.event.event === 'run_started') {
         // CONTRACT §2.3: an auto run's planning start and the start after it are one leg.
         item.continues = item.leg !== null && started[item.leg] === true;
-        started[item.leg] = true;
+        started[String(item.leg)] = true;
       }
       var day = RW.day(item.event && item.event.ts);
       if (day && day !== lastDay) { list.appendChild(el('li', { class: 'day', text: day })); lastDay = day; }
-      list.appendChild(eventItem(item, d));
+      list.appendChild(eventItem(item));
     });
     var last = d.legs[d.legs.length - 1];
     if (d.state === 'abandoned' && last && last.state !== 'closed') {
@@ -146,18 +176,32 @@ export const RUN_JS = String.raw`(function () {
     return el('section', { class: 'panel', 'data-panel': 'timeline' }, kids);
   }
 
+  /** @param {NodeDetail} n */
   function nodeBox(n) {
     var kids = [el('div', { class: 'id', text: n.id }), el('div', { class: 'st' }, [el('b', { text: n.state }), el('span', { class: 'c', text: n.cost_unknown ? 'cost unknown' : (typeof n.cost_usd === 'number' ? RW.money(n.cost_usd) : '') })])];
     if (n.detail) kids.push(el('div', { class: 'detail', title: n.detail, text: n.detail }));
     return el('div', { class: 'nodebox', 'data-state': n.state, 'data-node': n.id }, kids);
   }
 
-  /** Dependency depth per node; cycles and unknown ids count as depth 0. */
+  /**
+   * Dependency depth per node; cycles and unknown ids count as depth 0.
+   * @param {readonly NodeDetail[]} nodes
+   * @returns {Record<string, number>}
+   */
   function depths(nodes) {
-    var byId = {}, memo = {}, visiting = {};
+    /** @type {Record<string, NodeDetail>} */
+    var byId = {};
+    /** @type {Record<string, number>} */
+    var memo = {};
+    /** @type {Record<string, boolean>} */
+    var visiting = {};
     nodes.forEach(function (n) { byId[n.id] = n; });
+    /**
+     * @param {string} id
+     * @returns {number}
+     */
     function depth(id) {
-      if (Object.prototype.hasOwnProperty.call(memo, id)) return memo[id];
+      if (Object.prototype.hasOwnProperty.call(memo, id)) return /** @type {number} */ (memo[id]);
       if (visiting[id]) return 0;
       visiting[id] = true;
       var n = byId[id], best = 0;
@@ -168,22 +212,28 @@ export const RUN_JS = String.raw`(function () {
       memo[id] = best;
       return best;
     }
+    /** @type {Record<string, number>} */
     var out = {};
     nodes.forEach(function (n) { out[n.id] = depth(n.id); });
     return out;
   }
 
+  /**
+   * @param {HTMLElement} map
+   * @param {readonly NodeDetail[]} nodes
+   */
   function drawEdges(map, nodes) {
     var old = map.querySelector('svg.edges');
-    if (old) old.parentNode.removeChild(old);
+    if (old && old.parentNode) old.parentNode.removeChild(old);
     var ns = 'http://www.w3.org/2000/svg';
     var svg = document.createElementNS(ns, 'svg');
     svg.setAttribute('class', 'edges');
     svg.setAttribute('width', String(map.scrollWidth));
     svg.setAttribute('height', String(map.scrollHeight));
     var box = map.getBoundingClientRect();
+    /** @type {Record<string, DOMRect>} */
     var boxes = {};
-    map.querySelectorAll('.nodebox').forEach(function (b) { boxes[b.getAttribute('data-node')] = b.getBoundingClientRect(); });
+    map.querySelectorAll('.nodebox').forEach(function (b) { boxes[String(b.getAttribute('data-node'))] = b.getBoundingClientRect(); });
     nodes.forEach(function (n) {
       var to = boxes[n.id];
       (n.depends_on || []).forEach(function (dep) {
@@ -201,6 +251,7 @@ export const RUN_JS = String.raw`(function () {
     map.insertBefore(svg, map.firstChild);
   }
 
+  /** @param {RunPage} d */
   function nodeMap(d) {
     var legend = el('div', { class: 'legend' }, LEGEND.map(function (s) { return el('span', null, [el('i', { 'data-state': s }), s]); }));
     var kids = [el('h2', null, ['Nodes', el('span', { class: 'note', text: d.nodes.length + ' node' + (d.nodes.length === 1 ? '' : 's') })]), legend];
@@ -208,12 +259,17 @@ export const RUN_JS = String.raw`(function () {
     if (!d.nodes.length) {
       map.appendChild(el('p', { class: 'nodemap-note', text: 'No nodes recorded yet.' }));
     } else if (d.layout === 'layers') {
-      var dep = depths(d.nodes), cols = [];
-      d.nodes.forEach(function (n) { var k = dep[n.id]; (cols[k] = cols[k] || []).push(n); });
+      var dep = depths(d.nodes);
+      /** @type {NodeDetail[][]} */
+      var cols = [];
+      d.nodes.forEach(function (n) {
+        var k = /** @type {number} */ (dep[n.id]); // depths() answers for every node
+        (cols[k] = cols[k] || []).push(n);
+      });
       var layers = el('div', { class: 'layers' });
       cols.forEach(function (col, i) {
         if (!col) return;
-        layers.appendChild(el('div', { class: 'layer' }, [el('div', { class: 'layer-label', text: i === 0 ? 'roots' : 'depth ' + i })].concat(col.map(nodeBox))));
+        layers.appendChild(el('div', { class: 'layer' }, [el('div', { class: 'layer-label', text: i === 0 ? 'roots' : 'depth ' + i }), ...col.map(nodeBox)]));
       });
       map.appendChild(layers);
     } else {
@@ -224,6 +280,7 @@ export const RUN_JS = String.raw`(function () {
     return el('section', { class: 'panel', 'data-panel': 'nodes' }, kids);
   }
 
+  /** @param {RunPage} d */
   function render(d) {
     var json = JSON.stringify(d);
     if (json === lastJson) return;
@@ -237,10 +294,11 @@ export const RUN_JS = String.raw`(function () {
     var body = el('div', { class: 'run-body' }, [timeline(d), nodeMap(d)]);
     main.appendChild(body);
     var map = main.querySelector('.nodemap[data-layout="layers"]');
-    if (map) drawEdges(map, d.nodes);
+    if (map instanceof HTMLElement) drawEdges(map, d.nodes);
     window.scrollTo(0, scroll);
   }
 
+  /** @param {string} msg */
   function notFound(msg) {
     RW.clear(main);
     main.appendChild(el('p', { class: 'crumbs' }, [el('a', { href: '/', text: '← All runs' })]));
@@ -249,7 +307,7 @@ export const RUN_JS = String.raw`(function () {
 
   window.addEventListener('resize', function () {
     var map = main.querySelector('.nodemap[data-layout="layers"]');
-    if (map && current) drawEdges(map, current.nodes);
+    if (map instanceof HTMLElement && current) drawEdges(map, current.nodes);
   });
   // The elapsed time of an in-flight run moves on between pushes.
   setInterval(function () {
@@ -260,18 +318,27 @@ export const RUN_JS = String.raw`(function () {
   }, 1000);
 
   if (id === null || id === '') { notFound('The address does not name a run.'); return; }
+  var runId = id;
+  /**
+   * Whether the server answered with its error document rather than a run.
+   * @param {RunPage | ErrorBody} d
+   * @returns {d is ErrorBody}
+   */
+  function isError(d) {
+    return !!d && typeof d.error === 'object' && d.error !== null && !!d.error.code;
+  }
+  /** @param {RunPage | ErrorBody} d */
   function onDoc(d) {
-    if (d && d.error && d.error.code) { lastJson = ''; current = null; notFound(d.error.message); } else render(d);
+    if (isError(d)) { lastJson = ''; current = null; notFound(d.error.message); } else render(d);
   }
   // First picture from the API; then live updates. A malformed id is final,
   // a missing run may still appear (its directory is created later).
-  fetch('/api/runs/' + encodeURIComponent(id)).then(function (r) {
+  fetch('/api/runs/' + encodeURIComponent(runId)).then(function (r) {
     return r.json().then(function (d) { return { status: r.status, doc: d }; });
   }).then(function (x) {
     onDoc(x.doc);
-    if (x.status !== 400) RW.connect('/api/events?run=' + encodeURIComponent(id), { run: onDoc });
+    if (x.status !== 400) RW.connect('/api/events?run=' + encodeURIComponent(runId), { run: onDoc });
   }, function () {
-    RW.connect('/api/events?run=' + encodeURIComponent(id), { run: onDoc });
+    RW.connect('/api/events?run=' + encodeURIComponent(runId), { run: onDoc });
   });
 })();
-`;

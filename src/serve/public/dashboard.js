@@ -1,23 +1,42 @@
+// @ts-check
 /**
- * The dashboard page's script, served from /assets/dashboard.js. It renders
- * the server's cards and applies its patches; it derives nothing: every
- * state word and hint comes from the server, which takes them from the same
- * runStatus/listRuns the CLI prints.
+ * The dashboard page's script, served from /assets/dashboard.js as this
+ * file's bytes. It renders the server's cards and applies its patches; it
+ * derives nothing: every state word and hint comes from the server, which
+ * takes them from the same runStatus/listRuns the CLI prints, and the list of
+ * states the header counts comes from /assets/states.js, which the server
+ * writes from CARD_STATES.
  */
-export const DASHBOARD_JS = String.raw`(function () {
+
+/** @typedef {import('../view.js').RunCard} RunCard */
+/** @typedef {import('../view.js').DashboardDoc} DashboardDoc */
+/** @typedef {import('../view.js').DashboardPatch} DashboardPatch */
+/** @typedef {import('../view.js').Beat} Beat */
+/**
+ * What the header is drawn from: a snapshot, a patch, or the two merged.
+ * @typedef {import('../view.js').Totals & { root?: string, root_missing: boolean, skipped_count?: number, skipped?: readonly unknown[] }} HeaderDoc
+ */
+
+(function () {
   'use strict';
   var RW = window.RW;
   var el = RW.el;
-  var cards = {};      // run id -> card data
-  var nodes = {};      // run id -> element
-  var order = [];      // run ids, newest first
+  /** @type {Record<string, RunCard>} run id -> card data */
+  var cards = {};
+  /** @type {Record<string, HTMLElement>} run id -> element */
+  var nodes = {};
+  /** @type {readonly string[]} run ids, newest first */
+  var order = [];
+  /** @type {Section[]} */
   var SECTIONS = ['in-flight', 'abandoned', 'settled', 'other'];
 
-  function section(name) { return document.querySelector('section.group[data-section="' + name + '"]'); }
+  /** @param {Section} name */
+  function section(name) { return RW.find(document, 'section.group[data-section="' + name + '"]'); }
 
+  /** @param {HeaderDoc} doc */
   function renderHeader(doc) {
-    if (doc.root !== undefined) document.getElementById('root').textContent = doc.root;
-    var note = document.getElementById('root-note');
+    if (doc.root !== undefined) RW.byId('root').textContent = doc.root;
+    var note = RW.byId('root-note');
     var skipped = doc.skipped_count !== undefined ? doc.skipped_count : (doc.skipped || []).length;
     var unknown = doc.tallies.unknown || 0;
     var strays = skipped - unknown;
@@ -25,18 +44,19 @@ export const DASHBOARD_JS = String.raw`(function () {
     else if (strays > 0) note.textContent = strays + ' entr' + (strays === 1 ? 'y' : 'ies') + ' under the root ' + (strays === 1 ? 'is' : 'are') + ' not a run directory (a stray file or a symlink, never followed); /api/runs lists ' + (strays === 1 ? 'it' : 'them') + '.';
     else note.textContent = '';
     note.hidden = note.textContent === '';
-    var t = document.getElementById('tallies');
+    var t = RW.byId('tallies');
     RW.clear(t);
-    var states = RW.TALLY_STATES.slice();
-    ['pending', 'unknown'].forEach(function (s) { if (doc.tallies[s] > 0) states.push(s); });
+    // Every state the server knows, in its order; those of no section (no
+    // status yet, unreadable) only when some run has them.
+    var states = RW.CARD_STATES.filter(function (s) { return RW.STATE_SECTION[s] !== 'other' || doc.tallies[s] > 0; });
     states.forEach(function (s) {
       var n = doc.tallies[s] || 0;
       t.appendChild(el('span', { class: 'tally' + (n === 0 ? ' zero' : ''), 'data-state': s, 'data-tally': s }, [
         el('span', { class: 'dot' }), el('b', { text: String(n) }), s,
       ]));
     });
-    var v = document.getElementById('cost');
-    var sub = document.getElementById('cost-sub');
+    var v = RW.byId('cost');
+    var sub = RW.byId('cost-sub');
     if (doc.cost.unknown) {
       v.textContent = 'unknown';
       sub.textContent = doc.cost.known_usd > 0 ? RW.money(doc.cost.known_usd) + ' known' : 'some costs were not reported';
@@ -46,6 +66,7 @@ export const DASHBOARD_JS = String.raw`(function () {
     }
   }
 
+  /** @param {RunCard} c */
   function timesText(c) {
     var start = RW.ms(c.started_at), end = RW.ms(c.ended_at), lastEv = RW.ms(c.last_event_at);
     if (c.state === 'pending') return 'no events yet';
@@ -64,7 +85,9 @@ export const DASHBOARD_JS = String.raw`(function () {
     return parts.join('  ·  ');
   }
 
+  /** @param {RunCard} c */
   function buildCard(c) {
+    /** @type {Partial<RunReport>} */
     var r = c.report || {};
     var graph = r.graph;
     var head = el('div', { class: 'card-head' }, [
@@ -79,7 +102,7 @@ export const DASHBOARD_JS = String.raw`(function () {
     var times = el('div', { class: 'row times', 'data-times': '1', text: timesText(c) });
     var kids = [el('a', { class: 'cover', href: RW.runHref(c.run_id), 'aria-label': 'open run ' + c.run_id }), head, idRow, stripRow, times];
     if (c.state === 'abandoned' && r.hint) {
-      kids.push(el('div', { class: 'hint', 'data-kind': 'abandoned', 'data-hint': '1' }, [el('span', { class: 'hint-title', text: 'What now' })].concat(RW.hintNodes(r.hint))));
+      kids.push(el('div', { class: 'hint', 'data-kind': 'abandoned', 'data-hint': '1' }, [el('span', { class: 'hint-title', text: 'What now' }), ...RW.hintNodes(r.hint)]));
     }
     if (c.error) kids.push(el('div', { class: 'error', 'data-error': '1', text: 'Cannot read this run: ' + c.error }));
     if (r.warnings && r.warnings.length) kids.push(el('div', { class: 'warnings', text: r.warnings.join('; ') }));
@@ -87,23 +110,24 @@ export const DASHBOARD_JS = String.raw`(function () {
   }
 
   function place() {
-    var counts = {};
+    var counts = /** @type {Record<Section, number>} */ ({});
     SECTIONS.forEach(function (s) { counts[s] = 0; });
     order.forEach(function (id) {
       var c = cards[id], e = nodes[id];
       if (!c || !e) return;
-      var box = section(c.section).querySelector('.cards');
+      var box = RW.find(section(c.section), '.cards');
       box.appendChild(e); // moves it; keeps newest-first order within each section
       counts[c.section]++;
     });
     SECTIONS.forEach(function (s) {
       var sec = section(s);
       sec.classList.toggle('has-cards', counts[s] > 0);
-      sec.querySelector('h2 .count').textContent = counts[s] ? String(counts[s]) : '';
+      RW.find(sec, 'h2 .count').textContent = counts[s] ? String(counts[s]) : '';
       if (s === 'other') sec.hidden = counts[s] === 0;
     });
   }
 
+  /** @param {RunCard} c */
   function upsert(c) {
     var old = nodes[c.run_id];
     var e = buildCard(c);
@@ -112,6 +136,7 @@ export const DASHBOARD_JS = String.raw`(function () {
     nodes[c.run_id] = e;
   }
 
+  /** @param {string} id */
   function remove(id) {
     var e = nodes[id];
     if (e && e.parentNode) e.parentNode.removeChild(e);
@@ -119,6 +144,7 @@ export const DASHBOARD_JS = String.raw`(function () {
     delete cards[id];
   }
 
+  /** @param {DashboardDoc} doc */
   function onSnapshot(doc) {
     Object.keys(nodes).forEach(remove);
     doc.runs.forEach(upsert);
@@ -127,6 +153,7 @@ export const DASHBOARD_JS = String.raw`(function () {
     place();
   }
 
+  /** @param {DashboardPatch} p */
   function onPatch(p) {
     (p.remove || []).forEach(remove);
     (p.upsert || []).forEach(upsert);
@@ -138,15 +165,18 @@ export const DASHBOARD_JS = String.raw`(function () {
   // Elapsed and "ago" texts move on their own between server pushes.
   setInterval(function () {
     Object.keys(nodes).forEach(function (id) {
-      var t = nodes[id].querySelector('[data-times]');
-      if (t) t.textContent = timesText(cards[id]);
+      var n = nodes[id], c = cards[id];
+      var t = n && n.querySelector('[data-times]');
+      if (t && c) t.textContent = timesText(c);
     });
   }, 1000);
 
   // A beat carries an error when the server could not read the root this time.
+  /** @type {HeaderDoc | null} */
   var lastDoc = null;
+  /** @param {Beat} b */
   function onBeat(b) {
-    var note = document.getElementById('root-note');
+    var note = RW.byId('root-note');
     if (b.error) {
       note.textContent = 'The server cannot read the runs root right now (' + b.error + '); the cards show the last answer it had.';
       note.hidden = false;
@@ -161,4 +191,3 @@ export const DASHBOARD_JS = String.raw`(function () {
     beat: onBeat,
   });
 })();
-`;

@@ -1,16 +1,38 @@
+// @ts-check
 /**
- * Browser code shared by both pages, served from /assets/common.js.
+ * Browser code shared by both pages, served from /assets/common.js as this
+ * file's bytes. Type-checked by tsconfig.public.json against the documents
+ * the server sends (src/serve/view.ts).
  *
  * Invariant: run data reaches the DOM only as text. `el()` sets text with
  * `textContent` and attributes with `setAttribute` on a fixed allow-list;
  * nothing here assigns `innerHTML`, so a node id or run id holding markup is
  * shown as the characters it is.
  */
-export const COMMON_JS = String.raw`(function () {
+
+/** @typedef {import('../view.js').CardState} CardState */
+/** @typedef {import('../view.js').Section} Section */
+/** @typedef {import('../view.js').NodeChip} NodeChip */
+/** @typedef {import('../view.js').StreamEvents} StreamEvents */
+/** @typedef {import('../../contract/types.js').RunReport} RunReport */
+/** @typedef {Record<string, string | number | boolean | null | undefined>} ElProps */
+/** @typedef {Node | string | null | undefined | false} ElChild */
+
+/**
+ * What this script publishes as `window.RW` (a global `var`, so the other
+ * scripts' `window.RW` is typed by it).
+ */
+var RW = (function () {
   'use strict';
   var RW = {};
 
-  /** Builds an element; 'text' is set with textContent, children appended. */
+  /**
+   * Builds an element; 'text' is set with textContent, children appended.
+   * @param {string} tag
+   * @param {ElProps | null} [props]
+   * @param {readonly ElChild[]} [children]
+   * @returns {HTMLElement}
+   */
   RW.el = function (tag, props, children) {
     var e = document.createElement(tag);
     if (props) {
@@ -18,7 +40,7 @@ export const COMMON_JS = String.raw`(function () {
         var v = props[k];
         if (v === undefined || v === null || v === false) return;
         if (k === 'text') e.textContent = String(v);
-        else if (k === 'class') e.className = v;
+        else if (k === 'class') e.className = String(v);
         else if (k === 'title' || k === 'href' || k === 'id' || k === 'role' || k.indexOf('data-') === 0 || k.indexOf('aria-') === 0) e.setAttribute(k, String(v));
         else throw new Error('RW.el: attribute not allowed: ' + k);
       });
@@ -30,11 +52,49 @@ export const COMMON_JS = String.raw`(function () {
     return e;
   };
 
+  /** @param {Node} e */
   RW.clear = function (e) { while (e.firstChild) e.removeChild(e.firstChild); };
 
-  /** The state words, in the order the header counts them. */
-  RW.TALLY_STATES = ['planning', 'running', 'abandoned', 'paused', 'passed', 'failed'];
+  /**
+   * An element the page's own HTML always has. Throws when it is missing,
+   * which is what touching the null would have done, with a clearer message.
+   * @param {string} id
+   * @returns {HTMLElement}
+   */
+  RW.byId = function (id) {
+    var e = document.getElementById(id);
+    if (e === null) throw new Error('RW.byId: no element #' + id);
+    return e;
+  };
 
+  /**
+   * The first element under `root` matching `selector`, which the page's own
+   * structure always has; throws like {@link RW.byId} when it is missing.
+   * @param {ParentNode} root
+   * @param {string} selector
+   * @returns {HTMLElement}
+   */
+  RW.find = function (root, selector) {
+    var e = root.querySelector(selector);
+    if (!(e instanceof HTMLElement)) throw new Error('RW.find: no element ' + selector);
+    return e;
+  };
+
+  /**
+   * Every card state, in the order the header counts them, and the section
+   * each belongs to. Empty here: /assets/states.js, which the server writes
+   * from CARD_STATES in src/serve/view.ts, fills them in before the page's
+   * own script runs.
+   * @type {readonly CardState[]}
+   */
+  RW.CARD_STATES = [];
+  /** @type {Readonly<Partial<Record<CardState, Section>>>} */
+  RW.STATE_SECTION = {};
+
+  /**
+   * @param {number | null | undefined} usd
+   * @param {boolean} [unknown]
+   */
   RW.money = function (usd, unknown) {
     if (unknown) return 'unknown';
     if (typeof usd !== 'number') return '—';
@@ -43,13 +103,17 @@ export const COMMON_JS = String.raw`(function () {
     return '$' + usd.toFixed(2);
   };
 
-  /** Milliseconds since the epoch from an RFC 3339 string, or NaN. Display only. */
+  /**
+   * Milliseconds since the epoch from an RFC 3339 string, or NaN. Display only.
+   * @param {unknown} ts
+   */
   RW.ms = function (ts) {
     if (typeof ts !== 'string') return NaN;
     var t = Date.parse(ts);
     return isNaN(t) ? NaN : t;
   };
 
+  /** @param {number} ms */
   RW.duration = function (ms) {
     if (!(ms >= 0)) return '';
     var s = Math.floor(ms / 1000);
@@ -62,6 +126,7 @@ export const COMMON_JS = String.raw`(function () {
     return d + 'd ' + h + 'h';
   };
 
+  /** @param {unknown} ts */
   RW.ago = function (ts) {
     var t = RW.ms(ts);
     if (isNaN(t)) return '';
@@ -71,10 +136,14 @@ export const COMMON_JS = String.raw`(function () {
     return RW.duration(d) + ' ago';
   };
 
+  /** @param {number} n */
   function pad(n) { return (n < 10 ? '0' : '') + n; }
   var MONTHS = ['Jan', 'Feb', 'Mar', 'Apr', 'May', 'Jun', 'Jul', 'Aug', 'Sep', 'Oct', 'Nov', 'Dec'];
 
-  /** A short local clock time, with the date when it is not today. */
+  /**
+   * A short local clock time, with the date when it is not today.
+   * @param {unknown} ts
+   */
   RW.when = function (ts) {
     var t = RW.ms(ts);
     if (isNaN(t)) return '';
@@ -86,6 +155,7 @@ export const COMMON_JS = String.raw`(function () {
     return day + ' ' + hm;
   };
 
+  /** @param {unknown} ts */
   RW.clock = function (ts) {
     var t = RW.ms(ts);
     if (isNaN(t)) return '';
@@ -93,6 +163,7 @@ export const COMMON_JS = String.raw`(function () {
     return pad(d.getHours()) + ':' + pad(d.getMinutes()) + ':' + pad(d.getSeconds());
   };
 
+  /** @param {unknown} ts */
   RW.day = function (ts) {
     var t = RW.ms(ts);
     if (isNaN(t)) return '';
@@ -100,11 +171,16 @@ export const COMMON_JS = String.raw`(function () {
     return MONTHS[d.getMonth()] + ' ' + d.getDate() + ', ' + d.getFullYear();
   };
 
+  /** @param {string} state */
   RW.pill = function (state) {
     return RW.el('span', { class: 'pill', 'data-state': state, text: state });
   };
 
-  /** The compact node strip: one coloured cell per node, capped. */
+  /**
+   * The compact node strip: one coloured cell per node, capped.
+   * @param {readonly NodeChip[] | null | undefined} nodes
+   * @param {number} more
+   */
   RW.strip = function (nodes, more) {
     var s = RW.el('div', { class: 'strip', 'aria-label': 'node states' });
     if (!nodes || nodes.length === 0) {
@@ -118,19 +194,33 @@ export const COMMON_JS = String.raw`(function () {
     return s;
   };
 
+  /** @param {string} id */
   RW.runHref = function (id) { return '/run/' + encodeURIComponent(id); };
 
-  /** A hint's text with its backquoted commands set as code (still text nodes only). */
+  /**
+   * A hint's text with its backquoted commands set as code (still text nodes only).
+   * @param {string} text
+   * @returns {Node[]}
+   */
   RW.hintNodes = function (text) {
-    return String(text).split('\u0060').map(function (part, i) {
+    return String(text).split('`').map(function (part, i) {
       return i % 2 === 1 ? RW.el('code', { text: part }) : document.createTextNode(part);
     });
   };
 
-  /** What to say when a report names no graph. */
+  /**
+   * What to say when a report names no graph.
+   * @param {string} state
+   */
   RW.noGraph = function (state) {
     return state === 'planning' || state === 'running' || state === 'pending' ? 'graph not recorded yet' : 'no graph recorded';
   };
+
+  /**
+   * The open event stream, once RW.connect has opened it.
+   * @type {EventSource | undefined}
+   */
+  RW.stream = undefined;
 
   /**
    * Opens the server-sent event stream and drives the live indicator: live
@@ -139,11 +229,20 @@ export const COMMON_JS = String.raw`(function () {
    * event names to functions of the parsed data.
    */
   RW.STALE_MS = 4000;
+  /**
+   * @param {string} url
+   * @param {{ [K in keyof StreamEvents]?: (data: StreamEvents[K]) => void }} handlers
+   */
   RW.connect = function (url, handlers) {
     var live = document.getElementById('live');
     var text = live ? live.querySelector('.text') : null;
     var last = 0;
+    /** @type {EventSource | null} */
     var es = null;
+    /**
+     * @param {string} state
+     * @param {string} label
+     */
     function show(state, label) {
       if (!live) return;
       live.setAttribute('data-state', state);
@@ -161,23 +260,30 @@ export const COMMON_JS = String.raw`(function () {
         show('live', 'live');
       }
     }
+    /**
+     * @param {keyof StreamEvents} name
+     * @returns {(ev: MessageEvent<string>) => void}
+     */
     function onAny(name) {
       return function (ev) {
         last = Date.now();
         var data = null;
         try { data = JSON.parse(ev.data); } catch (e) { return; }
-        if (handlers[name]) handlers[name](data);
+        var handler = handlers[name];
+        if (handler) handler(data);
         judge();
       };
     }
-    es = new EventSource(url);
-    ['snapshot', 'patch', 'beat', 'run'].forEach(function (n) { es.addEventListener(n, onAny(n)); });
-    es.onerror = function () { judge(); };
+    var source = new EventSource(url);
+    es = source;
+    /** @type {(keyof StreamEvents)[]} */
+    var names = ['snapshot', 'patch', 'beat', 'run'];
+    names.forEach(function (n) { source.addEventListener(n, onAny(n)); });
+    source.onerror = function () { judge(); };
     setInterval(judge, 500);
-    RW.stream = es;
-    return es;
+    RW.stream = source;
+    return source;
   };
 
-  window.RW = RW;
+  return RW;
 })();
-`;
