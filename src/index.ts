@@ -52,7 +52,7 @@ export { LINUX_LOCAL_FS, DARWIN_LOCAL_FS, describeFsType } from './kernel/fsgate
 export type { FileKind } from './kernel/filekind.js';
 
 // The lock: a leg takes it, a reader probes it.
-export { acquireLock, type AcquireOptions, type HeldLock } from './lock/acquire.js';
+export { acquireLock, type AcquireOptions, type HeldLock, type LockState } from './lock/acquire.js';
 export { probeLock, type ProbeResult, type ProbeOptions } from './lock/probe.js';
 
 // Reading a run's files.
