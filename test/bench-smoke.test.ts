@@ -25,6 +25,7 @@ import { pollersSvg } from '../bench/lib/svg.js';
 // @ts-ignore untyped JS module (bench/ is plain ESM JavaScript)
 import { killAll } from '../bench/lib/procs.js';
 import { acquireLock } from '../src/index.js';
+import { needs } from './helpers/prereq.js';
 
 const temps: string[] = [];
 function temp(): string {
@@ -39,7 +40,8 @@ afterAll(() => {
 });
 
 describe('the C floor', () => {
-  it('compiles and answers granted on a free lock, contended on a held one, and fails on a missing file', () => {
+  it('compiles and answers granted on a free lock, contended on a held one, and fails on a missing file', (ctx) => {
+    needs(ctx, 'cc');
     const { binary } = buildFloor();
     expect(existsSync(binary)).toBe(true);
     const lockPath = join(temp(), 'run', 'resume.lock');
@@ -60,7 +62,8 @@ describe('the C floor', () => {
 });
 
 describe('probe cost methods', () => {
-  it('every method reads the live holder process as alive and the released lock as gone', async () => {
+  it('every method reads the live holder process as alive and the released lock as gone', async (ctx) => {
+    needs(ctx, 'cc');
     const { binary } = buildFloor();
     const cost = await runCost({ floorBin: binary, reps: 1, chunkMs: 1 });
     const ids = cost.rows.map((r: { id: string }) => r.id);

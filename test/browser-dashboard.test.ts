@@ -4,17 +4,19 @@
  * The dashboard in a real browser: Debian's chromium driven by playwright-core
  * (no browser download), against `runwarden serve --port 0` as a child process
  * over a root whose live runs are held by real holder processes and whose
- * abandoned runs were held by holders that were SIGKILLed.
+ * abandoned runs were held by holders that were SIGKILLed. Without
+ * /usr/bin/chromium every test is skipped with the reason (or fails, under CI
+ * or RUNWARDEN_TEST_STRICT=1: test/helpers/prereq.ts).
  */
 import { existsSync, statSync, copyFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { cleanupTemp, killAll, tempDir, waitExit, type Holder } from './helpers/lock-procs.js';
+import { CHROMIUM, lacking, needs } from './helpers/prereq.js';
 import { startServeCli, type ServeProcess } from './helpers/serve-cli.js';
 import { DIAMOND, ev, holdRun, killedHolder, openRun, passedRun, runDir, writeEvents, writeState } from './helpers/serve-fixtures.js';
 
-const CHROMIUM = '/usr/bin/chromium';
 const ID = {
   passed: '20261130-061502.000000001-1',
   failed: '20261130-071502.000000001-2',
@@ -43,6 +45,8 @@ async function cardState(p: Page, id: string): Promise<string | null> {
 }
 
 beforeAll(async () => {
+  // Nothing to set up for tests that will be skipped (each one says why, below).
+  if (lacking('chromium').length > 0) return;
   root = tempDir('rw-browser-');
   passedRun(root, ID.passed, 'nightly-eval', DIAMOND, 0.61);
   const failed = runDir(root, ID.failed);
@@ -87,6 +91,8 @@ afterAll(async () => {
 });
 
 describe('dashboard in chromium', () => {
+  beforeEach((ctx) => needs(ctx, 'chromium'));
+
   it('shows the abandoned card with its hint, in the Abandoned section', async () => {
     await page.goto(serve.url);
     const card = page.locator(`article.card[data-run-id="${ID.abandoned}"]`);

@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { acquireLock, LockFileError, LockHeldError, probeLock, processPresence } from '../src/index.js';
 import { cleanupTemp, killAll, ROOT, startFlock1, startHolder, tempDir, track, waitExit, waitReady } from './helpers/lock-procs.js';
+import { needs } from './helpers/prereq.js';
 
 const servers: Server[] = [];
 afterEach(async () => {
@@ -118,7 +119,8 @@ describe('acquireLock: taking and releasing', () => {
     expect(readFileSync(path, 'latin1')).toMatch(/^oh-my-graph-lock 1\n\d+\n$/);
   });
 
-  it('retries past a reader\'s brief shared lock instead of refusing', async () => {
+  it('retries past a reader\'s brief shared lock instead of refusing', async (ctx) => {
+    needs(ctx, 'flock');
     const path = join(tempDir(), 'resume.lock');
     writeFileSync(path, 'oh-my-graph-lock 1\n1\n');
     // A reader that holds LOCK_SH for ~40 ms, far longer than a real probe.
@@ -265,7 +267,8 @@ describe('acquireLock: refusals and their exact wording', () => {
     expect(() => acquireLock(join(tempDir(), 'x'), { retryMs: -1 })).toThrow(RangeError);
   });
 
-  it('a shared lock that persists (not a brief probe) still refuses once the window ends', async () => {
+  it('a shared lock that persists (not a brief probe) still refuses once the window ends', async (ctx) => {
+    needs(ctx, 'flock');
     const path = join(tempDir(), 'resume.lock');
     writeFileSync(path, 'oh-my-graph-lock 1\n1\n');
     await startFlock1(path, '-s');

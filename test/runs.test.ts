@@ -4,6 +4,7 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { BIN, cleanup, cli, ev, makeRun, snapshot, startHolder, tempDir } from './helpers/reading-fixtures.js';
+import { needs } from './helpers/prereq.js';
 
 afterEach(cleanup);
 afterAll(cleanup);
@@ -100,7 +101,8 @@ describe('runs: colour', () => {
     return r.stdout;
   }
 
-  it('state colours on a terminal; none with NO_COLOR (even empty); none when not a terminal', async () => {
+  it('state colours on a terminal; none with NO_COLOR (even empty); none when not a terminal', async (ctx) => {
+    needs(ctx, 'script');
     const { root } = await sampleRoot();
     const tty = onTty(['runs', '--root', root], undefined);
     expect(tty).toContain('\x1b[38;5;214mRUNNING\x1b[0m'); // amber
