@@ -86,7 +86,7 @@ afterAll(async () => {
     serve.proc.kill('SIGKILL');
     await waitExit(serve.proc);
   }
-  killAll();
+  await killAll();
   cleanupTemp();
 });
 

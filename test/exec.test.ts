@@ -8,10 +8,10 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { groupPresence, probeLock, runStatus } from '../src/index.js';
 import { events, run, start } from './helpers/exec-procs.js';
-import { cleanupTemp, killAll, tempDir, track, until, waitExit } from './helpers/lock-procs.js';
+import { cleanupTemp, CLI, killAll, tempDir, track, until, waitExit } from './helpers/lock-procs.js';
 
-afterEach(() => {
-  killAll();
+afterEach(async () => {
+  await killAll();
   cleanupTemp();
 });
 

@@ -61,8 +61,8 @@ beforeAll(() => {
   base = tempDir('rw-fs-');
 });
 afterEach(() => killAll());
-afterAll(() => {
-  killAll();
+afterAll(async () => {
+  await killAll();
   unmountAll();
   cleanupTemp();
 });

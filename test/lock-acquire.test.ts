@@ -13,7 +13,7 @@ import { needs } from './helpers/prereq.js';
 
 const servers: Server[] = [];
 afterEach(async () => {
-  killAll();
+  await killAll();
   await Promise.all(servers.splice(0).map((s) => new Promise((r) => s.close(() => r(undefined)))));
   cleanupTemp();
 });
@@ -246,7 +246,7 @@ describe('acquireLock: refusals and their exact wording', () => {
       setTimeout(() => { renameSync(p, p + '.old'); writeFileSync(p, ''); l.release(); setTimeout(() => {}, 60000); }, 300);
     `;
     const proc = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'pipe'] });
-    track(proc.pid as number);
+    track(proc);
     await waitReady(proc);
     let caught: unknown;
     try {

@@ -14,7 +14,7 @@ import { cleanupTemp, CLI, killAll, ROOT, startHolder, tempDir } from './helpers
 
 const servers: Server[] = [];
 afterEach(async () => {
-  killAll();
+  await killAll();
   await Promise.all(servers.splice(0).map((s) => new Promise((r) => s.close(() => r(undefined)))));
   cleanupTemp();
 });

@@ -7,8 +7,8 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { CLI, cleanupTemp, killAll, tempDir, waitExit } from './helpers/lock-procs.js';
 import { startServeCli } from './helpers/serve-cli.js';
 
-afterAll(() => {
-  killAll();
+afterAll(async () => {
+  await killAll();
   cleanupTemp();
 });
 

@@ -25,7 +25,7 @@ export function start(args: string[], env: NodeJS.ProcessEnv = {}): Running {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, NO_COLOR: '1', ...env },
   });
-  track(proc.pid as number);
+  track(proc);
   let out = '';
   let errText = '';
   proc.stdout?.on('data', (d: Buffer) => (out += d.toString()));
