@@ -78,7 +78,7 @@ beforeAll(async () => {
   page.on('console', (m) => {
     if (m.type() === 'error' && !/status of 404/.test(m.text())) problems.push(`console: ${m.text()}`);
   });
-}, 60_000);
+}, 120_000);
 
 afterAll(async () => {
   await context?.close();
@@ -96,7 +96,7 @@ describe('dashboard in chromium', () => {
   it('shows the abandoned card with its hint, in the Abandoned section', async () => {
     await page.goto(serve.url);
     const card = page.locator(`article.card[data-run-id="${ID.abandoned}"]`);
-    await card.waitFor({ timeout: 10_000 });
+    await card.waitFor({ timeout: 60_000 });
     expect(await card.getAttribute('data-state')).toBe('abandoned');
     expect(await card.evaluate((e) => e.closest('section')?.getAttribute('data-section'))).toBe('abandoned');
     const api = (await (await fetch(new URL('/api/runs', serve.url))).json()) as { runs: { run_id: string; hint: string | null }[] };
@@ -126,7 +126,7 @@ describe('dashboard in chromium', () => {
     }, ID.hostile);
     expect(text).toEqual({ id: ID.hostile, graph: '<b>bold</b><script>window.__pwned=4</script>', imgs: 0 });
     await page.goto(new URL(`/run/${encodeURIComponent(ID.hostile)}`, serve.url).href);
-    await page.locator('.nodebox').first().waitFor({ timeout: 10_000 });
+    await page.locator('.nodebox').first().waitFor({ timeout: 60_000 });
     expect(await page.locator('.nodebox .id').first().textContent()).toBe(HOSTILE_NODE);
     expect(await page.locator('.timeline .detail').first().textContent()).toBe('<img src=y onerror=window.__pwned=3>');
     expect(await page.evaluate(() => (window as unknown as { __pwned?: number }).__pwned)).toBeUndefined();
@@ -135,7 +135,7 @@ describe('dashboard in chromium', () => {
 
   it('draws a run page: node map with abandoned nodes, legend, leg history and timeline', async () => {
     await page.goto(new URL(`/run/${ID.abandoned}`, serve.url).href);
-    await page.locator('.nodebox[data-node="impl-ui"]').waitFor({ timeout: 10_000 });
+    await page.locator('.nodebox[data-node="impl-ui"]').waitFor({ timeout: 60_000 });
     expect(await page.locator('.nodebox[data-node="impl-ui"]').getAttribute('data-state')).toBe('abandoned');
     expect(await page.locator('.nodemap').getAttribute('data-layout')).toBe('layers');
     expect(await page.locator('.nodemap svg.edges path').count()).toBe(5); // DIAMOND has five edges
@@ -147,7 +147,7 @@ describe('dashboard in chromium', () => {
 
   it('turns a card abandoned within 5 s of its holder being killed, without a reload', async () => {
     await page.goto(serve.url);
-    await page.locator(`article.card[data-run-id="${ID.victim}"]`).waitFor({ timeout: 10_000 });
+    await page.locator(`article.card[data-run-id="${ID.victim}"]`).waitFor({ timeout: 60_000 });
     expect(await cardState(page, ID.victim)).toBe('running');
     await page.evaluate(() => ((window as unknown as { __sameDocument: boolean }).__sameDocument = true));
     victim.proc.kill('SIGKILL');
@@ -178,12 +178,12 @@ describe('dashboard in chromium', () => {
     // SIGSTOP: the connection stays open but nothing arrives.
     serve.proc.kill('SIGSTOP');
     try {
-      await page.waitForFunction(() => document.getElementById('live')?.dataset['state'] === 'stale', undefined, { timeout: 10_000, polling: 200 });
+      await page.waitForFunction(() => document.getElementById('live')?.dataset['state'] === 'stale', undefined, { timeout: 60_000, polling: 200 });
       expect(await page.evaluate(() => document.body.classList.contains('is-stale'))).toBe(true);
     } finally {
       serve.proc.kill('SIGCONT');
     }
-    await page.waitForFunction(() => document.getElementById('live')?.dataset['state'] === 'live', undefined, { timeout: 10_000, polling: 200 });
+    await page.waitForFunction(() => document.getElementById('live')?.dataset['state'] === 'live', undefined, { timeout: 60_000, polling: 200 });
     expect(await page.evaluate(() => document.body.classList.contains('is-stale'))).toBe(false);
   });
 
@@ -191,7 +191,7 @@ describe('dashboard in chromium', () => {
     expect(await page.locator('#live').getAttribute('data-state')).toBe('live');
     serve.proc.kill('SIGKILL');
     await waitExit(serve.proc);
-    await page.waitForFunction(() => document.getElementById('live')?.dataset['state'] !== 'live', undefined, { timeout: 8000, polling: 200 });
+    await page.waitForFunction(() => document.getElementById('live')?.dataset['state'] !== 'live', undefined, { timeout: 60_000, polling: 200 });
     expect(['stale', 'offline']).toContain(await page.locator('#live').getAttribute('data-state'));
     void steady;
   });

@@ -11,7 +11,7 @@ afterEach(async () => {
 });
 
 function run(...args: string[]) {
-  return spawnSync(process.execPath, [CLI, ...args], { encoding: 'utf8', timeout: 15_000, env: { ...process.env, NO_COLOR: '1' } });
+  return spawnSync(process.execPath, [CLI, ...args], { encoding: 'utf8', timeout: 60_000, env: { ...process.env, NO_COLOR: '1' } });
 }
 
 describe('runwarden probe', () => {

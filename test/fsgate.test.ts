@@ -24,7 +24,7 @@ const mounts: string[] = [];
 let base: string;
 
 function mustRun(cmd: string, args: string[], why: string): void {
-  const r = spawnSync(cmd, args, { encoding: 'utf8', timeout: 20_000 });
+  const r = spawnSync(cmd, args, { encoding: 'utf8', timeout: 60_000 });
   if (r.error || r.status !== 0) {
     throw new Error(
       `CANNOT TEST THE FILESYSTEM GATE: ${why} failed (${cmd} ${args.join(' ')}): ` +
@@ -46,7 +46,7 @@ function tracedProbe(lockPath: string): { result: unknown; opens: string[]; stat
   const script = `import('${ROOT}/dist/index.js').then(m => process.stdout.write(JSON.stringify(m.probeLock(${JSON.stringify(lockPath)}))))`;
   const r = spawnSync('strace', ['-f', '-qq', '-e', 'trace=open,openat,openat2,statfs', '-o', log, process.execPath, '-e', script], {
     encoding: 'utf8',
-    timeout: 20_000,
+    timeout: 60_000,
   });
   if (r.error || r.status !== 0) throw new Error(`strace run failed: ${r.error?.message ?? r.stderr}`);
   const lines = readFileSync(log, 'utf8').split('\n');

@@ -93,10 +93,11 @@ describe('acquireLock: taking and releasing', () => {
     const script = `
       import { acquireLock } from '${ROOT}/dist/index.js';
       console.log('READY');
-      for (let i = 0; i < 3000; i++) acquireLock(${JSON.stringify(path)}, { pid: 1 + (i % 2) * 1000000 }).release();
+      // A long retry window: the probing test process may be preempted while it holds its shared lock.
+      for (let i = 0; i < 3000; i++) acquireLock(${JSON.stringify(path)}, { pid: 1 + (i % 2) * 1000000, retryMs: 30000 }).release();
     `;
     const churn = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'pipe'] });
-    track(churn.pid as number);
+    track(churn);
     await waitReady(churn);
     const seen = new Map<string, number>();
     while (churn.exitCode === null) {
@@ -125,9 +126,9 @@ describe('acquireLock: taking and releasing', () => {
     writeFileSync(path, 'oh-my-graph-lock 1\n1\n');
     // A reader that holds LOCK_SH for ~40 ms, far longer than a real probe.
     const reader = spawn('flock', ['-s', path, '-c', 'echo READY; sleep 0.04'], { stdio: ['ignore', 'pipe', 'pipe'] });
-    track(reader.pid as number);
+    track(reader);
     await waitReady(reader);
-    const lock = acquireLock(path, { retryMs: 2000 });
+    const lock = acquireLock(path, { retryMs: 30_000 });
     lock.release();
     await waitExit(reader);
   });
@@ -250,7 +251,7 @@ describe('acquireLock: refusals and their exact wording', () => {
     await waitReady(proc);
     let caught: unknown;
     try {
-      acquireLock(path, { retryMs: 3000 });
+      acquireLock(path, { retryMs: 30_000 });
     } catch (e) {
       caught = e;
     }

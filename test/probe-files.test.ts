@@ -167,7 +167,7 @@ describe('probeLock on files', () => {
     // If the probe blocked on the FIFO this call would never return (and the
     // test would time out); the child below proves the same in a bounded way.
     const r = spawnSync(process.execPath, ['-e', `import('${ROOT}/dist/index.js').then(m => console.log(JSON.stringify(m.probeLock(${JSON.stringify(fifo)}))))`], {
-      timeout: 5000,
+      timeout: 60_000,
       encoding: 'utf8',
     });
     expect(r.error).toBeUndefined();
@@ -282,7 +282,7 @@ describe('a probe changes nothing on disk', () => {
     await new Promise((r) => setTimeout(r, 20)); // so any write would move an mtime
     for (let i = 0; i < 50; i++) for (const d of dirs) probeLock(join(d, 'resume.lock'));
     for (const d of dirs) {
-      const r = spawnSync(process.execPath, [CLI, 'probe', d, '--json'], { encoding: 'utf8', timeout: 10_000 });
+      const r = spawnSync(process.execPath, [CLI, 'probe', d, '--json'], { encoding: 'utf8', timeout: 60_000 });
       expect(r.status, r.stderr).toBe(0);
     }
     expect(snapshot(root)).toEqual(before);

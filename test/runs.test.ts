@@ -96,7 +96,7 @@ describe('runs: colour', () => {
     for (const [k, v] of Object.entries(process.env)) if (v !== undefined && k !== 'NO_COLOR') env[k] = v;
     if (noColor !== undefined) env['NO_COLOR'] = noColor;
     const cmd = [process.execPath, BIN, ...args].map((a) => `'${a.replace(/'/g, `'\\''`)}'`).join(' ');
-    const r = spawnSync('script', ['-qec', cmd, '/dev/null'], { encoding: 'utf8', env, timeout: 20_000 });
+    const r = spawnSync('script', ['-qec', cmd, '/dev/null'], { encoding: 'utf8', env, timeout: 60_000 });
     expect(r.status).toBe(0);
     return r.stdout;
   }
@@ -139,7 +139,7 @@ describe('runs: a reader that stops early', () => {
     const root = tempDir();
     for (let i = 0; i < 3000; i++) mkdirSync(join(root, `run-${String(i).padStart(5, '0')}`)); // > 64 KiB of rows
     const script = '"$0" "$1" runs --root "$2" | head -n 1 >/dev/null; echo "${PIPESTATUS[0]}"';
-    const r = spawnSync('bash', ['-c', script, process.execPath, BIN, root], { encoding: 'utf8', env: { ...process.env, NO_COLOR: '1' }, timeout: 30_000 });
+    const r = spawnSync('bash', ['-c', script, process.execPath, BIN, root], { encoding: 'utf8', env: { ...process.env, NO_COLOR: '1' }, timeout: 60_000 });
     expect(r.stdout.trim()).toBe('0');
     expect(r.stderr).toBe('');
   });

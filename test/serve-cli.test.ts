@@ -13,7 +13,7 @@ afterAll(async () => {
 });
 
 function cli(args: string[]) {
-  return spawnSync(process.execPath, [CLI, ...args], { encoding: 'utf8', timeout: 20_000 });
+  return spawnSync(process.execPath, [CLI, ...args], { encoding: 'utf8', timeout: 60_000 });
 }
 
 describe('runwarden serve', () => {

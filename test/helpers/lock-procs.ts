@@ -127,7 +127,7 @@ export function killAll(): Promise<void> {
 }
 
 /** Resolves with the first stdout line starting with `READY `, parsed. */
-export function waitReady<T = Record<string, number>>(proc: ChildProcess, timeoutMs = 10_000): Promise<T> {
+export function waitReady<T = Record<string, number>>(proc: ChildProcess, timeoutMs = 60_000): Promise<T> {
   return new Promise((resolve, reject) => {
     let buf = '';
     let errBuf = '';
@@ -181,8 +181,12 @@ export async function startFlock1(path: string, mode: '-x' | '-s'): Promise<{ pr
   return { proc };
 }
 
-/** Resolves when the predicate holds, polling; rejects after timeoutMs. */
-export async function until(pred: () => boolean, timeoutMs = 5000, stepMs = 10): Promise<void> {
+/**
+ * Resolves when the predicate holds, polling; rejects after timeoutMs. The
+ * bound is generous on purpose: it only stops a wait for something that will
+ * never happen, and a loaded machine may be slow to make it happen.
+ */
+export async function until(pred: () => boolean, timeoutMs = 60_000, stepMs = 10): Promise<void> {
   const end = Date.now() + timeoutMs;
   while (!pred()) {
     if (Date.now() > end) throw new Error('condition not met in time');

@@ -167,7 +167,7 @@ export function deadPid(): number {
 }
 
 /** Runs the CLI synchronously; returns status, stdout and stderr. */
-export function cli(args: string[], env: Record<string, string | undefined> = {}, timeoutMs = 20_000): { status: number | null; stdout: string; stderr: string } {
+export function cli(args: string[], env: Record<string, string | undefined> = {}, timeoutMs = 60_000): { status: number | null; stdout: string; stderr: string } {
   const merged: Record<string, string> = {};
   for (const [k, v] of Object.entries({ ...process.env, NO_COLOR: '1', ...env })) if (v !== undefined) merged[k] = v;
   const r = spawnSync(process.execPath, [BIN, ...args], {
