@@ -21,7 +21,18 @@ export function summaryLine(entries: Entry[]): string {
   const skipped = entries.filter((e) => e.state === 'skipped');
   const failed = entries.filter((e) => e.state !== 'skipped');
   if (entries.length === 0) return 'runwarden: no test skipped for a missing prerequisite';
-  const list = (es: Entry[]) => es.map((e) => `${e.file} "${e.test}" (${e.record.missing.join('; ')})`).join(', ');
+  // Every test is named; tests of one file that lack the same things share one reason.
+  const list = (es: Entry[]) => {
+    const groups = new Map<string, { file: string; reason: string; tests: string[] }>();
+    for (const e of es) {
+      const reason = e.record.missing.join('; ');
+      const key = `${e.file}\0${reason}`;
+      const g = groups.get(key) ?? { file: e.file, reason, tests: [] };
+      g.tests.push(`"${e.test}"`);
+      groups.set(key, g);
+    }
+    return [...groups.values()].map((g) => `${g.file} ${g.tests.join(', ')} (${g.reason})`).join(', ');
+  };
   const parts: string[] = [];
   if (skipped.length > 0) parts.push(`skipped ${count(skipped.length)} for missing prerequisites: ${list(skipped)}`);
   if (failed.length > 0) parts.push(`FAILED ${count(failed.length)} for missing prerequisites (strict: CI or RUNWARDEN_TEST_STRICT is set): ${list(failed)}`);
