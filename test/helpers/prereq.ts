@@ -98,7 +98,7 @@ function tool(name: string, pkg: string): Check {
 const CHECKS: Record<Prereq, Check> = {
   root: {
     present: canMount,
-    missing: process.getuid?.() === 0 ? 'needs CAP_SYS_ADMIN to mount (root without it, e.g. an unprivileged container)' : 'needs root (it mounts filesystems)',
+    missing: process.getuid?.() === 0 ? 'needs CAP_SYS_ADMIN to mount (root without it, e.g. an unprivileged container)' : 'needs root, to mount filesystems',
   },
   mount: tool('mount', 'mount'),
   bindfs: tool('bindfs', 'bindfs'),
