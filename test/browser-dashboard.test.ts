@@ -4,17 +4,19 @@
  * The dashboard in a real browser: Debian's chromium driven by playwright-core
  * (no browser download), against `runwarden serve --port 0` as a child process
  * over a root whose live runs are held by real holder processes and whose
- * abandoned runs were held by holders that were SIGKILLed.
+ * abandoned runs were held by holders that were SIGKILLed. Without
+ * /usr/bin/chromium every test is skipped with the reason (or fails, under CI
+ * or RUNWARDEN_TEST_STRICT=1: test/helpers/prereq.ts).
  */
 import { existsSync, statSync, copyFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { cleanupTemp, killAll, tempDir, waitExit, type Holder } from './helpers/lock-procs.js';
+import { CHROMIUM, lacking, needs } from './helpers/prereq.js';
 import { startServeCli, type ServeProcess } from './helpers/serve-cli.js';
 import { DIAMOND, ev, holdRun, killedHolder, openRun, passedRun, runDir, writeEvents, writeState } from './helpers/serve-fixtures.js';
 
-const CHROMIUM = '/usr/bin/chromium';
 const ID = {
   passed: '20261130-061502.000000001-1',
   failed: '20261130-071502.000000001-2',
@@ -43,6 +45,8 @@ async function cardState(p: Page, id: string): Promise<string | null> {
 }
 
 beforeAll(async () => {
+  // Nothing to set up for tests that will be skipped (each one says why, below).
+  if (lacking('chromium').length > 0) return;
   root = tempDir('rw-browser-');
   passedRun(root, ID.passed, 'nightly-eval', DIAMOND, 0.61);
   const failed = runDir(root, ID.failed);
@@ -74,7 +78,7 @@ beforeAll(async () => {
   page.on('console', (m) => {
     if (m.type() === 'error' && !/status of 404/.test(m.text())) problems.push(`console: ${m.text()}`);
   });
-}, 60_000);
+}, 120_000);
 
 afterAll(async () => {
   await context?.close();
@@ -82,15 +86,17 @@ afterAll(async () => {
     serve.proc.kill('SIGKILL');
     await waitExit(serve.proc);
   }
-  killAll();
+  await killAll();
   cleanupTemp();
 });
 
 describe('dashboard in chromium', () => {
+  beforeEach((ctx) => needs(ctx, 'chromium'));
+
   it('shows the abandoned card with its hint, in the Abandoned section', async () => {
     await page.goto(serve.url);
     const card = page.locator(`article.card[data-run-id="${ID.abandoned}"]`);
-    await card.waitFor({ timeout: 10_000 });
+    await card.waitFor({ timeout: 60_000 });
     expect(await card.getAttribute('data-state')).toBe('abandoned');
     expect(await card.evaluate((e) => e.closest('section')?.getAttribute('data-section'))).toBe('abandoned');
     const api = (await (await fetch(new URL('/api/runs', serve.url))).json()) as { runs: { run_id: string; hint: string | null }[] };
@@ -120,7 +126,7 @@ describe('dashboard in chromium', () => {
     }, ID.hostile);
     expect(text).toEqual({ id: ID.hostile, graph: '<b>bold</b><script>window.__pwned=4</script>', imgs: 0 });
     await page.goto(new URL(`/run/${encodeURIComponent(ID.hostile)}`, serve.url).href);
-    await page.locator('.nodebox').first().waitFor({ timeout: 10_000 });
+    await page.locator('.nodebox').first().waitFor({ timeout: 60_000 });
     expect(await page.locator('.nodebox .id').first().textContent()).toBe(HOSTILE_NODE);
     expect(await page.locator('.timeline .detail').first().textContent()).toBe('<img src=y onerror=window.__pwned=3>');
     expect(await page.evaluate(() => (window as unknown as { __pwned?: number }).__pwned)).toBeUndefined();
@@ -129,7 +135,7 @@ describe('dashboard in chromium', () => {
 
   it('draws a run page: node map with abandoned nodes, legend, leg history and timeline', async () => {
     await page.goto(new URL(`/run/${ID.abandoned}`, serve.url).href);
-    await page.locator('.nodebox[data-node="impl-ui"]').waitFor({ timeout: 10_000 });
+    await page.locator('.nodebox[data-node="impl-ui"]').waitFor({ timeout: 60_000 });
     expect(await page.locator('.nodebox[data-node="impl-ui"]').getAttribute('data-state')).toBe('abandoned');
     expect(await page.locator('.nodemap').getAttribute('data-layout')).toBe('layers');
     expect(await page.locator('.nodemap svg.edges path').count()).toBe(5); // DIAMOND has five edges
@@ -141,7 +147,7 @@ describe('dashboard in chromium', () => {
 
   it('turns a card abandoned within 5 s of its holder being killed, without a reload', async () => {
     await page.goto(serve.url);
-    await page.locator(`article.card[data-run-id="${ID.victim}"]`).waitFor({ timeout: 10_000 });
+    await page.locator(`article.card[data-run-id="${ID.victim}"]`).waitFor({ timeout: 60_000 });
     expect(await cardState(page, ID.victim)).toBe('running');
     await page.evaluate(() => ((window as unknown as { __sameDocument: boolean }).__sameDocument = true));
     victim.proc.kill('SIGKILL');
@@ -172,12 +178,12 @@ describe('dashboard in chromium', () => {
     // SIGSTOP: the connection stays open but nothing arrives.
     serve.proc.kill('SIGSTOP');
     try {
-      await page.waitForFunction(() => document.getElementById('live')?.dataset['state'] === 'stale', undefined, { timeout: 10_000, polling: 200 });
+      await page.waitForFunction(() => document.getElementById('live')?.dataset['state'] === 'stale', undefined, { timeout: 60_000, polling: 200 });
       expect(await page.evaluate(() => document.body.classList.contains('is-stale'))).toBe(true);
     } finally {
       serve.proc.kill('SIGCONT');
     }
-    await page.waitForFunction(() => document.getElementById('live')?.dataset['state'] === 'live', undefined, { timeout: 10_000, polling: 200 });
+    await page.waitForFunction(() => document.getElementById('live')?.dataset['state'] === 'live', undefined, { timeout: 60_000, polling: 200 });
     expect(await page.evaluate(() => document.body.classList.contains('is-stale'))).toBe(false);
   });
 
@@ -185,7 +191,7 @@ describe('dashboard in chromium', () => {
     expect(await page.locator('#live').getAttribute('data-state')).toBe('live');
     serve.proc.kill('SIGKILL');
     await waitExit(serve.proc);
-    await page.waitForFunction(() => document.getElementById('live')?.dataset['state'] !== 'live', undefined, { timeout: 8000, polling: 200 });
+    await page.waitForFunction(() => document.getElementById('live')?.dataset['state'] !== 'live', undefined, { timeout: 60_000, polling: 200 });
     expect(['stale', 'offline']).toContain(await page.locator('#live').getAttribute('data-state'));
     void steady;
   });

@@ -5,13 +5,13 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { cleanupTemp, CLI, killAll, startHolder, tempDir } from './helpers/lock-procs.js';
 
-afterEach(() => {
-  killAll();
+afterEach(async () => {
+  await killAll();
   cleanupTemp();
 });
 
 function run(...args: string[]) {
-  return spawnSync(process.execPath, [CLI, ...args], { encoding: 'utf8', timeout: 15_000, env: { ...process.env, NO_COLOR: '1' } });
+  return spawnSync(process.execPath, [CLI, ...args], { encoding: 'utf8', timeout: 60_000, env: { ...process.env, NO_COLOR: '1' } });
 }
 
 describe('runwarden probe', () => {

@@ -22,7 +22,7 @@ function alive(pid: number): boolean {
   }
 }
 
-async function waitGone(pid: number, ms = 20_000): Promise<boolean> {
+async function waitGone(pid: number, ms = 60_000): Promise<boolean> {
   const end = Date.now() + ms;
   while (Date.now() < end) {
     if (!alive(pid)) return true;
@@ -42,7 +42,7 @@ afterEach(async () => {
 });
 
 function runDemo(args: string[], env: Record<string, string> = {}) {
-  const r = cli(['demo', ...args], env, 30_000);
+  const r = cli(['demo', ...args], env, 60_000);
   const m = /held by pid (\d+)/.exec(r.stdout);
   if (m) holders.push(Number(m[1]));
   return { ...r, pid: m ? Number(m[1]) : undefined };
@@ -51,7 +51,7 @@ function runDemo(args: string[], env: Record<string, string> = {}) {
 describe('runwarden demo', () => {
   it('creates one run in each state from real locks and prints the runs table', async () => {
     const root = join(tempDir('rw-demo-'), 'demo');
-    const r = runDemo(['--root', root, '--hold-seconds', '60']);
+    const r = runDemo(['--root', root, '--hold-seconds', '600']); // the test stops it itself
     expect(r.stderr).toBe('');
     expect(r.status).toBe(0);
     expect(r.stdout).toContain(`Created 9 demo runs under ${root}`);

@@ -3,15 +3,16 @@
  * its refusals (exit 75, nothing appended, nothing run), signal forwarding,
  * and the orphan evidence a SIGKILLed leg leaves for readers.
  */
-import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { chmodSync, chownSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { groupPresence, probeLock, runStatus } from '../src/index.js';
 import { events, run, start } from './helpers/exec-procs.js';
-import { cleanupTemp, killAll, tempDir, track, until, waitExit } from './helpers/lock-procs.js';
+import { cleanupTemp, CLI, killAll, tempDir, track, until, waitExit } from './helpers/lock-procs.js';
 
-afterEach(() => {
-  killAll();
+afterEach(async () => {
+  await killAll();
   cleanupTemp();
 });
 
@@ -64,6 +65,28 @@ describe('runwarden exec', () => {
     expect(res.code).toBe(127);
     const evs = events(join(r, 'run-d'));
     expect(evs.map((e) => e['event'])).toEqual(['run_started', 'node_started', 'node_failed', 'run_finished']);
+  });
+
+  it('a command that does not exist exits 127 even when PATH holds a directory the user cannot search', () => {
+    // A shell says "not found" (127) there; a bare exec would say 126 (EACCES from that directory).
+    // As root the leg runs as uid 65534 past a root-only directory; as anyone else, past a mode 000 one.
+    const r = root();
+    const asRoot = process.getuid?.() === 0;
+    const hidden = join(r, 'hidden');
+    mkdirSync(hidden, { mode: 0o700 });
+    if (asRoot) chownSync(r, 65534, 65534);
+    else chmodSync(hidden, 0o000);
+    const res = spawnSync(process.execPath, [CLI, 'exec', '--root', r, 'run-n', '--', 'no-such-command-rw'], {
+      encoding: 'utf8',
+      env: { ...process.env, NO_COLOR: '1', PATH: `${hidden}:${process.env['PATH'] ?? '/usr/bin:/bin'}` },
+      timeout: 60_000,
+      ...(asRoot ? { uid: 65534, gid: 65534 } : {}),
+    });
+    expect(res.status, res.stderr).toBe(127);
+    expect(res.stderr).toContain('no-such-command-rw: not found');
+    const evs = events(join(r, 'run-n'));
+    expect(evs.map((e) => e['event'])).toEqual(['run_started', 'node_started', 'node_failed', 'run_finished']);
+    expect(evs[2]).toMatchObject({ detail: 'exit code 127' });
   });
 
   it('a second exec on a held run is refused with exit 75, appends nothing and runs nothing', async () => {

@@ -9,10 +9,11 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { acquireLock, LockFileError, LockHeldError, probeLock, processPresence } from '../src/index.js';
 import { cleanupTemp, killAll, ROOT, startFlock1, startHolder, tempDir, track, waitExit, waitReady } from './helpers/lock-procs.js';
+import { needs } from './helpers/prereq.js';
 
 const servers: Server[] = [];
 afterEach(async () => {
-  killAll();
+  await killAll();
   await Promise.all(servers.splice(0).map((s) => new Promise((r) => s.close(() => r(undefined)))));
   cleanupTemp();
 });
@@ -92,10 +93,11 @@ describe('acquireLock: taking and releasing', () => {
     const script = `
       import { acquireLock } from '${ROOT}/dist/index.js';
       console.log('READY');
-      for (let i = 0; i < 3000; i++) acquireLock(${JSON.stringify(path)}, { pid: 1 + (i % 2) * 1000000 }).release();
+      // A long retry window: the probing test process may be preempted while it holds its shared lock.
+      for (let i = 0; i < 3000; i++) acquireLock(${JSON.stringify(path)}, { pid: 1 + (i % 2) * 1000000, retryMs: 30000 }).release();
     `;
     const churn = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'pipe'] });
-    track(churn.pid as number);
+    track(churn);
     await waitReady(churn);
     const seen = new Map<string, number>();
     while (churn.exitCode === null) {
@@ -118,14 +120,15 @@ describe('acquireLock: taking and releasing', () => {
     expect(readFileSync(path, 'latin1')).toMatch(/^oh-my-graph-lock 1\n\d+\n$/);
   });
 
-  it('retries past a reader\'s brief shared lock instead of refusing', async () => {
+  it('retries past a reader\'s brief shared lock instead of refusing', async (ctx) => {
+    needs(ctx, 'flock');
     const path = join(tempDir(), 'resume.lock');
     writeFileSync(path, 'oh-my-graph-lock 1\n1\n');
     // A reader that holds LOCK_SH for ~40 ms, far longer than a real probe.
     const reader = spawn('flock', ['-s', path, '-c', 'echo READY; sleep 0.04'], { stdio: ['ignore', 'pipe', 'pipe'] });
-    track(reader.pid as number);
+    track(reader);
     await waitReady(reader);
-    const lock = acquireLock(path, { retryMs: 2000 });
+    const lock = acquireLock(path, { retryMs: 30_000 });
     lock.release();
     await waitExit(reader);
   });
@@ -244,11 +247,11 @@ describe('acquireLock: refusals and their exact wording', () => {
       setTimeout(() => { renameSync(p, p + '.old'); writeFileSync(p, ''); l.release(); setTimeout(() => {}, 60000); }, 300);
     `;
     const proc = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'pipe'] });
-    track(proc.pid as number);
+    track(proc);
     await waitReady(proc);
     let caught: unknown;
     try {
-      acquireLock(path, { retryMs: 3000 });
+      acquireLock(path, { retryMs: 30_000 });
     } catch (e) {
       caught = e;
     }
@@ -265,7 +268,8 @@ describe('acquireLock: refusals and their exact wording', () => {
     expect(() => acquireLock(join(tempDir(), 'x'), { retryMs: -1 })).toThrow(RangeError);
   });
 
-  it('a shared lock that persists (not a brief probe) still refuses once the window ends', async () => {
+  it('a shared lock that persists (not a brief probe) still refuses once the window ends', async (ctx) => {
+    needs(ctx, 'flock');
     const path = join(tempDir(), 'resume.lock');
     writeFileSync(path, 'oh-my-graph-lock 1\n1\n');
     await startFlock1(path, '-s');

@@ -9,9 +9,10 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { acquireLock, LockHeldError, probeLock, processPresence } from '../src/index.js';
 import { FlockOp, native } from '../src/kernel/native.js';
 import { cleanupTemp, killAll, startFlock1, startHolder, tempDir, waitExit } from './helpers/lock-procs.js';
+import { needs } from './helpers/prereq.js';
 
-afterEach(() => {
-  killAll();
+afterEach(async () => {
+  await killAll();
   cleanupTemp();
 });
 
@@ -51,7 +52,8 @@ describe('kernel facts behind the probe', () => {
     expect(probeLock(lock).liveness).toBe('free');
   });
 
-  it('contrast: an inherited lock fd (flock(1) runs its command with the fd open) keeps the lock past the parent', async () => {
+  it('contrast: an inherited lock fd (flock(1) runs its command with the fd open) keeps the lock past the parent', async (ctx) => {
+    needs(ctx, 'flock');
     // This is the hazard close-on-exec avoids, shown with a tool that does inherit.
     const dir = tempDir();
     const lock = join(dir, 'resume.lock');
@@ -99,7 +101,8 @@ describe('kernel facts behind the probe', () => {
     }
   });
 
-  it('LOCK_SH is granted beside another process\'s LOCK_SH, and LOCK_EX is refused then', async () => {
+  it('LOCK_SH is granted beside another process\'s LOCK_SH, and LOCK_EX is refused then', async (ctx) => {
+    needs(ctx, 'flock');
     const dir = tempDir();
     const lock = join(dir, 'resume.lock');
     writeFileSync(lock, 'oh-my-graph-lock 1\n1\n');

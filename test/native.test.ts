@@ -124,7 +124,7 @@ describe('importing runwarden', () => {
       const before = loaded();
       m.probeLock('/nonexistent-rw/resume.lock');
       console.log(JSON.stringify({ before, after: loaded() }));`;
-    const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8', timeout: 10_000 });
+    const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8', timeout: 60_000 });
     expect(r.stderr).toBe('');
     expect(JSON.parse(r.stdout)).toEqual({ before: false, after: true });
   });

@@ -14,7 +14,7 @@ import { cleanupTemp, CLI, killAll, ROOT, startHolder, tempDir } from './helpers
 
 const servers: Server[] = [];
 afterEach(async () => {
-  killAll();
+  await killAll();
   await Promise.all(servers.splice(0).map((s) => new Promise((r) => s.close(() => r(undefined)))));
   cleanupTemp();
 });
@@ -167,7 +167,7 @@ describe('probeLock on files', () => {
     // If the probe blocked on the FIFO this call would never return (and the
     // test would time out); the child below proves the same in a bounded way.
     const r = spawnSync(process.execPath, ['-e', `import('${ROOT}/dist/index.js').then(m => console.log(JSON.stringify(m.probeLock(${JSON.stringify(fifo)}))))`], {
-      timeout: 5000,
+      timeout: 60_000,
       encoding: 'utf8',
     });
     expect(r.error).toBeUndefined();
@@ -205,15 +205,17 @@ describe('probeLock on files', () => {
   });
 
   it('a file the reader may not open is unknown (run as an unprivileged user)', () => {
-    if (process.getuid?.() !== 0) throw new Error('this test arranges an unreadable file by probing as uid 65534, which needs root');
+    // As root the probe runs as uid 65534 on a file only root may read; as any
+    // other user (already unprivileged) it runs as us on a file we made mode 000.
+    const asRoot = process.getuid?.() === 0;
     const dir = tempDir();
     chmodSync(dir, 0o755);
     const lock = join(dir, 'resume.lock');
     writeFileSync(lock, MARKED, { mode: 0o600 });
+    if (!asRoot) chmodSync(lock, 0o000);
     const r = spawnSync(process.execPath, ['-e', `import('${ROOT}/dist/index.js').then(m => console.log(JSON.stringify(m.probeLock(${JSON.stringify(lock)}))))`], {
-      uid: 65534,
-      gid: 65534,
-      timeout: 10_000,
+      ...(asRoot ? { uid: 65534, gid: 65534 } : {}),
+      timeout: 60_000,
       encoding: 'utf8',
     });
     expect(r.stderr).toBe('');
@@ -280,7 +282,7 @@ describe('a probe changes nothing on disk', () => {
     await new Promise((r) => setTimeout(r, 20)); // so any write would move an mtime
     for (let i = 0; i < 50; i++) for (const d of dirs) probeLock(join(d, 'resume.lock'));
     for (const d of dirs) {
-      const r = spawnSync(process.execPath, [CLI, 'probe', d, '--json'], { encoding: 'utf8', timeout: 10_000 });
+      const r = spawnSync(process.execPath, [CLI, 'probe', d, '--json'], { encoding: 'utf8', timeout: 60_000 });
       expect(r.status, r.stderr).toBe(0);
     }
     expect(snapshot(root)).toEqual(before);

@@ -74,7 +74,7 @@ describe('a root holding every hostile case', () => {
         expect((JSON.parse(r.stdout) as RunReport).status, c.what).toBe(c.expect.row);
       }
     }
-  }, 120_000);
+  }, 600_000);
 });
 
 /** Runs the CLI as an unprivileged user when we are root, so permissions really bite. */
@@ -83,7 +83,7 @@ function cliAsUser(args: string[]): { status: number | null; stdout: string; std
   const r = spawnSync(process.execPath, [BIN, ...args], {
     encoding: 'utf8',
     env: { ...process.env, NO_COLOR: '1' },
-    timeout: 20_000,
+    timeout: 60_000,
     ...(asRoot ? { uid: 65534, gid: 65534 } : {}),
   });
   return { status: r.status, stdout: r.stdout, stderr: r.stderr };

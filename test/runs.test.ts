@@ -4,6 +4,7 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { BIN, cleanup, cli, ev, makeRun, snapshot, startHolder, tempDir } from './helpers/reading-fixtures.js';
+import { needs } from './helpers/prereq.js';
 
 afterEach(cleanup);
 afterAll(cleanup);
@@ -95,12 +96,13 @@ describe('runs: colour', () => {
     for (const [k, v] of Object.entries(process.env)) if (v !== undefined && k !== 'NO_COLOR') env[k] = v;
     if (noColor !== undefined) env['NO_COLOR'] = noColor;
     const cmd = [process.execPath, BIN, ...args].map((a) => `'${a.replace(/'/g, `'\\''`)}'`).join(' ');
-    const r = spawnSync('script', ['-qec', cmd, '/dev/null'], { encoding: 'utf8', env, timeout: 20_000 });
+    const r = spawnSync('script', ['-qec', cmd, '/dev/null'], { encoding: 'utf8', env, timeout: 60_000 });
     expect(r.status).toBe(0);
     return r.stdout;
   }
 
-  it('state colours on a terminal; none with NO_COLOR (even empty); none when not a terminal', async () => {
+  it('state colours on a terminal; none with NO_COLOR (even empty); none when not a terminal', async (ctx) => {
+    needs(ctx, 'script');
     const { root } = await sampleRoot();
     const tty = onTty(['runs', '--root', root], undefined);
     expect(tty).toContain('\x1b[38;5;214mRUNNING\x1b[0m'); // amber
@@ -137,7 +139,7 @@ describe('runs: a reader that stops early', () => {
     const root = tempDir();
     for (let i = 0; i < 3000; i++) mkdirSync(join(root, `run-${String(i).padStart(5, '0')}`)); // > 64 KiB of rows
     const script = '"$0" "$1" runs --root "$2" | head -n 1 >/dev/null; echo "${PIPESTATUS[0]}"';
-    const r = spawnSync('bash', ['-c', script, process.execPath, BIN, root], { encoding: 'utf8', env: { ...process.env, NO_COLOR: '1' }, timeout: 30_000 });
+    const r = spawnSync('bash', ['-c', script, process.execPath, BIN, root], { encoding: 'utf8', env: { ...process.env, NO_COLOR: '1' }, timeout: 60_000 });
     expect(r.stdout.trim()).toBe('0');
     expect(r.stderr).toBe('');
   });

@@ -97,7 +97,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await closeAll();
-  killAll();
+  await killAll();
   cleanupTemp();
 });
 

@@ -7,13 +7,13 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { CLI, cleanupTemp, killAll, tempDir, waitExit } from './helpers/lock-procs.js';
 import { startServeCli } from './helpers/serve-cli.js';
 
-afterAll(() => {
-  killAll();
+afterAll(async () => {
+  await killAll();
   cleanupTemp();
 });
 
 function cli(args: string[]) {
-  return spawnSync(process.execPath, [CLI, ...args], { encoding: 'utf8', timeout: 20_000 });
+  return spawnSync(process.execPath, [CLI, ...args], { encoding: 'utf8', timeout: 60_000 });
 }
 
 describe('runwarden serve', () => {

@@ -9,8 +9,8 @@ import { runStatus } from '../dist/index.js';
 import { cleanupTemp, killAll, tempDir, waitExit } from './helpers/lock-procs.js';
 import { DIAMOND, ev, holdRun, killedHolder, openRun, passedRun, runDir, writeEvents } from './helpers/serve-fixtures.js';
 
-afterAll(() => {
-  killAll();
+afterAll(async () => {
+  await killAll();
   cleanupTemp();
 });
 

@@ -121,5 +121,5 @@ describe('every surface agrees', () => {
       expect(JSON.parse(cli(['status', row.run_id, '--root', root, '--json']).stdout), row.run_id).toEqual(row);
     }
     await h.kill();
-  }, 120_000);
+  }, 600_000);
 });

@@ -8,8 +8,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { run, start } from './helpers/exec-procs.js';
 import { cleanupTemp, killAll, startHolder, tempDir, until } from './helpers/lock-procs.js';
 
-afterEach(() => {
-  killAll();
+afterEach(async () => {
+  await killAll();
   cleanupTemp();
 });
 
@@ -24,9 +24,9 @@ describe('runwarden watch', () => {
     const go = join(r, 'go');
     const leg2 = start(['exec', '--root', r, 'two', '--name', 'second', '--', 'sh', '-c', `while [ ! -e ${go} ]; do sleep 0.05; done`]);
     // (exec.pgid already exists from the first leg: wait for the second leg's own event.)
-    await until(() => readFileSync(join(dir, 'events.jsonl'), 'utf8').includes('"node_id":"second"'), 10_000);
+    await until(() => readFileSync(join(dir, 'events.jsonl'), 'utf8').includes('"node_id":"second"'));
     const watching = start(['watch', '--root', r, 'two']);
-    await until(() => watching.stdout().includes('node second started'), 10_000);
+    await until(() => watching.stdout().includes('node second started'));
     writeFileSync(go, '');
     const w = await watching.done;
     expect(w.code).toBe(0);

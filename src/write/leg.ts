@@ -55,7 +55,12 @@ export interface LegResult {
 
 // Waits for one line on fd 3, closes it, then becomes the command.
 // If runwarden dies before releasing it, read sees EOF and the command never runs.
-const GATE = 'IFS= read -r _ <&3 || exit 125; exec 3<&-; exec "$@"';
+// A bare name found nowhere on PATH exits 127 (not found), as a shell says: `exec`
+// alone exits 126 when PATH also holds a directory this user may not search.
+const GATE =
+  'IFS= read -r _ <&3 || exit 125; exec 3<&-; ' +
+  'case $1 in */*) ;; *) command -v -- "$1" >/dev/null 2>&1 || { printf \'%s: %s: not found\\n\' "$0" "$1" >&2; exit 127; } ;; esac; ' +
+  'exec "$@"';
 
 /**
  * Writes exec.pgid atomically (temp file, fsync, rename), so a reader never

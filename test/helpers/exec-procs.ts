@@ -25,13 +25,16 @@ export function start(args: string[], env: NodeJS.ProcessEnv = {}): Running {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, NO_COLOR: '1', ...env },
   });
-  track(proc.pid as number);
+  track(proc);
   let out = '';
   let errText = '';
   proc.stdout?.on('data', (d: Buffer) => (out += d.toString()));
   proc.stderr?.on('data', (d: Buffer) => (errText += d.toString()));
   // Resolve on exit: a child the command left behind may keep the pipes open,
-  // so 'close' is awaited only briefly for the last output.
+  // so 'close' is awaited only briefly for the last output. When that wait
+  // ends first, one more turn of the event loop (setImmediate runs after its
+  // poll phase) still reads whatever the process wrote before it exited, even
+  // if a loaded machine kept this process off the CPU for the whole wait.
   const done = new Promise<Ran>((resolve) => {
     proc.on('exit', (code, signal) => {
       let settled = false;
@@ -41,7 +44,7 @@ export function start(args: string[], env: NodeJS.ProcessEnv = {}): Running {
         resolve({ code, signal, stdout: out, stderr: errText });
       };
       proc.once('close', finish);
-      setTimeout(finish, 300);
+      setTimeout(() => setImmediate(finish), 300);
     });
   });
   return { proc, stdout: () => out, stderr: () => errText, done };

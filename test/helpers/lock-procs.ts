@@ -1,20 +1,25 @@
 /**
  * Real processes for lock tests: holders that take the run lock and hold it
  * until killed. Every process started here is tracked and killed by
- * `killAll()`, which each test file calls in afterEach.
+ * `killAll()`, which each test file calls in afterEach (and awaits, so that
+ * every child is reaped before the test's temp dirs go).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { lstatSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { lstatSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { removeTree } from './remove-tree.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 export const ROOT = join(here, '..', '..');
 export const HOLDER = join(here, '..', 'fixtures', 'holder.mjs');
 export const CLI = join(ROOT, 'bin', 'runwarden.js');
 
+/** Process groups (negative numbers) and bare pids to SIGKILL. */
 const tracked = new Set<number>();
+/** Child processes of this one: signalled only while not yet reaped, so never a reused pid. */
+const children = new Set<ChildProcess>();
 const tempDirs: string[] = [];
 
 /** A fresh temp dir, removed by cleanupTemp(). */
@@ -27,7 +32,8 @@ export function tempDir(prefix = 'rw-'): string {
 /**
  * Removes the temp dirs, first killing every process group an exec leg
  * recorded in them (exec.pgid): a leg killed by a test leaves its command
- * running by design, and the test must not leave it behind.
+ * running by design, and the test must not leave it behind. Directories a
+ * test made unreadable are opened up again first (see remove-tree.ts).
  */
 export function cleanupTemp(): void {
   for (const d of tempDirs.splice(0)) {
@@ -38,7 +44,7 @@ export function cleanupTemp(): void {
         /* already gone */
       }
     }
-    rmSync(d, { recursive: true, force: true });
+    removeTree(d);
   }
 }
 
@@ -70,13 +76,34 @@ function recordedGroups(dir: string, depth = 0): number[] {
   return found;
 }
 
-/** Registers a pid (or a process group, as a negative number) for killAll. */
-export function track(pid: number): void {
-  tracked.add(pid);
+/**
+ * Registers a child process, or a process group (as a negative number), for
+ * killAll. Pass the ChildProcess rather than its pid where there is one.
+ */
+export function track(p: number | ChildProcess): void {
+  if (typeof p === 'number') tracked.add(p);
+  else children.add(p);
 }
 
-/** SIGKILLs everything tracked (groups included) and forgets it. */
-export function killAll(): void {
+function exited(c: ChildProcess): boolean {
+  return c.exitCode !== null || c.signalCode !== null;
+}
+
+/**
+ * SIGKILLs everything tracked (groups included; stopped processes are
+ * continued first) and forgets it. The returned promise resolves once every
+ * tracked child process has exited and been reaped (bounded, in case one is
+ * stuck in the kernel); `await` it in afterEach/afterAll.
+ */
+export function killAll(): Promise<void> {
+  const waits: Promise<unknown>[] = [];
+  for (const c of children) {
+    if (exited(c)) continue; // reaped: its pid may already be someone else's
+    waits.push(new Promise((r) => c.once('exit', r)));
+    c.kill('SIGCONT');
+    c.kill('SIGKILL');
+  }
+  children.clear();
   for (const pid of tracked) {
     try {
       process.kill(pid, 'SIGCONT');
@@ -90,10 +117,17 @@ export function killAll(): void {
     }
   }
   tracked.clear();
+  if (waits.length === 0) return Promise.resolve();
+  let timer: NodeJS.Timeout | undefined;
+  const bound = new Promise<void>((r) => {
+    timer = setTimeout(r, 30_000);
+    timer.unref();
+  });
+  return Promise.race([Promise.all(waits).then(() => undefined), bound]).finally(() => clearTimeout(timer));
 }
 
 /** Resolves with the first stdout line starting with `READY `, parsed. */
-export function waitReady<T = Record<string, number>>(proc: ChildProcess, timeoutMs = 10_000): Promise<T> {
+export function waitReady<T = Record<string, number>>(proc: ChildProcess, timeoutMs = 60_000): Promise<T> {
   return new Promise((resolve, reject) => {
     let buf = '';
     let errBuf = '';
@@ -129,7 +163,7 @@ export interface Holder {
 /** Starts a runwarden holder (test/fixtures/holder.mjs) on lockPath. */
 export async function startHolder(lockPath: string, flags: string[] = []): Promise<Holder> {
   const proc = spawn(process.execPath, [HOLDER, lockPath, ...flags], { stdio: ['ignore', 'pipe', 'pipe'] });
-  track(proc.pid as number);
+  track(proc);
   const r = await waitReady<{ held: number; child?: number }>(proc);
   if (r.child !== undefined) track(-r.child);
   return r.child === undefined ? { proc, pid: r.held } : { proc, pid: r.held, child: r.child };
@@ -142,12 +176,17 @@ export async function startHolder(lockPath: string, flags: string[] = []): Promi
 export async function startFlock1(path: string, mode: '-x' | '-s'): Promise<{ proc: ChildProcess }> {
   const proc = spawn('flock', [mode, '-n', path, '-c', 'echo READY; exec sleep 600'], { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
   track(-(proc.pid as number));
+  track(proc);
   await waitReady(proc);
   return { proc };
 }
 
-/** Resolves when the predicate holds, polling; rejects after timeoutMs. */
-export async function until(pred: () => boolean, timeoutMs = 5000, stepMs = 10): Promise<void> {
+/**
+ * Resolves when the predicate holds, polling; rejects after timeoutMs. The
+ * bound is generous on purpose: it only stops a wait for something that will
+ * never happen, and a loaded machine may be slow to make it happen.
+ */
+export async function until(pred: () => boolean, timeoutMs = 60_000, stepMs = 10): Promise<void> {
   const end = Date.now() + timeoutMs;
   while (!pred()) {
     if (Date.now() > end) throw new Error('condition not met in time');

@@ -4,10 +4,11 @@
  * library, exactly as a leg does, and are always killed in cleanup).
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { removeTree } from './remove-tree.js';
 
 export const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const BIN = join(REPO, 'bin', 'runwarden.js');
@@ -23,7 +24,7 @@ export function tempDir(prefix = 'rw-'): string {
   return d;
 }
 
-/** Kills every holder still alive and removes every temp directory. */
+/** Kills every holder still alive and removes every temp directory (unreadable parts included). */
 export async function cleanup(): Promise<void> {
   for (const c of children) {
     if (c.exitCode === null && c.signalCode === null) {
@@ -32,14 +33,7 @@ export async function cleanup(): Promise<void> {
     }
   }
   children.clear();
-  for (const d of made.splice(0)) {
-    try {
-      chmodSync(d, 0o700);
-    } catch {
-      /* already gone */
-    }
-    rmSync(d, { recursive: true, force: true });
-  }
+  for (const d of made.splice(0)) removeTree(d);
 }
 
 let seq = 0;
@@ -173,7 +167,7 @@ export function deadPid(): number {
 }
 
 /** Runs the CLI synchronously; returns status, stdout and stderr. */
-export function cli(args: string[], env: Record<string, string | undefined> = {}, timeoutMs = 20_000): { status: number | null; stdout: string; stderr: string } {
+export function cli(args: string[], env: Record<string, string | undefined> = {}, timeoutMs = 60_000): { status: number | null; stdout: string; stderr: string } {
   const merged: Record<string, string> = {};
   for (const [k, v] of Object.entries({ ...process.env, NO_COLOR: '1', ...env })) if (v !== undefined) merged[k] = v;
   const r = spawnSync(process.execPath, [BIN, ...args], {

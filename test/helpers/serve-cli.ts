@@ -12,9 +12,9 @@ export interface ServeProcess {
   stderr: () => string;
 }
 
-export function startServeCli(root: string, extra: string[] = [], timeoutMs = 10_000): Promise<ServeProcess> {
+export function startServeCli(root: string, extra: string[] = [], timeoutMs = 60_000): Promise<ServeProcess> {
   const proc = spawn(process.execPath, [CLI, 'serve', '--root', root, '--port', '0', ...extra], { stdio: ['ignore', 'pipe', 'pipe'] });
-  track(proc.pid as number);
+  track(proc);
   let out = '';
   let err = '';
   proc.stderr?.on('data', (d: Buffer) => (err += d.toString()));

@@ -108,7 +108,7 @@ export class SseStream {
   }
 
   /** Resolves with the first event (already received or future) matching pred. */
-  next(pred: (e: SseEvent) => boolean, timeoutMs = 10_000): Promise<SseEvent> {
+  next(pred: (e: SseEvent) => boolean, timeoutMs = 60_000): Promise<SseEvent> {
     const have = this.events.find(pred);
     if (have) return Promise.resolve(have);
     return new Promise((resolve, reject) => {

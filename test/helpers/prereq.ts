@@ -1,0 +1,158 @@
+/**
+ * The one rule for tests that need something outside Node: root for mounts,
+ * Debian tools (bindfs, strace, chromium, flock(1), script(1), a C compiler),
+ * /dev/fuse.
+ *
+ * A test calls `needs(ctx, ...)` first thing (or from a beforeEach). When
+ * everything is present nothing happens. When something is missing:
+ *
+ * - by default the test is SKIPPED, with the reason as its note, and the
+ *   reason is recorded in the test's meta, so that the reporter in
+ *   test/helpers/prereq-reporter.ts can end the run with one line naming
+ *   every such skip and the Debian package that brings what was missing;
+ * - with CI set (as CI sets it: CI=true) or RUNWARDEN_TEST_STRICT=1 the test
+ *   FAILS with the same reason: on a machine that was supposed to have
+ *   everything, an untested gate must not read as a gate that passed.
+ *
+ * A skip is a skip: vitest counts it as skipped, never as passed.
+ *
+ * The baseline every test may assume without asking: Node, a POSIX sh, bash,
+ * coreutils (sleep, true, mkfifo, rm, cat) — all Essential in Debian — and
+ * the C++ toolchain `npm ci` already needed to build the addon.
+ */
+import { accessSync, constants, readFileSync, statSync } from 'node:fs';
+import { delimiter, join } from 'node:path';
+import type { TestContext } from 'vitest';
+
+export type Prereq = 'root' | 'mount' | 'bindfs' | 'fuse' | 'strace' | 'chromium' | 'flock' | 'script' | 'cc';
+
+/** What the reporter gets for a test that lacked something. */
+export interface PrereqRecord {
+  /** One short phrase per missing thing, e.g. `needs chromium: apt-get install chromium`. */
+  missing: string[];
+  /** Debian packages that would bring what was missing (none for root or /dev/fuse). */
+  packages: string[];
+  /** Whether the test failed (strict) rather than skipped. */
+  strict: boolean;
+}
+
+declare module '@vitest/runner' {
+  interface TaskMeta {
+    prereq?: PrereqRecord;
+  }
+}
+
+/** The path chromium is driven at by test/browser-dashboard.test.ts (Debian's package). */
+export const CHROMIUM = '/usr/bin/chromium';
+
+/** True when a missing prerequisite must fail the test instead of skipping it. */
+export function strictPrereqs(): boolean {
+  const ci = (process.env['CI'] ?? '').trim().toLowerCase();
+  const strict = (process.env['RUNWARDEN_TEST_STRICT'] ?? '').trim();
+  return (ci !== '' && ci !== '0' && ci !== 'false') || (strict !== '' && strict !== '0');
+}
+
+/** An executable regular file named `name` on PATH (unsearchable PATH entries are passed over). */
+export function onPath(name: string): string | undefined {
+  for (const dir of (process.env['PATH'] ?? '').split(delimiter)) {
+    if (dir === '') continue;
+    const p = join(dir, name);
+    if (isExecutableFile(p)) return p;
+  }
+  return undefined;
+}
+
+function isExecutableFile(p: string): boolean {
+  try {
+    if (!statSync(p).isFile()) return false;
+    accessSync(p, constants.X_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** CAP_SYS_ADMIN in this process's effective set (what mount(2) asks for). */
+function canMount(): boolean {
+  if (process.getuid?.() !== 0) return false;
+  try {
+    const m = /^CapEff:\s*([0-9a-f]+)$/m.exec(readFileSync('/proc/self/status', 'utf8'));
+    return m !== null && (BigInt(`0x${m[1]}`) & (1n << 21n)) !== 0n;
+  } catch {
+    return false;
+  }
+}
+
+interface Check {
+  present: () => boolean;
+  /** The phrase for a missing one. */
+  missing: string;
+  /** The Debian package that brings it, if a package can. */
+  pkg?: string;
+}
+
+function tool(name: string, pkg: string): Check {
+  return { present: () => onPath(name) !== undefined, missing: `needs ${name}: apt-get install ${pkg}`, pkg };
+}
+
+const CHECKS: Record<Prereq, Check> = {
+  root: {
+    present: canMount,
+    missing: process.getuid?.() === 0 ? 'needs CAP_SYS_ADMIN to mount (root without it, e.g. an unprivileged container)' : 'needs root, to mount filesystems',
+  },
+  mount: tool('mount', 'mount'),
+  bindfs: tool('bindfs', 'bindfs'),
+  fuse: {
+    present: () => {
+      try {
+        return statSync('/dev/fuse').isCharacterDevice();
+      } catch {
+        return false;
+      }
+    },
+    missing: 'needs /dev/fuse (the fuse kernel module; in a container, --device /dev/fuse)',
+  },
+  strace: tool('strace', 'strace'),
+  chromium: { present: () => isExecutableFile(CHROMIUM), missing: `needs ${CHROMIUM}: apt-get install chromium`, pkg: 'chromium' },
+  flock: tool('flock', 'util-linux'),
+  script: tool('script', 'bsdutils'),
+  cc: tool(process.env['CC'] || 'cc', 'gcc'),
+};
+
+const cache = new Map<Prereq, boolean>();
+
+function present(p: Prereq): boolean {
+  let v = cache.get(p);
+  if (v === undefined) {
+    v = CHECKS[p].present();
+    cache.set(p, v);
+  }
+  return v;
+}
+
+/** The prerequisites among `wanted` that this machine lacks (empty when all are there). */
+export function lacking(...wanted: Prereq[]): Prereq[] {
+  return wanted.filter((p) => !present(p));
+}
+
+/**
+ * Skips the current test (or fails it, when strict) unless every prerequisite
+ * is present. Call it before the test does anything; from a beforeEach it
+ * covers every test of the file or describe block.
+ */
+export function needs(ctx: TestContext, ...wanted: Prereq[]): void {
+  const absent = lacking(...wanted);
+  if (absent.length === 0) return;
+  const strict = strictPrereqs();
+  const record: PrereqRecord = {
+    missing: absent.map((p) => CHECKS[p].missing),
+    packages: absent.flatMap((p) => (CHECKS[p].pkg === undefined ? [] : [CHECKS[p].pkg as string])),
+    strict,
+  };
+  ctx.task.meta.prereq = record;
+  const reason = record.missing.join('; ');
+  if (strict) {
+    throw new Error(`missing prerequisite: ${reason} (CI or RUNWARDEN_TEST_STRICT is set, so this fails instead of skipping)`);
+  }
+  ctx.skip(reason);
+}
