@@ -8,7 +8,7 @@
  * Argument mistakes (a non-string path, a pid out of range) are ordinary
  * TypeError/RangeError, thrown before anything touches the kernel.
  */
-import type { FileKind } from '../kernel/filekind.js';
+import type { FileKind } from './types.js';
 
 /**
  * Every code a {@link RunwardenError} can carry, apart from NativeError's errno

@@ -151,3 +151,6 @@ export interface SkippedRun {
   run_id: string;
   error: string;
 }
+
+/** What a path turned out to be, in the words every message uses; `file` is a regular file. */
+export type FileKind = 'file' | 'directory' | 'fifo' | 'symlink' | 'socket' | 'character device' | 'block device' | 'unknown';

@@ -4,9 +4,9 @@
  * they found (a FIFO, a symlink, …) with these words.
  */
 import { lstatSync, type Stats } from 'node:fs';
+import type { FileKind } from '../contract/types.js';
 
-/** What a path turned out to be; `file` is a regular file. */
-export type FileKind = 'file' | 'directory' | 'fifo' | 'symlink' | 'socket' | 'character device' | 'block device' | 'unknown';
+export type { FileKind };
 
 /** The kind from a Stats (lstat or fstat). */
 export function kindOfStats(st: Stats): FileKind {
