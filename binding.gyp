@@ -2,7 +2,7 @@
   "targets": [
     {
       "target_name": "runwarden",
-      "sources": ["native/runwarden.cc"],
+      "sources": ["native/addon.cc", "native/probe.cc"],
       "include_dirs": ["<!(node -p \"require('node-addon-api').include_dir\")"],
       "defines": ["NAPI_VERSION=8", "NAPI_DISABLE_CPP_EXCEPTIONS"],
       "cflags": ["-O2", "-Wall", "-Wextra"],
@@ -11,7 +11,12 @@
         "GCC_OPTIMIZATION_LEVEL": "2",
         "CLANG_CXX_LANGUAGE_STANDARD": "c++17",
         "MACOSX_DEPLOYMENT_TARGET": "11.0"
-      }
+      },
+      "conditions": [
+        ["OS=='linux'", { "sources": ["native/fs_linux.cc"] }],
+        ["OS=='mac'", { "sources": ["native/fs_darwin.cc"] }],
+        ["OS!='linux' and OS!='mac'", { "sources": ["native/fs_other.cc"] }]
+      ]
     }
   ]
 }

@@ -7,7 +7,7 @@ import { closeSync, openSync, writeFileSync, constants } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { acquireLock, LockHeldError, probeLock, processPresence } from '../src/index.js';
-import { FlockOp, native } from '../src/kernel/native.js';
+import { native, nativeConstants } from '../src/kernel/native.js';
 import { cleanupTemp, killAll, startFlock1, startHolder, tempDir, waitExit } from './helpers/lock-procs.js';
 import { needs } from './helpers/prereq.js';
 
@@ -95,7 +95,7 @@ describe('kernel facts behind the probe', () => {
     await startHolder(lock);
     const fd = openSync(lock, constants.O_RDONLY);
     try {
-      expect(native().flock(fd, FlockOp.Shared)).toBe(false);
+      expect(native().flock(fd, nativeConstants().flockOp.Shared)).toBe(false);
     } finally {
       closeSync(fd);
     }
@@ -109,9 +109,9 @@ describe('kernel facts behind the probe', () => {
     await startFlock1(lock, '-s');
     const fd = openSync(lock, constants.O_RDONLY);
     try {
-      expect(native().flock(fd, FlockOp.Shared)).toBe(true);
-      expect(native().flock(fd, FlockOp.Unlock)).toBe(true);
-      expect(native().flock(fd, FlockOp.Exclusive)).toBe(false);
+      expect(native().flock(fd, nativeConstants().flockOp.Shared)).toBe(true);
+      expect(native().flock(fd, nativeConstants().flockOp.Unlock)).toBe(true);
+      expect(native().flock(fd, nativeConstants().flockOp.Exclusive)).toBe(false);
     } finally {
       closeSync(fd);
     }
@@ -126,7 +126,7 @@ describe('kernel facts behind the probe', () => {
     const held = acquireLock(lock);
     const fd = openSync(lock, constants.O_RDONLY);
     try {
-      expect(native().flock(fd, FlockOp.Shared)).toBe(false);
+      expect(native().flock(fd, nativeConstants().flockOp.Shared)).toBe(false);
     } finally {
       closeSync(fd);
       held.release();

@@ -3,12 +3,12 @@
  * with a stable errno name in .code, .errno and .syscall, and arguments are
  * refused before any system call.
  */
-import { closeSync, openSync, constants } from 'node:fs';
+import { closeSync, openSync, constants, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { filesystemType, groupPresence, NativeError, processPresence } from '../src/index.js';
-import { FlockOp, native } from '../src/kernel/native.js';
-import { cleanupTemp, tempDir } from './helpers/lock-procs.js';
+import { AddonLoadError, filesystemType, groupPresence, NativeError, processPresence } from '../src/index.js';
+import { checkNativeConstants, FLOCK_OP_NAMES, native, nativeConstants, OUT_SLOT_NAMES, SEAM_VERSION, STAGE_NAMES } from '../src/kernel/native.js';
+import { cleanupTemp, ROOT, tempDir } from './helpers/lock-procs.js';
 
 afterEach(() => cleanupTemp());
 
@@ -18,7 +18,7 @@ describe('native addon', () => {
     closeSync(fd);
     let e: unknown;
     try {
-      native().flock(fd, FlockOp.Shared);
+      native().flock(fd, nativeConstants().flockOp.Shared);
     } catch (x) {
       e = x;
     }
@@ -67,11 +67,11 @@ describe('native addon', () => {
     const a = openSync(p, constants.O_RDWR | constants.O_CREAT);
     const b = openSync(p, constants.O_RDONLY);
     try {
-      expect(native().flock(a, FlockOp.Exclusive)).toBe(true);
-      expect(native().flock(b, FlockOp.Shared)).toBe(false);
-      expect(native().flock(b, FlockOp.Exclusive)).toBe(false);
-      expect(native().flock(a, FlockOp.Unlock)).toBe(true);
-      expect(native().flock(b, FlockOp.Shared)).toBe(true);
+      expect(native().flock(a, nativeConstants().flockOp.Exclusive)).toBe(true);
+      expect(native().flock(b, nativeConstants().flockOp.Shared)).toBe(false);
+      expect(native().flock(b, nativeConstants().flockOp.Exclusive)).toBe(false);
+      expect(native().flock(a, nativeConstants().flockOp.Unlock)).toBe(true);
+      expect(native().flock(b, nativeConstants().flockOp.Shared)).toBe(true);
     } finally {
       closeSync(a);
       closeSync(b);
@@ -79,7 +79,7 @@ describe('native addon', () => {
   });
 
   it('the addon refuses bad arguments itself, with a code', () => {
-    expect(() => native().flock(-1, FlockOp.Shared)).toThrow(expect.objectContaining({ code: 'ERR_OUT_OF_RANGE' }));
+    expect(() => native().flock(-1, nativeConstants().flockOp.Shared)).toThrow(expect.objectContaining({ code: 'ERR_OUT_OF_RANGE' }));
     expect(() => native().flock(0, 9 as 1)).toThrow(expect.objectContaining({ code: 'ERR_OUT_OF_RANGE' }));
     expect(() => native().pidProbe(0)).toThrow(expect.objectContaining({ code: 'ERR_OUT_OF_RANGE' }));
     expect(() => native().pidProbe(-5)).toThrow(expect.objectContaining({ code: 'ERR_OUT_OF_RANGE' }));
@@ -127,5 +127,147 @@ describe('importing runwarden', () => {
     const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8', timeout: 60_000 });
     expect(r.stderr).toBe('');
     expect(JSON.parse(r.stdout)).toEqual({ before: false, after: true });
+  });
+});
+
+describe('the constants the addon exports', () => {
+  it('are frozen objects holding every name TypeScript reads, each a distinct integer', () => {
+    const c = native().constants as Record<string, unknown>;
+    expect(Object.isFrozen(c)).toBe(true);
+    for (const [table, names] of [
+      ['stage', STAGE_NAMES],
+      ['outSlot', OUT_SLOT_NAMES],
+      ['flockOp', FLOCK_OP_NAMES],
+    ] as const) {
+      const t = c[table] as Record<string, number>;
+      expect(Object.isFrozen(t), table).toBe(true);
+      expect(Object.keys(t).sort(), table).toEqual([...names].sort());
+      const values = Object.values(t);
+      expect(values.every((v) => Number.isInteger(v) && v >= 0), table).toBe(true);
+      expect(new Set(values).size, `${table} values are distinct`).toBe(values.length);
+    }
+    expect(c['seamVersion']).toBe(SEAM_VERSION);
+    const outLength = c['outLength'] as number;
+    expect(Object.values(c['outSlot'] as Record<string, number>).every((v) => v < outLength)).toBe(true);
+    expect(c['fsTypeKind']).toBe(process.platform === 'darwin' ? 'name' : 'magic');
+    // The checked view is the addon's own object, not a copy made in TypeScript.
+    expect(nativeConstants()).toBe(c);
+  });
+
+  it('the flock operations are the ones the kernel call takes: shared, exclusive, unlock', () => {
+    const op = nativeConstants().flockOp;
+    const p = join(tempDir(), 'f');
+    const a = openSync(p, constants.O_RDWR | constants.O_CREAT);
+    const b = openSync(p, constants.O_RDONLY);
+    try {
+      expect(native().flock(a, op.Shared)).toBe(true);
+      expect(native().flock(b, op.Shared)).toBe(true); // two shared locks coexist
+      expect(native().flock(b, op.Exclusive)).toBe(false);
+      expect(native().flock(a, op.Unlock)).toBe(true);
+      expect(native().flock(b, op.Exclusive)).toBe(true);
+      const unknownOp = Math.max(...Object.values(op)) + 1;
+      expect(() => native().flock(a, unknownOp)).toThrow(expect.objectContaining({ code: 'ERR_OUT_OF_RANGE' }));
+    } finally {
+      closeSync(a);
+      closeSync(b);
+    }
+  });
+
+  it('probeSetup refuses an out array shorter than the exported outLength', () => {
+    const { outLength } = nativeConstants();
+    expect(() => native().probeSetup(new Uint32Array([0xef53]), Buffer.alloc(128), new Float64Array(outLength - 1))).toThrow(
+      expect.objectContaining({ code: 'ERR_INVALID_ARG_TYPE' }),
+    );
+  });
+
+  /** A deep copy of the real constants with `edit` applied, frozen like the addon's. */
+  function tampered(edit: (c: Record<string, Record<string, unknown> | unknown>) => void): unknown {
+    const c = JSON.parse(JSON.stringify(native().constants)) as Record<string, unknown>;
+    edit(c);
+    for (const v of Object.values(c)) if (typeof v === 'object' && v !== null) Object.freeze(v);
+    return Object.freeze(c);
+  }
+
+  function refusal(raw: unknown): { code: string; message: string } {
+    try {
+      checkNativeConstants(raw, 'test.node');
+    } catch (e) {
+      expect(e).toBeInstanceOf(AddonLoadError);
+      return e as AddonLoadError;
+    }
+    throw new Error('a mismatched constants object was accepted');
+  }
+
+  it('a mismatch is refused as ERR_RUNWARDEN_NATIVE, naming what differs', () => {
+    expect(checkNativeConstants(native().constants, 'real')).toBe(native().constants);
+    const cases: [string, (c: Record<string, any>) => void, RegExp][] = [
+      ['a stage TypeScript reads is missing', (c) => delete c['stage'].SharedError, /stage\.SharedError is missing/],
+      ['a stage TypeScript does not know', (c) => (c['stage'].DirOpenError = 99), /stage\.DirOpenError is not one this version knows/],
+      ['two stages share a number', (c) => (c['stage'].SharedGranted = c['stage'].SharedContended), /stage\.SharedContended and stage\.SharedGranted are both \d+|stage\.SharedGranted and stage\.SharedContended are both \d+/],
+      ['a slot past the end of out', (c) => (c['outSlot'].fileSize = c['outLength']), /outSlot\.fileSize is \d+, not an integer from 0 to/],
+      ['a flock op that is not an integer', (c) => (c['flockOp'].Unlock = 'LOCK_UN'), /flockOp\.Unlock is LOCK_UN/],
+      ['another layout version', (c) => (c['seamVersion'] = SEAM_VERSION + 1), /seamVersion is \d+, this version reads/],
+      ['an unknown fs type kind', (c) => (c['fsTypeKind'] = 'uuid'), /fsTypeKind is uuid/],
+    ];
+    for (const [what, edit, message] of cases) {
+      const e = refusal(tampered(edit));
+      expect(e.code, what).toBe('ERR_RUNWARDEN_NATIVE');
+      expect(e.message, what).toMatch(message);
+      expect(e.message, what).toMatch(/npm rebuild runwarden/);
+    }
+    expect(refusal(undefined).message).toMatch(/exports no constants object/);
+    const unfrozen = JSON.parse(JSON.stringify(native().constants)) as unknown;
+    expect(refusal(unfrozen).message).toMatch(/is not frozen/);
+  });
+
+  it('an addon whose constants do not match is refused when it loads, before any probe runs', async () => {
+    const { spawnSync } = await import('node:child_process');
+    // The real addon, exporting a stage table of another version (one stage
+    // renamed): what a stale build from other sources would look like.
+    const script = `
+      const { createRequire } = await import('node:module');
+      const require = createRequire(${JSON.stringify(join(ROOT, 'package.json'))});
+      const path = require.resolve(${JSON.stringify(join(ROOT, 'build', 'Release', 'runwarden.node'))});
+      const real = require(path);
+      const c = real.constants;
+      const { SharedError, ...rest } = c.stage;
+      const stage = Object.freeze({ ...rest, SharedFailed: SharedError });
+      require.cache[path].exports = { ...real, constants: Object.freeze({ ...c, stage }) };
+      const m = await import(${JSON.stringify(new URL('../dist/index.js', import.meta.url).href)});
+      try {
+        m.probeLock('/nonexistent-rw/resume.lock');
+        console.log(JSON.stringify({ threw: false }));
+      } catch (e) {
+        console.log(JSON.stringify({ threw: true, code: e.code, name: e.name, message: e.message }));
+      }`;
+    const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8', timeout: 60_000 });
+    expect(r.stderr).toBe('');
+    const out = JSON.parse(r.stdout) as { threw: boolean; code: string; name: string; message: string };
+    expect(out).toMatchObject({ threw: true, code: 'ERR_RUNWARDEN_NATIVE', name: 'AddonLoadError' });
+    expect(out.message).toMatch(/stage\.SharedError is missing; stage\.SharedFailed is not one this version knows/);
+  });
+
+  it('the TypeScript side reads the addon numbers only through the constants (no hand-copied numbers in src/)', () => {
+    const files: string[] = [];
+    const walk = (d: string): void => {
+      for (const e of readdirSync(d)) {
+        const p = join(d, e);
+        if (statSync(p).isDirectory()) walk(p);
+        else if (p.endsWith('.ts')) files.push(p);
+      }
+    };
+    walk(join(ROOT, 'src'));
+    expect(files.length).toBeGreaterThan(20);
+    const offences: string[] = [];
+    for (const f of files) {
+      const text = readFileSync(f, 'utf8');
+      // A flock call with a literal operation number.
+      if (/\.flock\([^)]*,\s*\d/.test(text)) offences.push(`${f}: flock with a literal op`);
+      // A probe result slot read by a literal index.
+      if (/\bout\[\d/.test(text)) offences.push(`${f}: out[] read by a literal index`);
+      // A table of stage numbers written out in TypeScript.
+      for (const name of STAGE_NAMES) if (new RegExp(`\\b${name}\\s*:\\s*\\d`).test(text)) offences.push(`${f}: ${name} given a number`);
+    }
+    expect(offences).toEqual([]);
   });
 });

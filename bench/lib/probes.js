@@ -19,7 +19,7 @@ import { closeSync, constants, openSync, readFileSync, readSync } from 'node:fs'
 import { createRequire } from 'node:module';
 import { dirname } from 'node:path';
 import { classifyHead, LINUX_LOCAL_FS, probeLock } from '../../dist/index.js';
-import { native } from '../../dist/kernel/native.js';
+import { native, nativeConstants } from '../../dist/kernel/native.js';
 
 const require = createRequire(import.meta.url);
 
@@ -33,14 +33,17 @@ export function probeShared(lockPath) {
 
 /**
  * CONTRACT §4.2 composed in JS: statfs (native fsType) against the local list, open
- * (libuv adds O_CLOEXEC), pread 128 at 0, marker check, flock with `op`
- * (1 = LOCK_SH|LOCK_NB, 2 = LOCK_EX|LOCK_NB), unlock when granted, close.
+ * (libuv adds O_CLOEXEC), pread 128 at 0, marker check, flock with the op
+ * named `opName` (`Shared` = LOCK_SH|LOCK_NB, `Exclusive` = LOCK_EX|LOCK_NB,
+ * numbered by the addon's constants.flockOp), unlock when granted, close.
  * It skips the fstat file-type check the real probe makes (the bench's
  * files are regular), so it makes one syscall fewer than the floor.
  */
-function composed(op) {
-  const n = native();
+function composed(opName) {
   return function probe(lockPath) {
+    const n = native();
+    const ops = nativeConstants().flockOp;
+    const op = ops[opName];
     let type;
     try {
       type = n.fsType(dirname(lockPath));
@@ -58,7 +61,7 @@ function composed(op) {
       const len = readSync(fd, head, 0, head.length, 0);
       if (classifyHead(head, len) !== 'marked') return 'unknown';
       if (n.flock(fd, op)) {
-        n.flock(fd, 3);
+        n.flock(fd, ops.Unlock);
         return 'free';
       }
       return 'held';
@@ -71,9 +74,9 @@ function composed(op) {
 }
 
 /** The same steps as the real probe, from node:fs + the addon's flock, with LOCK_SH. */
-export const probeComposedShared = composed(1);
+export const probeComposedShared = composed('Shared');
 /** The rejected design: the same, with LOCK_EX|LOCK_NB. Exists only in the bench. */
-export const probeExclusive = composed(2);
+export const probeExclusive = composed('Exclusive');
 
 /**
  * proper-lockfile's answer: checkSync is true while `<path>.lock` exists and

@@ -38,9 +38,12 @@ const LINUX_NAMED_OTHER: ReadonlyMap<number, string> = new Map([
   [0x73717368, 'squashfs'],
 ]);
 
-/** The list in the form the addon's probeFacts takes for this platform. */
-export function nativeLocalList(platform: string, override?: readonly (number | string)[]): Uint32Array | string[] {
-  if (platform === 'darwin') {
+/**
+ * The list in the form the addon's probeFacts takes on this platform:
+ * names (darwin) or magics (linux), as the addon's `constants.fsTypeKind` says.
+ */
+export function nativeLocalList(kind: 'magic' | 'name', override?: readonly (number | string)[]): Uint32Array | string[] {
+  if (kind === 'name') {
     return override ? override.filter((t): t is string => typeof t === 'string') : [...DARWIN_LOCAL_FS];
   }
   const types = override ? override.filter((t): t is number => typeof t === 'number') : [...LINUX_LOCAL_FS.keys()];

@@ -23,7 +23,7 @@ import { LockFileError, LockHeldError, UnsupportedPlatformError, WriteError } fr
 import { kindAt, kindOfStats, type FileKind } from '../kernel/filekind.js';
 import { classifyHead, HEAD_BYTES, markedContent, markedPid, parseLegacyPid } from '../contract/marker.js';
 import { foreignHolder } from '../kernel/holders.js';
-import { FlockOp, native } from '../kernel/native.js';
+import { native, nativeConstants } from '../kernel/native.js';
 
 /** A lock this process holds. */
 export interface HeldLock {
@@ -182,6 +182,7 @@ interface Taken {
  */
 function lockOnce(lockPath: string, pid: number, retryMs: number): Taken {
   const n = native();
+  const op = nativeConstants().flockOp;
   const fd = openLockFile(lockPath);
   let locked = false;
   try {
@@ -191,7 +192,7 @@ function lockOnce(lockPath: string, pid: number, retryMs: number): Taken {
 
     const deadline = Date.now() + retryMs;
     for (;;) {
-      if (n.flock(fd, FlockOp.Exclusive)) break;
+      if (n.flock(fd, op.Exclusive)) break;
       if (Date.now() >= deadline) {
         const len = readHead(fd, head);
         throw heldRefusal(lockPath, classifyHead(head, len) === 'marked' ? markedPid(head, len) : undefined);
@@ -245,7 +246,7 @@ function lockOnce(lockPath: string, pid: number, retryMs: number): Taken {
   } catch (err) {
     if (locked) {
       try {
-        n.flock(fd, FlockOp.Unlock);
+        n.flock(fd, op.Unlock);
       } catch {
         /* close below releases it */
       }
@@ -304,7 +305,7 @@ class Held implements HeldLock {
 
 function unlockAndClose(fd: number): void {
   try {
-    native().flock(fd, FlockOp.Unlock);
+    native().flock(fd, nativeConstants().flockOp.Unlock);
   } finally {
     closeSync(fd);
   }

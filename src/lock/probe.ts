@@ -20,7 +20,7 @@ import { dirname } from 'node:path';
 import { kindAt, kindOfMode } from '../kernel/filekind.js';
 import { describeFsType, nativeLocalList } from '../kernel/fsgate.js';
 import { classifyHead, HEAD_BYTES, parseLegacyPid } from '../contract/marker.js';
-import { native, Stage } from '../kernel/native.js';
+import { native, nativeConstants, type NativeConstants } from '../kernel/native.js';
 import type { Liveness, ProbeReason } from '../contract/types.js';
 
 export { PROBE_REASONS, type Liveness, type ProbeReason } from '../contract/types.js';
@@ -63,9 +63,10 @@ export function errnoName(errno: number): string {
 
 // Reused across calls: probes are synchronous, so one buffer serves all.
 // Registered with the addon once (probeSetup), so a probe passes only paths.
+// `out` is sized, and read, by the addon's own constants (outLength, outSlot).
 const head = Buffer.alloc(HEAD_BYTES);
-const out = new Float64Array(5);
-let setUp = false;
+let out = new Float64Array(0);
+let k: NativeConstants | undefined;
 
 /**
  * Probes the lock file at `lockPath` (its directory is the run directory)
@@ -80,34 +81,37 @@ export function probeLock(lockPath: string, options?: ProbeOptions): ProbeResult
   if (lockPath.includes('\0')) return answer('unknown', 'open-error', 'path contains a NUL byte');
   const n = native();
   if (!n.hasFlock) return answer('unknown', 'unsupported-platform', `no flock(2) on ${process.platform}`);
-  if (!setUp) {
-    n.probeSetup(nativeLocalList(n.platform), head, out);
-    setUp = true;
+  if (k === undefined) {
+    const c = nativeConstants();
+    out = new Float64Array(c.outLength);
+    n.probeSetup(nativeLocalList(c.fsTypeKind), head, out);
+    k = c;
   }
+  const { stage: S, outSlot: O } = k;
   let stage: number;
   try {
     stage =
       options?.localFsTypes === undefined
         ? n.probeFacts(lockPath)
-        : n.probeFacts(lockPath, nativeLocalList(n.platform, options.localFsTypes));
+        : n.probeFacts(lockPath, nativeLocalList(k.fsTypeKind, options.localFsTypes));
   } catch (err) {
     // Only argument problems (e.g. an over-long path) throw from the addon.
     const code = (err as { code?: string }).code ?? 'error';
     return answer('unknown', 'open-error', code);
   }
   switch (stage) {
-    case Stage.SharedGranted:
-    case Stage.SharedContended:
-    case Stage.SharedError:
-      return judgeHead(stage, out[3] as number, out[4] as number);
-    case Stage.FsNotLocal:
-      return answer('unknown', 'fs-not-local', n.platform === 'darwin' ? safeFsType(dirname(lockPath)) : describeFsType(out[0] as number));
-    case Stage.FsError: {
-      const name = errnoName(out[1] as number);
+    case S.SharedGranted:
+    case S.SharedContended:
+    case S.SharedError:
+      return judgeHead(k, stage, out[O.headLength] as number, out[O.fileSize] as number);
+    case S.FsNotLocal:
+      return answer('unknown', 'fs-not-local', k.fsTypeKind === 'name' ? safeFsType(dirname(lockPath)) : describeFsType(out[O.fsType] as number));
+    case S.FsError: {
+      const name = errnoName(out[O.errno] as number);
       return name === 'ENOENT' ? answer('unknown', 'missing', 'no run directory') : answer('unknown', 'fs-error', `statfs: ${name}`);
     }
-    case Stage.OpenError: {
-      const name = errnoName(out[1] as number);
+    case S.OpenError: {
+      const name = errnoName(out[O.errno] as number);
       if (name === 'ENOENT') return answer('unknown', 'missing', 'no lock file');
       if (name === 'ELOOP' || name === 'ENXIO' || name === 'EISDIR') {
         const kind = kindAt(lockPath);
@@ -115,11 +119,11 @@ export function probeLock(lockPath: string, options?: ProbeOptions): ProbeResult
       }
       return answer('unknown', 'open-error', `open: ${name}`);
     }
-    case Stage.NotRegular:
-      return answer('unknown', 'not-regular-file', kindOfMode(out[2] as number));
-    case Stage.ReadError:
-      return answer('unknown', 'read-error', `pread: ${errnoName(out[1] as number)}`);
-    case Stage.NoFlock:
+    case S.NotRegular:
+      return answer('unknown', 'not-regular-file', kindOfMode(out[O.mode] as number));
+    case S.ReadError:
+      return answer('unknown', 'read-error', `pread: ${errnoName(out[O.errno] as number)}`);
+    case S.NoFlock:
       return answer('unknown', 'unsupported-platform', `no flock(2) on ${process.platform}`);
     default:
       return answer('unknown', 'flock-error', `unexpected native stage ${stage}`);
@@ -135,12 +139,12 @@ function safeFsType(dir: string): string {
 }
 
 /** Decides from the head bytes and the shared-lock answer (CONTRACT §4.2 step 6). */
-function judgeHead(stage: number, len: number, size: number): ProbeResult {
+function judgeHead(k: NativeConstants, stage: number, len: number, size: number): ProbeResult {
   switch (classifyHead(head, len)) {
     case 'marked':
-      if (stage === Stage.SharedGranted) return FREE;
-      if (stage === Stage.SharedContended) return HELD;
-      return answer('unknown', 'flock-error', `flock: ${errnoName(out[1] as number)}`);
+      if (stage === k.stage.SharedGranted) return FREE;
+      if (stage === k.stage.SharedContended) return HELD;
+      return answer('unknown', 'flock-error', `flock: ${errnoName(out[k.outSlot.errno] as number)}`);
     case 'future':
       return answer('unknown', 'future-marker', head.subarray(0, Math.min(len, head.indexOf(0x0a) >>> 0)).toString('latin1'));
     case 'empty':

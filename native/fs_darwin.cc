@@ -1,0 +1,47 @@
+// runwarden native, darwin: the platform seam (platform.h) for darwin.
+//
+// UNTESTED: written against the documented statfs(2) and flock(2) interfaces
+// of darwin, but never compiled or run by this project (its CI is linux
+// only). binding.gyp builds it only when OS=="mac".
+#include "platform.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/mount.h>
+#include <sys/param.h>
+
+namespace rw {
+
+const char* const kPlatformName = "darwin";
+const bool kHasFlock = true;
+const bool kFsTypeIsName = true;
+
+namespace {
+void Fill(const struct statfs& sfs, FsType* out) {
+  out->magic = 0;
+  // f_fstypename is MFSTYPENAMELEN (16) bytes, NUL-terminated.
+  strncpy(out->name, sfs.f_fstypename, sizeof out->name - 1);
+  out->name[sizeof out->name - 1] = '\0';
+}
+}  // namespace
+
+int FsTypeOfPath(const char* path, FsType* out) {
+  struct statfs sfs;
+  if (statfs(path, &sfs) != 0) return errno;
+  Fill(sfs, out);
+  return 0;
+}
+
+int Flock(int fd, LockKind kind) {
+  int how = kind == LockKind::kShared ? (LOCK_SH | LOCK_NB) : kind == LockKind::kExclusive ? (LOCK_EX | LOCK_NB) : LOCK_UN;
+  int r;
+  do {
+    r = flock(fd, how);
+  } while (r != 0 && errno == EINTR);
+  if (r == 0) return 0;
+  if (errno == EWOULDBLOCK || errno == EAGAIN) return kContended;
+  return errno;
+}
+
+}  // namespace rw

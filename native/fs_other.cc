@@ -1,0 +1,19 @@
+// runwarden native, any other platform: the platform seam (platform.h) with
+// nothing behind it. There is no flock and no filesystem type, so every call
+// reports ENOSYS; the addon still loads, and the TypeScript side answers
+// `unknown` (`unsupported-platform`) and refuses to take a lock.
+#include "platform.h"
+
+#include <errno.h>
+
+namespace rw {
+
+const char* const kPlatformName = "other";
+const bool kHasFlock = false;
+const bool kFsTypeIsName = false;
+
+int FsTypeOfPath(const char*, FsType*) { return ENOSYS; }
+
+int Flock(int, LockKind) { return ENOSYS; }
+
+}  // namespace rw

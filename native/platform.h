@@ -1,0 +1,61 @@
+// runwarden native: the seam every platform implements.
+//
+// The common part of the addon (addon.cc: the N-API surface, argument
+// checks, error construction; probe.cc: the probe's fact gathering) is
+// written against POSIX plus this header. Whatever differs between kernels
+// lives behind it, in exactly one file per platform, chosen by binding.gyp's
+// `conditions` (never by #if in the common files):
+//
+//   fs_linux.cc   linux: statfs f_type magics, flock(2). Built and tested.
+//   fs_darwin.cc  darwin: statfs f_fstypename names, flock(2). Written against
+//                 the documented interfaces; never compiled or run here.
+//   fs_other.cc   anything else: no flock, no filesystem type; every call
+//                 reports ENOSYS, and the TypeScript side answers unknown.
+//
+// Every function returns 0 on success or an errno value; none of them throws,
+// allocates or touches N-API. Nothing here decides what a fact means.
+#ifndef RUNWARDEN_PLATFORM_H_
+#define RUNWARDEN_PLATFORM_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <string>
+#include <vector>
+
+namespace rw {
+
+// The platform's name, as the addon exports it: "linux", "darwin" or "other".
+extern const char* const kPlatformName;
+// Whether flock(2) exists here. Without it no lock is ever taken or probed.
+extern const bool kHasFlock;
+// How this platform names a filesystem type: by a magic number (linux
+// statfs f_type) or by a name (darwin statfs f_fstypename).
+extern const bool kFsTypeIsName;
+
+// A filesystem type in this platform's terms: `magic` when !kFsTypeIsName,
+// `name` (NUL-terminated) when kFsTypeIsName.
+struct FsType {
+  uint32_t magic = 0;
+  char name[32] = {0};
+};
+
+// The known-local list, in the same terms (only one of the two is used).
+struct LocalTypes {
+  std::vector<uint32_t> magics;
+  std::vector<std::string> names;
+};
+
+// statfs(path) (following links, as statfs does).
+int FsTypeOfPath(const char* path, FsType* out);
+
+// flock(2), non-blocking for the two lock kinds, retried on EINTR. Returns 0
+// when granted, kContended when another holder has it (EWOULDBLOCK), or an
+// errno value.
+enum class LockKind { kShared, kExclusive, kUnlock };
+constexpr int kContended = -1;
+int Flock(int fd, LockKind kind);
+
+}  // namespace rw
+
+#endif  // RUNWARDEN_PLATFORM_H_
