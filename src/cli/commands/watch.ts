@@ -12,6 +12,7 @@ import type { StreamEvent } from '../../contract/events.js';
 import { EVENTS_FILE } from '../../contract/files.js';
 import type { StreamFold } from '../../contract/fold.js';
 import type { RunReport } from '../../contract/types.js';
+import { monotonicMs } from '../../kernel/clock.js';
 import { followStream } from '../../read/follow.js';
 import { runStatus } from '../../status/inspect.js';
 import { err, Exit, out, UserError } from '../io.js';
@@ -129,7 +130,7 @@ export function registerWatch(program: Command): void {
         abort.abort();
       };
       process.once('SIGINT', onInt);
-      let lastCheck = Date.now();
+      let lastCheck = monotonicMs();
       let outcome: 'finished' | 'abandoned' | undefined;
       let dead: RunReport | undefined;
       const settledAtStart = first.status !== null && first.status !== 'RUNNING' && first.status !== 'PLANNING';
@@ -152,8 +153,8 @@ export function registerWatch(program: Command): void {
                 outcome = 'finished';
                 return true;
               }
-              if (idleMs >= IDLE_RECHECK_MS && Date.now() - lastCheck >= IDLE_RECHECK_MS) {
-                lastCheck = Date.now();
+              if (idleMs >= IDLE_RECHECK_MS && monotonicMs() - lastCheck >= IDLE_RECHECK_MS) {
+                lastCheck = monotonicMs();
                 const now = derive(runDir);
                 if (now?.status === 'ABANDONED') {
                   dead = now;
