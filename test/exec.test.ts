@@ -125,11 +125,48 @@ describe('runwarden exec', () => {
     await until(() => groupPresence(pgid) === 'gone');
     const after = runStatus(dir);
     expect(after.status).toBe('ABANDONED');
-    expect(after.hint).toContain(`is gone (pgid ${pgid})`);
+    const gone = `No process is left in its command's process group (pgid ${pgid}), and no process this user can read carries the leg's RUNWARDEN_LEG mark`;
+    expect(after.hint).toContain(gone);
     // The status CLI shows the same evidence.
     const st = await run(['status', '--root', r, 'run-f', '--json']);
     expect(JSON.parse(st.stdout)).toMatchObject({ status: 'ABANDONED' });
-    expect(JSON.parse(st.stdout).hint).toContain(`is gone (pgid ${pgid})`);
+    expect(JSON.parse(st.stdout).hint).toContain(gone);
+  });
+
+  it('a daemon the command started with setsid left the group: the hint names it while it lives, never "all gone"', async () => {
+    const r = root();
+    const dir = join(r, 'run-s');
+    const pidFile = join(r, 'daemon.pid');
+    const leg = start(['exec', '--root', r, 'run-s', '--', 'sh', '-c', `setsid sh -c 'echo $$ > ${pidFile}.tmp && mv ${pidFile}.tmp ${pidFile}; exec sleep 1000' & exec sleep 1000`]);
+    await until(() => existsSync(join(dir, 'exec.pgid')) && existsSync(pidFile));
+    const pgid = Number(readFileSync(join(dir, 'exec.pgid'), 'utf8'));
+    track(-pgid);
+    const daemon = Number(readFileSync(pidFile, 'utf8'));
+    track(daemon);
+    // It really left the command's group (field 5 of /proc/<pid>/stat is the pgrp)…
+    await until(() => readFileSync(`/proc/${daemon}/cmdline`, 'latin1').startsWith('sleep'));
+    const pgrp = Number(readFileSync(`/proc/${daemon}/stat`, 'latin1').replace(/^.*\) /s, '').split(' ')[2]);
+    expect(pgrp).toBe(daemon);
+    expect(pgrp).not.toBe(pgid);
+    // … and carries the leg's mark: the run directory's dev:ino and the group.
+    const st = statSync(dir, { bigint: true });
+    expect(readFileSync(`/proc/${daemon}/environ`, 'latin1').split('\0')).toContain(`RUNWARDEN_LEG=${st.dev}:${st.ino}:${pgid}`);
+
+    leg.proc.kill('SIGKILL');
+    await leg.done;
+    process.kill(-pgid, 'SIGKILL');
+    await until(() => groupPresence(pgid) === 'gone');
+    const dead = runStatus(dir);
+    expect(dead.status).toBe('ABANDONED');
+    expect(dead.hint).toContain(`No process is left in its command's process group (pgid ${pgid}), but processes it started still run outside the group (pid ${daemon},`);
+    expect(dead.hint).not.toContain('no process this user can read');
+    const cli = await run(['status', '--root', r, 'run-s']);
+    expect(cli.stdout + cli.stderr).toContain(`still run outside the group (pid ${daemon},`);
+
+    process.kill(daemon, 'SIGKILL');
+    // (A census of /proc is reused for a quarter second, so wait for the next one.)
+    await until(() => !(runStatus(dir).hint ?? '').includes(`pid ${daemon}`));
+    expect(runStatus(dir).hint).toContain(`No process is left in its command's process group (pgid ${pgid}), and no process this user can read carries`);
   });
 
   it('exec on an abandoned run warns with the orphan evidence before taking the lock, then runs', async () => {

@@ -12,14 +12,18 @@
  * process-group id is written to `exec.pgid` before it can do any work: the
  * child starts as a tiny shell that waits on a pipe, and only after the file
  * is written and synced does runwarden release it to exec the command, in the
- * same process (same pid, same group).
+ * same process (same pid, same group). The release line carries the leg's
+ * mark (kernel/legmark.ts), which the wrapper exports as RUNWARDEN_LEG before
+ * it becomes the command, so every descendant carries it even after leaving
+ * the group (setsid), and readers can still find it.
  */
 import { spawn } from 'node:child_process';
-import { closeSync, constants, fsyncSync, openSync, renameSync, unlinkSync, writeSync } from 'node:fs';
+import { closeSync, constants, fsyncSync, openSync, renameSync, statSync, unlinkSync, writeSync } from 'node:fs';
 import { constants as osConstants } from 'node:os';
 import { join } from 'node:path';
 import type { Writable } from 'node:stream';
 import { EVENTS_FILE, LOCK_FILE, PGID_FILE } from '../contract/files.js';
+import { LEG_MARK_VAR, legMark } from '../kernel/legmark.js';
 import { openStreamWriter } from './append.js';
 import { guardLeg } from './guard.js';
 import { acquireLock, type AcquireOptions } from '../lock/acquire.js';
@@ -53,12 +57,12 @@ export interface LegResult {
   runDirLost: boolean;
 }
 
-// Waits for one line on fd 3, closes it, then becomes the command.
+// Waits for one line on fd 3 (the leg's mark), exports it, closes fd 3, then becomes the command.
 // If runwarden dies before releasing it, read sees EOF and the command never runs.
 // A bare name found nowhere on PATH exits 127 (not found), as a shell says: `exec`
 // alone exits 126 when PATH also holds a directory this user may not search.
 const GATE =
-  'IFS= read -r _ <&3 || exit 125; exec 3<&-; ' +
+  `IFS= read -r ${LEG_MARK_VAR} <&3 || exit 125; export ${LEG_MARK_VAR}; exec 3<&-; ` +
   'case $1 in */*) ;; *) command -v -- "$1" >/dev/null 2>&1 || { printf \'%s: %s: not found\\n\' "$0" "$1" >&2; exit 127; } ;; esac; ' +
   'exec "$@"';
 
@@ -135,6 +139,8 @@ export async function runLeg(runDir: string, argv: readonly string[], opts: LegO
   }
   const guard = guardLeg(runDir, lock, opts.onNotice ?? ((line) => process.stderr.write(`runwarden: ${line}\n`)));
   try {
+    // The run directory's identity, for the mark its command will carry (kernel/legmark.ts).
+    const dirId = statSync(runDir, { bigint: true });
     forgetPgid(runDir);
     stream.append({ event: 'run_started', command: [...argv] });
     stream.append({ event: 'node_started', node_id: nodeId });
@@ -164,7 +170,7 @@ export async function runLeg(runDir: string, argv: readonly string[], opts: LegO
       } else {
         pgid = child.pid;
         opts.onSpawn?.(pgid);
-        gate?.end('\n');
+        gate?.end(`${legMark(dirId.dev, dirId.ino, pgid)}\n`);
       }
     }
     const r = await ended;
