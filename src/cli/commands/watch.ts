@@ -5,6 +5,7 @@
  * read-only probe) every 2 seconds, so a leg that dies mid-watch ends the
  * watch with the hint instead of hanging.
  */
+import { statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Command } from 'commander';
 import { RunUnreadableError, StreamError } from '../../contract/errors.js';
@@ -86,6 +87,20 @@ function derive(runDir: string): RunReport | undefined {
   }
 }
 
+/**
+ * Whether the run directory is affirmatively gone (removed, or no longer a
+ * directory). Any other doubt (a permission error) is not "gone": watch
+ * keeps waiting.
+ */
+function runDirGone(runDir: string): boolean {
+  try {
+    return !statSync(runDir).isDirectory();
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    return code === 'ENOENT' || code === 'ENOTDIR';
+  }
+}
+
 function printHint(report: RunReport): void {
   if (report.hint === null) return;
   for (const line of report.hint.split('\n')) err(printable(line));
@@ -100,7 +115,8 @@ export function registerWatch(program: Command): void {
         'that closes its last leg (exit 0).\n\n' +
         'An ABANDONED run is refused at once with its recovery hint on stderr (exit 3). While no event ' +
         `arrives the run is re-derived every ${IDLE_RECHECK_MS / 1000} s with a read-only probe; if its leg dies ` +
-        'mid-watch the hint is printed and watch exits 3. Malformed lines are warned about and skipped. ' +
+        'mid-watch the hint is printed and watch exits 3. A run not started yet whose directory is removed while ' +
+        'watch waits for its first leg ends the watch with exit 1. Malformed lines are warned about and skipped. ' +
         'Ctrl-C exits 130. watch never writes anything.',
     )
     .argument('<run>', 'run id or run directory path')
@@ -131,7 +147,7 @@ export function registerWatch(program: Command): void {
       };
       process.once('SIGINT', onInt);
       let lastCheck = monotonicMs();
-      let outcome: 'finished' | 'abandoned' | undefined;
+      let outcome: 'finished' | 'abandoned' | 'vanished' | undefined;
       let dead: RunReport | undefined;
       const settledAtStart = first.status !== null && first.status !== 'RUNNING' && first.status !== 'PLANNING';
       try {
@@ -151,6 +167,12 @@ export function registerWatch(program: Command): void {
             onCaughtUp(fold: StreamFold, idleMs) {
               if ((fold.started && !fold.open) || (!fold.started && settledAtStart)) {
                 outcome = 'finished';
+                return true;
+              }
+              // Waiting for a first leg: a run directory that is removed meanwhile will never get one.
+              // (Once the stream is open, its removal ends the follow with a StreamError instead.)
+              if (!fold.started && runDirGone(runDir)) {
+                outcome = 'vanished';
                 return true;
               }
               if (idleMs >= IDLE_RECHECK_MS && monotonicMs() - lastCheck >= IDLE_RECHECK_MS) {
@@ -176,6 +198,9 @@ export function registerWatch(program: Command): void {
       if (interrupted) {
         process.exitCode = Exit.Interrupted;
         return;
+      }
+      if (outcome === 'vanished') {
+        throw new UserError(`run ${runId}: its directory ${printable(runDir)} was removed while watch waited for its first leg`, Exit.Error);
       }
       if (outcome === 'abandoned' && dead !== undefined) {
         out(`run ${runId} is ABANDONED`);
