@@ -152,6 +152,7 @@ var RW = (function () {
   RW.when = function (ts) {
     var t = RW.ms(ts);
     if (isNaN(t)) return '';
+    // Wall clock on purpose: "is it today?" is a question about the calendar (display only).
     var d = new Date(t), now = new Date();
     var hm = pad(d.getHours()) + ':' + pad(d.getMinutes());
     if (d.toDateString() === now.toDateString()) return hm;
