@@ -4,12 +4,14 @@
  * and the orphan evidence a SIGKILLed leg leaves for readers.
  */
 import { spawnSync } from 'node:child_process';
-import { chmodSync, chownSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { groupPresence, probeLock, runStatus } from '../src/index.js';
+import { groupPresence, probeLock, runStatus, WriteError } from '../src/index.js';
+import { runLeg } from '../src/write/leg.js';
 import { events, run, start } from './helpers/exec-procs.js';
 import { cleanupTemp, CLI, killAll, tempDir, track, until, waitExit } from './helpers/lock-procs.js';
+import { needs } from './helpers/prereq.js';
 
 afterEach(async () => {
   await killAll();
@@ -18,6 +20,11 @@ afterEach(async () => {
 
 function root(): string {
   return tempDir('rw-exec-');
+}
+
+function mustMount(args: string[]): void {
+  const res = spawnSync('mount', args, { encoding: 'utf8' });
+  if (res.status !== 0) throw new Error(`mount ${args.join(' ')} failed: ${res.stderr}`);
 }
 
 describe('runwarden exec', () => {
@@ -125,11 +132,48 @@ describe('runwarden exec', () => {
     await until(() => groupPresence(pgid) === 'gone');
     const after = runStatus(dir);
     expect(after.status).toBe('ABANDONED');
-    expect(after.hint).toContain(`is gone (pgid ${pgid})`);
+    const gone = `No process is left in its command's process group (pgid ${pgid}), and no process this user can read carries the leg's RUNWARDEN_LEG mark`;
+    expect(after.hint).toContain(gone);
     // The status CLI shows the same evidence.
     const st = await run(['status', '--root', r, 'run-f', '--json']);
     expect(JSON.parse(st.stdout)).toMatchObject({ status: 'ABANDONED' });
-    expect(JSON.parse(st.stdout).hint).toContain(`is gone (pgid ${pgid})`);
+    expect(JSON.parse(st.stdout).hint).toContain(gone);
+  });
+
+  it('a daemon the command started with setsid left the group: the hint names it while it lives, never "all gone"', async () => {
+    const r = root();
+    const dir = join(r, 'run-s');
+    const pidFile = join(r, 'daemon.pid');
+    const leg = start(['exec', '--root', r, 'run-s', '--', 'sh', '-c', `setsid sh -c 'echo $$ > ${pidFile}.tmp && mv ${pidFile}.tmp ${pidFile}; exec sleep 1000' & exec sleep 1000`]);
+    await until(() => existsSync(join(dir, 'exec.pgid')) && existsSync(pidFile));
+    const pgid = Number(readFileSync(join(dir, 'exec.pgid'), 'utf8'));
+    track(-pgid);
+    const daemon = Number(readFileSync(pidFile, 'utf8'));
+    track(daemon);
+    // It really left the command's group (field 5 of /proc/<pid>/stat is the pgrp)…
+    await until(() => readFileSync(`/proc/${daemon}/cmdline`, 'latin1').startsWith('sleep'));
+    const pgrp = Number(readFileSync(`/proc/${daemon}/stat`, 'latin1').replace(/^.*\) /s, '').split(' ')[2]);
+    expect(pgrp).toBe(daemon);
+    expect(pgrp).not.toBe(pgid);
+    // … and carries the leg's mark: the run directory's dev:ino and the group.
+    const st = statSync(dir, { bigint: true });
+    expect(readFileSync(`/proc/${daemon}/environ`, 'latin1').split('\0')).toContain(`RUNWARDEN_LEG=${st.dev}:${st.ino}:${pgid}`);
+
+    leg.proc.kill('SIGKILL');
+    await leg.done;
+    process.kill(-pgid, 'SIGKILL');
+    await until(() => groupPresence(pgid) === 'gone');
+    const dead = runStatus(dir);
+    expect(dead.status).toBe('ABANDONED');
+    expect(dead.hint).toContain(`No process is left in its command's process group (pgid ${pgid}), but processes it started still run outside the group (pid ${daemon},`);
+    expect(dead.hint).not.toContain('no process this user can read');
+    const cli = await run(['status', '--root', r, 'run-s']);
+    expect(cli.stdout + cli.stderr).toContain(`still run outside the group (pid ${daemon},`);
+
+    process.kill(daemon, 'SIGKILL');
+    // (A census of /proc is reused for a quarter second, so wait for the next one.)
+    await until(() => !(runStatus(dir).hint ?? '').includes(`pid ${daemon}`));
+    expect(runStatus(dir).hint).toContain(`No process is left in its command's process group (pgid ${pgid}), and no process this user can read carries`);
   });
 
   it('exec on an abandoned run warns with the orphan evidence before taking the lock, then runs', async () => {
@@ -229,13 +273,81 @@ describe('runwarden exec', () => {
     expect(runStatus(dir).status).toBe('PASS');
   });
 
-  it('usage errors exit 2: no command, bad run ids', async () => {
+  it('usage errors exit 2: no command, an empty command, bad run ids', async () => {
     const r = root();
     for (const args of [['exec', '--root', r, 'x'], ['exec', '--root', r, '..', '--', 'true'], ['exec', '--root', r, '', '--', 'true']]) {
       const res = await run(args);
       expect(res.code, args.join(' ')).toBe(2);
       expect(res.stderr).not.toMatch(/\n\s+at /);
     }
+    for (const cmd of [[''], ['', 'arg']]) {
+      const res = await run(['exec', '--root', r, 'x', '--', ...cmd]);
+      expect(res.code).toBe(2);
+      expect(res.stderr).toBe('runwarden: exec needs a command after --, and the command name given is empty\n');
+    }
+    expect(existsSync(join(r, 'x'))).toBe(false); // refused before anything was made
+  });
+
+  describe('a run directory that cannot be created: exit 1, one line with the real reason', () => {
+    /** Runs exec on `runDir`, optionally as another user; returns its exit code and stderr. */
+    function execAt(runDir: string, as?: { uid: number; gid: number }): { code: number | null; stderr: string } {
+      const res = spawnSync(process.execPath, [CLI, 'exec', runDir, '--', 'true'], { encoding: 'utf8', env: { ...process.env, NO_COLOR: '1' }, timeout: 60_000, ...(as ?? {}) });
+      return { code: res.status, stderr: res.stderr };
+    }
+
+    it('a file in the way', () => {
+      const r = root();
+      writeFileSync(join(r, 'file'), '');
+      for (const target of [join(r, 'file'), join(r, 'file', 'run'), join(r, 'file', 'deeper', 'run')]) {
+        const res = execAt(target);
+        expect(res.code, target).toBe(1);
+        expect(res.stderr).toBe(`runwarden: cannot create the run directory ${target}: ${target === join(r, 'file') ? '' : `${join(r, 'file')}: `}it exists and is not a directory (ENOTDIR)\n`);
+      }
+      expect(readdirSync(r)).toEqual(['file']);
+    });
+
+    it('permission denied (EACCES), not ENOENT', () => {
+      // Root ignores mode bits, so as root the leg runs as uid 65534 under a root-owned directory.
+      const r = root();
+      const asRoot = process.getuid?.() === 0;
+      const locked = join(r, 'locked');
+      mkdirSync(locked, { mode: 0o755 });
+      if (asRoot) chownSync(r, 65534, 65534);
+      else chmodSync(locked, 0o555);
+      try {
+        for (const target of [join(locked, 'run'), join(locked, 'root', 'run')]) {
+          const res = execAt(target, asRoot ? { uid: 65534, gid: 65534 } : undefined);
+          expect(res.code, res.stderr).toBe(1);
+          expect(res.stderr).toMatch(/^runwarden: cannot create the run directory .*: permission denied \(EACCES\)\n$/);
+          expect(res.stderr).toContain(target === join(locked, 'run') ? `${target}: permission denied` : `${join(locked, 'root')}: permission denied`);
+        }
+        expect(readdirSync(locked)).toEqual([]);
+      } finally {
+        chmodSync(locked, 0o755);
+      }
+    });
+
+    it('a read-only filesystem (EROFS), from the CLI and from runLeg', async (ctx) => {
+      needs(ctx, 'root', 'mount');
+      const r = root();
+      const ro = join(r, 'ro');
+      mkdirSync(ro);
+      mustMount(['--bind', ro, ro]);
+      try {
+        mustMount(['-o', 'remount,bind,ro', ro]);
+        const res = execAt(join(ro, 'runs', 'run1'));
+        expect(res.code).toBe(1);
+        expect(res.stderr).toBe(`runwarden: cannot create the run directory ${join(ro, 'runs', 'run1')}: ${join(ro, 'runs')}: read-only file system (EROFS)\n`);
+        const e = await runLeg(join(ro, 'run2'), ['true'], { runId: 'run2' }).then(
+          () => undefined,
+          (err: unknown) => err,
+        );
+        expect(e).toBeInstanceOf(WriteError);
+        expect(e).toMatchObject({ code: 'EWRITE', errno: 'EROFS', path: join(ro, 'run2') });
+      } finally {
+        spawnSync('umount', [ro]);
+      }
+    });
   });
 
   it('the lock is held while the child runs, by the exec process', async () => {

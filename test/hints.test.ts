@@ -6,7 +6,8 @@ import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
 import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { abandonedHint, ORPHAN_WARNING, orphanEvidence, parsePgid, pausedHint, shellQuote } from '../src/status/hints.js';
+import { abandonedHint, ORPHAN_WARNING, orphanEvidence, parsePgid, pausedHint, shellQuote, type OrphanEvidence } from '../src/status/hints.js';
+import { legMark, processesMarked } from '../src/kernel/legmark.js';
 import { runStatus } from '../src/status/inspect.js';
 import { cleanup, ev, makeRun, runId, startHolder, tempDir } from './helpers/reading-fixtures.js';
 
@@ -56,6 +57,27 @@ describe('abandonedHint', () => {
     expect(h).toContain(ORPHAN_WARNING);
   });
 
+  it('the orphan evidence line says only what was checked', () => {
+    const facts = (orphan: OrphanEvidence) => abandonedHint('r1', { hasSnapshot: false, command: ['job'], orphan });
+    // No search for processes that left the group: the line says they are not tracked.
+    for (const escaped of [undefined, { kind: 'unavailable', detail: 'no /proc on darwin' } as const]) {
+      const h = facts({ pgid: 77, presence: 'gone', escaped });
+      expect(h).toContain("No process is left in its command's process group (pgid 77); processes that left the group are not tracked.");
+    }
+    // A search that found carriers: they are named, capped at five.
+    const found = facts({ pgid: 77, presence: 'gone', escaped: { kind: 'scanned', pids: [5, 6, 7, 8, 9, 10], unreadable: 0 } });
+    expect(found).toContain('but processes it started still run outside the group (pids 5, 6, 7, 8, 9, … (6 in all), carrying');
+    expect(found).toContain('may still be working and spending');
+    // A search that found none says how far it reached.
+    const none = facts({ pgid: 77, presence: 'gone', escaped: { kind: 'scanned', pids: [], unreadable: 3 } });
+    expect(none).toContain("and no process this user can read carries the leg's RUNWARDEN_LEG mark; 3 other processes could not be read.");
+    expect(none).toContain('cleaned environment would not carry it');
+    // A group that could not be checked stays unchecked, unless carriers were found.
+    expect(facts({ pgid: 77, presence: 'unknown', escaped: { kind: 'scanned', pids: [], unreadable: 0 } })).toContain('process group could not be checked (pgid 77).');
+    expect(facts({ pgid: 77, presence: 'unknown', escaped: { kind: 'scanned', pids: [5], unreadable: 0 } })).toContain('could not be checked (pgid 77), but processes it started still run outside the group (pid 5,');
+    for (const h of [found, none]) expect(h).toContain(ORPHAN_WARNING);
+  });
+
   it('quotes only what a shell would misread', () => {
     expect(shellQuote('make')).toBe('make');
     expect(shellQuote('a b')).toBe("'a b'");
@@ -98,8 +120,32 @@ describe('exec legs: the orphan evidence from exec.pgid', () => {
     process.kill(-pgid, 'SIGKILL');
     await gone;
     const after = runStatus(dir);
-    expect(after.hint).toContain(`is gone (pgid ${pgid})`);
+    expect(after.hint).toContain(`No process is left in its command's process group (pgid ${pgid}), and no process this user can read carries the leg's RUNWARDEN_LEG mark`);
     expect(after.hint).toContain(ORPHAN_WARNING); // the warning stays: a child may have left the group
+  });
+
+  it('processesMarked finds a process carrying a mark in its environment, whatever its group, and not the reader', async () => {
+    const mark = legMark(1n, 2n, 424242);
+    const c = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], { detached: true, stdio: 'ignore', env: { ...process.env, RUNWARDEN_LEG: mark } });
+    groups.push(c);
+    await new Promise((res) => c.once('spawn', res));
+    let scan = processesMarked(mark);
+    for (let i = 0; i < 2000 && scan.kind === 'scanned' && !scan.pids.includes(c.pid!); i++) {
+      await new Promise((res) => setTimeout(res, 20)); // a census is reused for a quarter second
+      scan = processesMarked(mark);
+    }
+    expect(scan).toMatchObject({ kind: 'scanned' });
+    if (scan.kind !== 'scanned') return;
+    expect(scan.pids).toEqual([c.pid]);
+    expect(processesMarked(legMark(1n, 2n, 424243))).toMatchObject({ kind: 'scanned', pids: [] });
+    // The reader itself is never evidence, even when it carries the mark.
+    process.env['RUNWARDEN_LEG'] = mark;
+    try {
+      expect(processesMarked(mark)).toMatchObject({ kind: 'scanned' });
+      expect((processesMarked(mark) as { pids: number[] }).pids).not.toContain(process.pid);
+    } finally {
+      delete process.env['RUNWARDEN_LEG'];
+    }
   });
 
   it('a run that is not an exec leg never reads exec.pgid', async () => {

@@ -2,7 +2,7 @@
  * `runwarden watch` with real legs: it follows to the end of the LAST leg,
  * refuses a corpse at once, and notices a leg that dies mid-watch.
  */
-import { appendFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { run, start } from './helpers/exec-procs.js';
@@ -109,6 +109,22 @@ describe('runwarden watch', () => {
     const res = await w.done;
     expect(res.code).toBe(0);
     expect(res.stdout).toContain('leg finished: passed');
+  });
+
+  it('a run not started yet whose directory is removed while watch waits: exit 1, one line saying so', async () => {
+    const r = tempDir('rw-watch-');
+    const dir = join(r, 'gone');
+    mkdirSync(dir);
+    const w = start(['watch', '--root', r, 'gone']);
+    await until(() => w.stdout().includes('run gone is not started yet'));
+    rmSync(dir, { recursive: true });
+    // Bounded only so that a watch that waits for ever fails here instead of hanging the file.
+    const timer = setTimeout(() => w.proc.kill('SIGKILL'), 60_000);
+    const res = await w.done;
+    clearTimeout(timer);
+    expect(res.signal).toBeNull();
+    expect(res.code).toBe(1);
+    expect(res.stderr.trim().split('\n')).toEqual([`runwarden: run gone: its directory ${dir} was removed while watch waited for its first leg`]);
   });
 
   it('Ctrl-C exits 130 cleanly', async () => {

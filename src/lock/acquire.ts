@@ -21,6 +21,7 @@ import { closeSync, constants, fstatSync, ftruncateSync, lstatSync, mkdirSync, o
 import { dirname, resolve } from 'node:path';
 import { LockFileError, LockHeldError, UnsupportedPlatformError, WriteError } from '../contract/errors.js';
 import { kindAt, kindOfStats, type FileKind } from '../kernel/filekind.js';
+import { monotonicMs } from '../kernel/clock.js';
 import { classifyHead, HEAD_BYTES, markedContent, markedPid, parseLegacyPid } from '../contract/marker.js';
 import { foreignHolder } from '../kernel/holders.js';
 import { native, nativeConstants } from '../kernel/native.js';
@@ -190,10 +191,11 @@ function lockOnce(lockPath: string, pid: number, retryMs: number): Taken {
     const early = refusalForHead(lockPath, fd, head);
     if (early) throw early;
 
-    const deadline = Date.now() + retryMs;
+    // Monotonic: a wall clock stepped back inside this window must not turn 100 ms into an hour.
+    const deadline = monotonicMs() + retryMs;
     for (;;) {
       if (n.flock(fd, op.Exclusive)) break;
-      if (Date.now() >= deadline) {
+      if (monotonicMs() >= deadline) {
         const len = readHead(fd, head);
         throw heldRefusal(lockPath, classifyHead(head, len) === 'marked' ? markedPid(head, len) : undefined);
       }

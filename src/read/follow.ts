@@ -17,6 +17,7 @@ import { fstatSync, lstatSync } from 'node:fs';
 import { StreamError } from '../contract/errors.js';
 import { parseLine, type StreamEvent } from '../contract/events.js';
 import { StreamFold } from '../contract/fold.js';
+import { monotonicMs } from '../kernel/clock.js';
 import { closeQuietly } from '../kernel/open.js';
 import { LineSplitter } from './lines.js';
 import { openStream, readStreamBytes } from './stream.js';
@@ -67,12 +68,13 @@ export async function followStream(eventsPath: string, handlers: FollowHandlers,
   const fold = new StreamFold();
   let file: { fd: number; ino: number; dev: number } | undefined;
   let pos = 0;
-  let lastLineAt = Date.now();
+  // Monotonic (kernel/clock.ts): idle time must grow even when the wall clock is stepped back.
+  let lastLineAt = monotonicMs();
   let warnedNewer = false;
   const chunk = Buffer.allocUnsafe(CHUNK);
 
   const lines = new LineSplitter(eventsPath, (buf, start, end, offset) => {
-    lastLineAt = Date.now();
+    lastLineAt = monotonicMs();
     let ev: StreamEvent | null;
     try {
       ev = parseLine(buf, start, end, eventsPath, offset);
@@ -122,7 +124,7 @@ export async function followStream(eventsPath: string, handlers: FollowHandlers,
           throw new StreamError('events.jsonl was removed while it was followed', 'EREAD', eventsPath);
         }
       }
-      if (await handlers.onCaughtUp(fold, Date.now() - lastLineAt)) return fold;
+      if (await handlers.onCaughtUp(fold, monotonicMs() - lastLineAt)) return fold;
       await sleep(pollMs, options.signal);
     }
   } finally {

@@ -16,6 +16,7 @@
  *   then `patch` events relative to exactly what it was sent.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { monotonicMs } from '../kernel/clock.js';
 import { applyCommonHeaders, type ErrorBody } from './http.js';
 import { totals, type DashboardDoc, type DashboardPatch, type RunPage, type StreamEvents } from './view.js';
 
@@ -142,7 +143,7 @@ export class LiveHub {
     this.timer = undefined;
     if (this.closed || this.clients.size === 0) return;
     this.running = true;
-    const started = Date.now();
+    const started = monotonicMs();
     try {
       await this.step();
     } catch (e) {
@@ -150,7 +151,7 @@ export class LiveHub {
     } finally {
       this.running = false;
     }
-    this.schedule(Math.max(0, this.intervalMs - (Date.now() - started)));
+    this.schedule(Math.max(0, this.intervalMs - (monotonicMs() - started)));
   }
 
   private report(e: unknown): void {
@@ -186,7 +187,9 @@ export class LiveHub {
         this.send(c, `event: run\ndata: ${json}\n\n`);
       }
     }
-    const beat = frame('beat', error === undefined ? { t: new Date().toISOString() } : { t: new Date().toISOString(), error });
+    // Wall clock on purpose: the beat carries a timestamp for people (and the page's "as of").
+    const t = new Date().toISOString();
+    const beat = frame('beat', error === undefined ? { t } : { t, error });
     for (const c of this.clients) this.send(c, beat);
   }
 

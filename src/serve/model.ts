@@ -30,6 +30,7 @@
 import { lstatSync } from 'node:fs';
 import { join } from 'node:path';
 import { EVENTS_FILE, STATE_FILE } from '../contract/files.js';
+import { monotonicMs } from '../kernel/clock.js';
 import { compareNewestFirst } from '../contract/runid.js';
 import type { RunReport, SkippedRun, Status } from '../contract/types.js';
 import type { SnapshotRead } from '../read/snapshot.js';
@@ -141,7 +142,7 @@ function timesOf(legs: readonly LegView[], lastEvent: { event: Record<string, un
 interface ReportEntry {
   inspection: Inspection | undefined;
   error: unknown;
-  /** When the derivation started (ISO), and when it finished / how long it took (ms). */
+  /** When the derivation started (ISO, wall clock), and when it finished / how long it took (ms, monotonic: kernel/clock.ts). */
   startedIso: string;
   at: number;
   cost: number;
@@ -199,16 +200,17 @@ export class DashboardModel {
    */
   private inspectionOf(dir: string): Inspection {
     const old = this.reports.get(dir);
-    const now = Date.now();
+    const now = monotonicMs();
     if (old !== undefined && old.expensive && now - old.at < this.expensiveFactor * Math.max(old.cost, 1)) {
       this.asOf.set(dir, old.startedIso);
       if (old.inspection === undefined) throw old.error;
       return old.inspection;
     }
+    // Wall clock on purpose: "as of" is shown to people. Costs and ages below are monotonic.
     const startedIso = new Date().toISOString();
-    const t0 = Date.now();
+    const t0 = monotonicMs();
     const done = (inspection: Inspection | undefined, error: unknown): void => {
-      const t1 = Date.now();
+      const t1 = monotonicMs();
       const cost = t1 - t0;
       // Half the threshold to stop being expensive, so a run near it does not flap.
       const expensive = cost >= this.expensiveMs || (old?.expensive === true && cost >= this.expensiveMs / 2);
@@ -257,7 +259,7 @@ export class DashboardModel {
     return {
       root: list.root,
       root_missing: list.missing,
-      generated_at: new Date().toISOString(),
+      generated_at: new Date().toISOString(), // a timestamp for people: wall clock on purpose
       order: cards.map((c) => c.run_id),
       runs: cards,
       skipped: list.skipped.map((s) => ({ run_id: s.run_id, error: s.error })),
@@ -380,13 +382,13 @@ export class DashboardModel {
     const sig = fileSig(join(dir, EVENTS_FILE)) + '|' + fileSig(join(dir, STATE_FILE));
     const key = `${sig}|${status}`;
     const old = map.get(dir);
-    const now = Date.now();
+    const now = monotonicMs();
     if (old !== undefined) {
       if (old.key === key) return old;
       // Files changed but the status did not: back off a costly fold.
       if (old.status === status && now - old.at < BACKOFF * old.cost) return old;
     }
-    const t0 = Date.now();
+    const t0 = monotonicMs();
     let detail: RunDetail | null = null;
     let error: string | null = null;
     try {
@@ -394,7 +396,7 @@ export class DashboardModel {
     } catch (e) {
       error = e instanceof Error ? e.message : String(e);
     }
-    const t1 = Date.now();
+    const t1 = monotonicMs();
     // Keyed by the status the fold itself saw (its nodes were made abandoned
     // or not by it), so a report that moved on in between refolds next time.
     const seen = detail !== null ? detail.report.status : status;

@@ -12,8 +12,16 @@
  * - A `runwarden exec` leg is told to run its own command again.
  * - The process-group evidence for an exec leg is read-only and evidence
  *   only: a process group id can be reused, so it authorises nothing.
+ * - The evidence line says only what was checked. A process that left the
+ *   group (setsid) is invisible to kill(-pgid, 0), so "the group is gone"
+ *   never reads as "everything is gone": on linux the leg's environment mark
+ *   (kernel/legmark.ts) is looked for as well, and the line says how far
+ *   that search reached; where it cannot run, the line says that processes
+ *   that left the group are not tracked.
  */
+import { statSync } from 'node:fs';
 import { join } from 'node:path';
+import { LEG_MARK_VAR, legMark, processesMarked, type MarkScan } from '../kernel/legmark.js';
 import { groupPresence, type ProcessPresence } from '../kernel/presence.js';
 import { RunFileError } from '../contract/errors.js';
 import { PGID_FILE } from '../contract/files.js';
@@ -26,9 +34,15 @@ const PGID_MAX_BYTES = 32;
 export const ORPHAN_WARNING =
   'Warning: a child process the dead leg started may still be running and still spending; check for one before you spend again.';
 
-/** What the dead leg's recorded process group looks like now. */
+export type { MarkScan } from '../kernel/legmark.js';
+
+/**
+ * What the dead leg's recorded process group looks like now, and, when the
+ * group shows no process, which processes still carry the leg's mark
+ * (`escaped`; absent when no search was made).
+ */
 export type OrphanEvidence =
-  | { pgid: number; presence: ProcessPresence }
+  | { pgid: number; presence: ProcessPresence; escaped?: MarkScan | undefined }
   | { error: string };
 
 /** What an abandoned run's hint depends on. */
@@ -49,15 +63,31 @@ export function shellQuote(word: string): string {
   return `'${word.replace(/'/g, `'\\''`)}'`;
 }
 
+function pidList(pids: readonly number[]): string {
+  const shown = pids.slice(0, 5).join(', ') + (pids.length > 5 ? `, … (${pids.length} in all)` : '');
+  return `${pids.length === 1 ? 'pid' : 'pids'} ${shown}`;
+}
+
 function orphanLine(orphan: OrphanEvidence | undefined): string | undefined {
   if (orphan === undefined) return undefined;
   if ('error' in orphan) return `Its command's process group could not be checked (${orphan.error}).`;
-  const { pgid, presence } = orphan;
+  const { pgid, presence, escaped } = orphan;
   if (presence === 'present') {
     return `Its command's process group still has live processes (pgid ${pgid}): they may still be working and spending. (Evidence only: a group id can be reused.)`;
   }
-  if (presence === 'gone') return `Its command's process group is gone (pgid ${pgid}).`;
-  return `Its command's process group could not be checked (pgid ${pgid}).`;
+  const group = presence === 'gone' ? `No process is left in its command's process group (pgid ${pgid})` : `Its command's process group could not be checked (pgid ${pgid})`;
+  if (escaped?.kind === 'scanned' && escaped.pids.length > 0) {
+    return (
+      `${group}, but processes it started still run outside the group (${pidList(escaped.pids)}, carrying the leg's ${LEG_MARK_VAR} mark): ` +
+      'they may still be working and spending. (Evidence only: a mark can be copied.)'
+    );
+  }
+  if (presence !== 'gone') return `${group}.`;
+  if (escaped?.kind === 'scanned') {
+    const unread = escaped.unreadable > 0 ? `; ${escaped.unreadable} other ${escaped.unreadable === 1 ? 'process' : 'processes'} could not be read` : '';
+    return `${group}, and no process this user can read carries the leg's ${LEG_MARK_VAR} mark${unread}. A process started with a cleaned environment would not carry it.`;
+  }
+  return `${group}; processes that left the group are not tracked.`;
 }
 
 /**
@@ -112,7 +142,9 @@ export function parsePgid(bytes: Buffer): number | undefined {
  * Reads `exec.pgid` in `runDir` read-only (same care as any run file: no
  * follow, non-blocking, regular files only, at most 32 bytes) and asks the
  * kernel whether that process group still has members (`kill(-pgid, 0)`).
- * Returns undefined when there is no such file.
+ * When it shows none (or cannot tell), also looks on linux for processes
+ * that left the group but carry the leg's mark (`escaped`). Returns
+ * undefined when there is no such file.
  */
 export function orphanEvidence(runDir: string): OrphanEvidence | undefined {
   let file;
@@ -136,5 +168,18 @@ export function orphanEvidence(runDir: string): OrphanEvidence | undefined {
     closeQuietly(file.fd);
   }
   if (pgid === undefined) return { error: `${PGID_FILE} does not hold a process group id` };
-  return { pgid, presence: groupPresence(pgid) };
+  const presence = groupPresence(pgid);
+  if (presence === 'present') return { pgid, presence };
+  return { pgid, presence, escaped: markedProcesses(runDir, pgid) };
+}
+
+/** Who still carries the mark of the leg that had group `pgid` in `runDir` (kernel/legmark.ts). */
+function markedProcesses(runDir: string, pgid: number): MarkScan {
+  let st;
+  try {
+    st = statSync(runDir, { bigint: true });
+  } catch (e) {
+    return { kind: 'unavailable', detail: `the run directory: ${(e as NodeJS.ErrnoException).code ?? String(e)}` };
+  }
+  return processesMarked(legMark(st.dev, st.ino, pgid));
 }

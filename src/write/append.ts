@@ -110,6 +110,7 @@ export function openStreamWriter(path: string, runId: string): StreamWriter {
         t = next;
       }
       const { event, ...rest } = fields;
+      // Wall clock on purpose: `ts` is a timestamp written for people and other tools (CONTRACT), not a duration.
       const line = JSON.stringify({ schema: EVENT_SCHEMA, ts: new Date().toISOString(), run_id: runId, event, ...compact(rest) });
       const bytes = Buffer.from((t.needsNewline ? '\n' : '') + line + '\n', 'utf8');
       const n = writeSync(t.fd, bytes);

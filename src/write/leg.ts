@@ -12,14 +12,19 @@
  * process-group id is written to `exec.pgid` before it can do any work: the
  * child starts as a tiny shell that waits on a pipe, and only after the file
  * is written and synced does runwarden release it to exec the command, in the
- * same process (same pid, same group).
+ * same process (same pid, same group). The release line carries the leg's
+ * mark (kernel/legmark.ts), which the wrapper exports as RUNWARDEN_LEG before
+ * it becomes the command, so every descendant carries it even after leaving
+ * the group (setsid), and readers can still find it.
  */
 import { spawn } from 'node:child_process';
-import { closeSync, constants, fsyncSync, openSync, renameSync, unlinkSync, writeSync } from 'node:fs';
+import { closeSync, constants, fsyncSync, mkdirSync, openSync, renameSync, statSync, unlinkSync, writeSync } from 'node:fs';
 import { constants as osConstants } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import type { Writable } from 'node:stream';
+import { WriteError } from '../contract/errors.js';
 import { EVENTS_FILE, LOCK_FILE, PGID_FILE } from '../contract/files.js';
+import { LEG_MARK_VAR, legMark } from '../kernel/legmark.js';
 import { openStreamWriter } from './append.js';
 import { guardLeg } from './guard.js';
 import { acquireLock, type AcquireOptions } from '../lock/acquire.js';
@@ -53,12 +58,12 @@ export interface LegResult {
   runDirLost: boolean;
 }
 
-// Waits for one line on fd 3, closes it, then becomes the command.
+// Waits for one line on fd 3 (the leg's mark), exports it, closes fd 3, then becomes the command.
 // If runwarden dies before releasing it, read sees EOF and the command never runs.
 // A bare name found nowhere on PATH exits 127 (not found), as a shell says: `exec`
 // alone exits 126 when PATH also holds a directory this user may not search.
 const GATE =
-  'IFS= read -r _ <&3 || exit 125; exec 3<&-; ' +
+  `IFS= read -r ${LEG_MARK_VAR} <&3 || exit 125; export ${LEG_MARK_VAR}; exec 3<&-; ` +
   'case $1 in */*) ;; *) command -v -- "$1" >/dev/null 2>&1 || { printf \'%s: %s: not found\\n\' "$0" "$1" >&2; exit 127; } ;; esac; ' +
   'exec "$@"';
 
@@ -84,6 +89,62 @@ function writePgid(runDir: string, pgid: number): void {
   renameSync(tmp, path);
 }
 
+/** The kernel's words for an errno, from a Node fs error ("EROFS: read-only file system, mkdir …"), else the code. */
+function reasonOf(e: NodeJS.ErrnoException): string {
+  const m = /^[A-Z0-9]+: ([^,]+),/.exec(e.message);
+  return m ? (m[1] as string) : (e.code ?? String(e));
+}
+
+/**
+ * Creates the run directory `runDir` and any missing parents (0700), one
+ * level at a time, so that a level that cannot be made is reported with the
+ * kernel's real reason: Node's recursive mkdir reports ENOENT for a
+ * read-only parent (EROFS) and for some permission failures, which reads as
+ * "the path is wrong" instead of "this cannot be written".
+ *
+ * @throws WriteError (`EWRITE`, `.errno` = the errno name, `.path` = the
+ * level that failed) when the directory cannot be created or is not one.
+ */
+export function makeRunDir(runDir: string): void {
+  const cannot = (at: string, why: string, errno: string | undefined): WriteError =>
+    new WriteError(`cannot create the run directory ${runDir}: ${at === resolve(runDir) ? '' : `${at}: `}${why}${errno ? ` (${errno})` : ''}`, 'EWRITE', at, errno);
+  const missing: string[] = [];
+  for (let p = resolve(runDir); ; ) {
+    let st;
+    try {
+      st = statSync(p);
+    } catch (e) {
+      const err = e as NodeJS.ErrnoException;
+      // ENOTDIR: some level above is not a directory; walking up finds and names it.
+      if (err.code !== 'ENOENT' && err.code !== 'ENOTDIR') throw cannot(p, reasonOf(err), err.code);
+      if (err.code === 'ENOENT') missing.push(p);
+      const parent = dirname(p);
+      if (parent === p) break;
+      p = parent;
+      continue;
+    }
+    if (!st.isDirectory()) throw cannot(p, 'it exists and is not a directory', 'ENOTDIR');
+    break;
+  }
+  for (const p of missing.reverse()) {
+    try {
+      mkdirSync(p, { mode: 0o700 });
+    } catch (e) {
+      const err = e as NodeJS.ErrnoException;
+      if (err.code === 'EEXIST') {
+        let isDir = false;
+        try {
+          isDir = statSync(p).isDirectory();
+        } catch {
+          /* judged below */
+        }
+        if (isDir) continue; // made by someone else meanwhile
+      }
+      throw cannot(p, reasonOf(err), err.code);
+    }
+  }
+}
+
 /** Removes a previous leg's record, so it can never be read as this leg's. */
 function forgetPgid(runDir: string): void {
   try {
@@ -98,13 +159,16 @@ function signalNumber(sig: NodeJS.Signals): number {
 }
 
 /**
- * Runs `argv` as one leg of the run in `runDir`. Throws (before appending or
- * spawning anything) when the lock cannot be taken; otherwise resolves when
- * the child has ended and the leg is closed in the stream.
+ * Runs `argv` as one leg of the run in `runDir` (created, with its parents,
+ * if missing: {@link makeRunDir}). Throws (before appending or spawning
+ * anything) when the run directory cannot be created or the lock cannot be
+ * taken; otherwise resolves when the child has ended and the leg is closed
+ * in the stream.
  */
 export async function runLeg(runDir: string, argv: readonly string[], opts: LegOptions): Promise<LegResult> {
   if (argv.length === 0 || argv[0] === '') throw new TypeError('runLeg: a command is required');
   const nodeId = opts.nodeId ?? 'command';
+  makeRunDir(runDir);
   const lock = acquireLock(join(runDir, LOCK_FILE), opts.lock);
   let stream;
   try {
@@ -135,6 +199,8 @@ export async function runLeg(runDir: string, argv: readonly string[], opts: LegO
   }
   const guard = guardLeg(runDir, lock, opts.onNotice ?? ((line) => process.stderr.write(`runwarden: ${line}\n`)));
   try {
+    // The run directory's identity, for the mark its command will carry (kernel/legmark.ts).
+    const dirId = statSync(runDir, { bigint: true });
     forgetPgid(runDir);
     stream.append({ event: 'run_started', command: [...argv] });
     stream.append({ event: 'node_started', node_id: nodeId });
@@ -164,7 +230,7 @@ export async function runLeg(runDir: string, argv: readonly string[], opts: LegO
       } else {
         pgid = child.pid;
         opts.onSpawn?.(pgid);
-        gate?.end('\n');
+        gate?.end(`${legMark(dirId.dev, dirId.ino, pgid)}\n`);
       }
     }
     const r = await ended;

@@ -1,7 +1,7 @@
 /**
  * The one rule for tests that need something outside Node: root for mounts,
- * Debian tools (bindfs, strace, chromium, flock(1), script(1), a C compiler),
- * /dev/fuse.
+ * Debian tools (bindfs, strace, chromium, flock(1), script(1), a C compiler,
+ * libfaketime), /dev/fuse.
  *
  * A test calls `needs(ctx, ...)` first thing (or from a beforeEach). When
  * everything is present nothing happens. When something is missing:
@@ -20,11 +20,11 @@
  * coreutils (sleep, true, mkfifo, rm, cat) — all Essential in Debian — and
  * the C++ toolchain `npm ci` already needed to build the addon.
  */
-import { accessSync, constants, readFileSync, statSync } from 'node:fs';
+import { accessSync, constants, readdirSync, readFileSync, statSync } from 'node:fs';
 import { delimiter, join } from 'node:path';
 import type { TestContext } from 'vitest';
 
-export type Prereq = 'root' | 'mount' | 'bindfs' | 'fuse' | 'strace' | 'chromium' | 'flock' | 'script' | 'cc';
+export type Prereq = 'root' | 'mount' | 'bindfs' | 'fuse' | 'strace' | 'chromium' | 'flock' | 'script' | 'cc' | 'faketime';
 
 /** What the reporter gets for a test that lacked something. */
 export interface PrereqRecord {
@@ -44,6 +44,30 @@ declare module '@vitest/runner' {
 
 /** The path chromium is driven at by test/browser-dashboard.test.ts (Debian's package). */
 export const CHROMIUM = '/usr/bin/chromium';
+
+/**
+ * The multi-threaded libfaketime preload library (Debian's libfaketime, which
+ * the faketime package depends on), found under /usr/lib/<multiarch>/faketime
+ * or /usr/lib/faketime; undefined when absent. Node is multi-threaded, so the
+ * MT build is the one to preload.
+ */
+export function libfaketime(): string | undefined {
+  const dirs = ['/usr/lib/faketime'];
+  try {
+    for (const name of readdirSync('/usr/lib')) dirs.push(join('/usr/lib', name, 'faketime'));
+  } catch {
+    /* no /usr/lib */
+  }
+  for (const d of dirs) {
+    const p = join(d, 'libfaketimeMT.so.1');
+    try {
+      if (statSync(p).isFile()) return p;
+    } catch {
+      /* not here */
+    }
+  }
+  return undefined;
+}
 
 /** True when a missing prerequisite must fail the test instead of skipping it. */
 export function strictPrereqs(): boolean {
@@ -117,6 +141,7 @@ const CHECKS: Record<Prereq, Check> = {
   flock: tool('flock', 'util-linux'),
   script: tool('script', 'bsdutils'),
   cc: tool(process.env['CC'] || 'cc', 'gcc'),
+  faketime: { present: () => libfaketime() !== undefined, missing: 'needs libfaketimeMT.so.1: apt-get install faketime', pkg: 'faketime' },
 };
 
 const cache = new Map<Prereq, boolean>();

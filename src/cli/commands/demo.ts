@@ -190,6 +190,7 @@ export interface DemoResult {
 
 /** Builds every demo run under `root`; the live holder keeps its locks for `holdSeconds`. */
 export async function buildDemo(root: string, holdSeconds: number): Promise<DemoResult> {
+  // Wall clock on purpose: the demo's run ids and event timestamps are dates people read.
   const now = Date.now();
   const ids: string[] = [];
   const at = (i: number) => new Date(now - (9 - i) * 11 * 60_000);

@@ -90,6 +90,7 @@ export function registerExec(program: Command): void {
     .option('--name <node>', 'node id for the command in the stream', 'command')
     .action(async (run: string, command: string[], opts: ExecOptions) => {
       if (command.length === 0) throw new UserError('exec needs a command after --');
+      if (command[0] === '') throw new UserError('exec needs a command after --, and the command name given is empty');
       const { runDir, runId } = runTarget(run, opts.root);
       const nodeId = opts.name ?? 'command';
       if (nodeId === '') throw new UserError('--name must not be empty');

@@ -5,6 +5,7 @@
  * read-only probe) every 2 seconds, so a leg that dies mid-watch ends the
  * watch with the hint instead of hanging.
  */
+import { statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Command } from 'commander';
 import { RunUnreadableError, StreamError } from '../../contract/errors.js';
@@ -12,6 +13,7 @@ import type { StreamEvent } from '../../contract/events.js';
 import { EVENTS_FILE } from '../../contract/files.js';
 import type { StreamFold } from '../../contract/fold.js';
 import type { RunReport } from '../../contract/types.js';
+import { monotonicMs } from '../../kernel/clock.js';
 import { followStream } from '../../read/follow.js';
 import { runStatus } from '../../status/inspect.js';
 import { err, Exit, out, UserError } from '../io.js';
@@ -85,6 +87,20 @@ function derive(runDir: string): RunReport | undefined {
   }
 }
 
+/**
+ * Whether the run directory is affirmatively gone (removed, or no longer a
+ * directory). Any other doubt (a permission error) is not "gone": watch
+ * keeps waiting.
+ */
+function runDirGone(runDir: string): boolean {
+  try {
+    return !statSync(runDir).isDirectory();
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    return code === 'ENOENT' || code === 'ENOTDIR';
+  }
+}
+
 function printHint(report: RunReport): void {
   if (report.hint === null) return;
   for (const line of report.hint.split('\n')) err(printable(line));
@@ -99,7 +115,8 @@ export function registerWatch(program: Command): void {
         'that closes its last leg (exit 0).\n\n' +
         'An ABANDONED run is refused at once with its recovery hint on stderr (exit 3). While no event ' +
         `arrives the run is re-derived every ${IDLE_RECHECK_MS / 1000} s with a read-only probe; if its leg dies ` +
-        'mid-watch the hint is printed and watch exits 3. Malformed lines are warned about and skipped. ' +
+        'mid-watch the hint is printed and watch exits 3. A run not started yet whose directory is removed while ' +
+        'watch waits for its first leg ends the watch with exit 1. Malformed lines are warned about and skipped. ' +
         'Ctrl-C exits 130. watch never writes anything.',
     )
     .argument('<run>', 'run id or run directory path')
@@ -129,8 +146,8 @@ export function registerWatch(program: Command): void {
         abort.abort();
       };
       process.once('SIGINT', onInt);
-      let lastCheck = Date.now();
-      let outcome: 'finished' | 'abandoned' | undefined;
+      let lastCheck = monotonicMs();
+      let outcome: 'finished' | 'abandoned' | 'vanished' | undefined;
       let dead: RunReport | undefined;
       const settledAtStart = first.status !== null && first.status !== 'RUNNING' && first.status !== 'PLANNING';
       try {
@@ -152,8 +169,14 @@ export function registerWatch(program: Command): void {
                 outcome = 'finished';
                 return true;
               }
-              if (idleMs >= IDLE_RECHECK_MS && Date.now() - lastCheck >= IDLE_RECHECK_MS) {
-                lastCheck = Date.now();
+              // Waiting for a first leg: a run directory that is removed meanwhile will never get one.
+              // (Once the stream is open, its removal ends the follow with a StreamError instead.)
+              if (!fold.started && runDirGone(runDir)) {
+                outcome = 'vanished';
+                return true;
+              }
+              if (idleMs >= IDLE_RECHECK_MS && monotonicMs() - lastCheck >= IDLE_RECHECK_MS) {
+                lastCheck = monotonicMs();
                 const now = derive(runDir);
                 if (now?.status === 'ABANDONED') {
                   dead = now;
@@ -175,6 +198,9 @@ export function registerWatch(program: Command): void {
       if (interrupted) {
         process.exitCode = Exit.Interrupted;
         return;
+      }
+      if (outcome === 'vanished') {
+        throw new UserError(`run ${runId}: its directory ${printable(runDir)} was removed while watch waited for its first leg`, Exit.Error);
       }
       if (outcome === 'abandoned' && dead !== undefined) {
         out(`run ${runId} is ABANDONED`);

@@ -126,7 +126,12 @@ var RW = (function () {
     return d + 'd ' + h + 'h';
   };
 
-  /** @param {unknown} ts */
+  /**
+   * How long ago a wall-clock timestamp from the server was. Wall clock on
+   * purpose: the timestamp is one (an event's ts, an "as of"), so only the
+   * wall clock can be compared with it; a step shows, it decides nothing.
+   * @param {unknown} ts
+   */
   RW.ago = function (ts) {
     var t = RW.ms(ts);
     if (isNaN(t)) return '';
@@ -147,6 +152,7 @@ var RW = (function () {
   RW.when = function (ts) {
     var t = RW.ms(ts);
     if (isNaN(t)) return '';
+    // Wall clock on purpose: "is it today?" is a question about the calendar (display only).
     var d = new Date(t), now = new Date();
     var hm = pad(d.getHours()) + ':' + pad(d.getMinutes());
     if (d.toDateString() === now.toDateString()) return hm;
@@ -236,6 +242,8 @@ var RW = (function () {
   RW.connect = function (url, handlers) {
     var live = document.getElementById('live');
     var text = live ? live.querySelector('.text') : null;
+    // When the last frame arrived, on the page's monotonic clock (performance.now()):
+    // a wall clock stepped back must not make a dead stream look live (0 = none yet).
     var last = 0;
     /** @type {EventSource | null} */
     var es = null;
@@ -251,7 +259,7 @@ var RW = (function () {
     }
     function judge() {
       if (!es) return;
-      var age = Date.now() - last;
+      var age = performance.now() - last;
       if (es.readyState !== 1) {
         show('offline', last ? 'offline · ' + Math.round(age / 1000) + 's' : 'connecting');
       } else if (last && age > RW.STALE_MS) {
@@ -266,7 +274,7 @@ var RW = (function () {
      */
     function onAny(name) {
       return function (ev) {
-        last = Date.now();
+        last = performance.now();
         var data = null;
         try { data = JSON.parse(ev.data); } catch (e) { return; }
         var handler = handlers[name];

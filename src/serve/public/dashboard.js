@@ -74,6 +74,7 @@
     if (isNaN(start)) return '';
     var parts = ['started ' + RW.when(c.started_at)];
     if (c.section === 'in-flight') {
+      // Wall clock on purpose: elapsed since a wall-clock timestamp, shown to people only.
       parts.push('elapsed ' + RW.duration(Date.now() - start));
     } else if (c.state === 'abandoned') {
       if (!isNaN(lastEv)) parts.push('last heard ' + RW.ago(c.last_event_at));

@@ -55,6 +55,7 @@
     var start = RW.ms(d.started_at), end = RW.ms(d.ended_at);
     var took = '';
     if (!isNaN(start)) {
+      // Wall clock on purpose: elapsed since the run's wall-clock start, shown to people only.
       if (d.section === 'in-flight') took = RW.duration(Date.now() - start);
       else if (d.state === 'abandoned') took = isNaN(RW.ms(d.last_event_at)) ? '' : RW.duration(RW.ms(d.last_event_at) - start) + ' until silent';
       else if (!isNaN(end)) took = RW.duration(end - start);
@@ -309,7 +310,8 @@
     var map = main.querySelector('.nodemap[data-layout="layers"]');
     if (map instanceof HTMLElement && current) drawEdges(map, current.nodes);
   });
-  // The elapsed time of an in-flight run moves on between pushes.
+  // The elapsed time of an in-flight run moves on between pushes (since a
+  // wall-clock timestamp, so wall clock on purpose: display only).
   setInterval(function () {
     if (!current || current.section !== 'in-flight') return;
     var dd = main.querySelector('[data-elapsed] dd');
