@@ -65,4 +65,5 @@ export { deriveStatus, type RunFacts, type Derivation } from './status/derive.js
 export { runStatus, type RunStatusOptions } from './status/inspect.js';
 export { runDetail, type RunDetail, type RunDetailOptions, type DetailNode, type DetailLeg } from './status/detail.js';
 export { listRuns, pickCurrentRun, type RunList, type SkippedEntry, type ListRunsOptions } from './status/list.js';
+export { parseStatusFilter, type RunSelection } from './status/select.js';
 export { abandonedHint, pausedHint, ORPHAN_WARNING, type AbandonedHintFacts, type MarkScan, type OrphanEvidence } from './status/hints.js';

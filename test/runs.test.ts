@@ -60,7 +60,7 @@ describe('runs: the table', () => {
     const r = cli(['runs', '--root', root, '--json']);
     expect(r.status).toBe(0);
     const json = JSON.parse(r.stdout) as Record<string, unknown>;
-    expect(Object.keys(json)).toEqual(['root', 'runs', 'skipped']);
+    expect(Object.keys(json)).toEqual(['root', 'runs', 'skipped', 'more']);
     expect(json['root']).toBe(root);
     const runs = json['runs'] as Record<string, unknown>[];
     expect(runs.map((x) => x['run_id'])).toEqual(['r5-live', 'r4-dead', 'r3-none', 'r2-paused', 'r1-pass']);
@@ -79,7 +79,7 @@ describe('runs: the table', () => {
     expect(r.stdout).toBe(`No runs: ${root} does not exist (nothing has run under this root yet).\n`);
     const j = cli(['runs', '--root', root, '--json']);
     expect(j.status).toBe(0);
-    expect(JSON.parse(j.stdout)).toEqual({ root, runs: [], skipped: [] });
+    expect(JSON.parse(j.stdout)).toEqual({ root, runs: [], skipped: [], more: false });
     expect(j.stderr).toBe(`runwarden: note: ${root} does not exist; no runs\n`);
   });
 

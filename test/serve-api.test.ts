@@ -106,10 +106,29 @@ describe('GET /api/runs', () => {
     const { status, body, headers } = await getJson(port, '/api/runs');
     expect(status).toBe(200);
     expect(headers['content-type']).toMatch(/^application\/json/);
-    expect(Object.keys(body).sort()).toEqual(['root', 'runs', 'skipped']);
+    expect(Object.keys(body).sort()).toEqual(['more', 'root', 'runs', 'skipped']);
     const cli = spawnSync(process.execPath, [CLI, 'runs', '--json', '--root', root], { encoding: 'utf8' });
     expect(cli.status, cli.stderr).toBe(0);
     expect(body).toEqual(JSON.parse(cli.stdout));
+  });
+
+  it('takes the runs command\'s selection as a query, and equals runs --json with the same flags', async () => {
+    const { status, body } = await getJson(port, '/api/runs?status=abandoned,running&limit=2');
+    expect(status).toBe(200);
+    expect(body.runs.length).toBeLessThanOrEqual(2);
+    expect(body.runs.every((r: any) => r.status === 'ABANDONED' || r.status === 'RUNNING')).toBe(true);
+    const cli = spawnSync(process.execPath, [CLI, 'runs', '--json', '--root', root, '--status', 'abandoned,running', '--limit', '2'], { encoding: 'utf8' });
+    expect(body).toEqual(JSON.parse(cli.stdout));
+    if (body.more) {
+      const next = await getJson(port, `/api/runs?status=abandoned,running&before=${encodeURIComponent(body.next_before)}`);
+      const ids = next.body.runs.map((r: any) => r.run_id);
+      for (const r of body.runs) expect(ids).not.toContain(r.run_id);
+    }
+    for (const bad of ['status=done', 'limit=0', 'limit=x', 'colour=red']) {
+      const r = await getJson(port, `/api/runs?${bad}`);
+      expect(r.status).toBe(400);
+      expect(r.body.error.code).toBe('bad-request');
+    }
   });
 
   it('reports each state from the same derivation as runStatus', async () => {

@@ -8,6 +8,7 @@ import { basename } from 'node:path';
 import { RunIdError } from '../contract/errors.js';
 import { resolveRoot, resolveRunArg } from '../contract/runid.js';
 import { listRuns, type RunList } from '../status/list.js';
+import { parseLimit, parseStatusFilter, type RunSelection } from '../status/select.js';
 import { UserError } from './io.js';
 
 /** Runs `f`, turning a RunIdError into a user error (exit 2). */
@@ -26,8 +27,23 @@ export function rootFrom(option: string | undefined): string {
 }
 
 /** listRuns with library errors turned into user errors (exit 2). */
-export function listRunsOrExplain(root: string): RunList {
-  return asUsage(() => listRuns(root));
+export function listRunsOrExplain(root: string, select?: RunSelection): RunList {
+  return asUsage(() => listRuns(root, select === undefined ? {} : { select }));
+}
+
+/** The selection flags `runs` takes, parsed; a bad value is a usage error (exit 2). */
+export function selectionFrom(opts: { status?: string; graph?: string; id?: string; before?: string; limit?: string }): RunSelection | undefined {
+  const sel: RunSelection = {};
+  try {
+    if (opts.status !== undefined) sel.status = parseStatusFilter(opts.status);
+    if (opts.limit !== undefined) sel.limit = parseLimit(opts.limit);
+  } catch (e) {
+    throw new UserError(e instanceof Error ? e.message : String(e));
+  }
+  if (opts.graph !== undefined) sel.graph = opts.graph;
+  if (opts.id !== undefined) sel.id = opts.id;
+  if (opts.before !== undefined) sel.before = opts.before;
+  return Object.keys(sel).length === 0 ? undefined : sel;
 }
 
 /**

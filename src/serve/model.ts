@@ -36,7 +36,8 @@ import type { RunReport, SkippedRun, Status } from '../contract/types.js';
 import type { SnapshotRead } from '../read/snapshot.js';
 import { detailOf, type DetailLeg, type RunDetail } from '../status/detail.js';
 import { inspectRun, type Inspection } from '../status/inspect.js';
-import { listRuns, type SkippedEntry } from '../status/list.js';
+import { listRuns, runsDocument, type RunsDocument, type SkippedEntry } from '../status/list.js';
+import type { RunSelection } from '../status/select.js';
 import {
   cardState,
   sectionOf,
@@ -65,12 +66,6 @@ export const EXPENSIVE_MS = 50;
 /** An expensive run's report is re-derived no sooner than this many times its last cost after it. */
 export const EXPENSIVE_FACTOR = 4;
 
-/** The `runs --json` document (CONTRACT §5.2). */
-export interface RunsDocument {
-  root: string;
-  runs: RunReport[];
-  skipped: SkippedRun[];
-}
 
 export interface ModelOptions {
   /** Streams above this many bytes are not folded for cards (default {@link CARD_STREAM_MAX}). */
@@ -185,10 +180,9 @@ export class DashboardModel {
     this.expensiveFactor = options.expensiveFactor ?? EXPENSIVE_FACTOR;
   }
 
-  /** GET /api/runs: exactly the `runs --json` document. */
-  runsDocument(): RunsDocument {
-    const list = listRuns(this.root);
-    return { root: list.root, runs: list.runs, skipped: list.skipped.map((s) => ({ run_id: s.run_id, error: s.error })) };
+  /** GET /api/runs[?status=&graph=&id=&limit=&before=]: exactly the `runs --json` document for that selection. */
+  runsDocument(select?: RunSelection): RunsDocument {
+    return runsDocument(listRuns(this.root, select === undefined ? {} : { select }));
   }
 
   /**

@@ -17,6 +17,7 @@
  *   server starts; answering a page or an asset never touches the disk. The
  *   page's list of run states is /assets/states.js, written from CARD_STATES.
  */
+import { parseLimit, parseStatusFilter, type RunSelection } from '../status/select.js';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { LiveHub } from './hub.js';
@@ -27,8 +28,8 @@ import type { DashboardDoc, RunPage } from './view.js';
 
 /** What the server reads through; the CLI wires these to the reading layer. */
 export interface ServeSources {
-  /** The `runs --json` document for the root. */
-  runsJson(): Promise<unknown>;
+  /** The `runs --json` document for the root, narrowed and paged by `select` (from the query string). */
+  runsJson(select?: RunSelection): Promise<unknown>;
   /** The dashboard document. */
   dashboard(): Promise<DashboardDoc>;
   /** One run's detail; `dir` is already validated as `<root>/<id>`. */
@@ -103,6 +104,31 @@ function parseTarget(url: string): { segments: string[] | undefined; query: URLS
   return { segments, query };
 }
 
+/**
+ * `/api/runs?status=&graph=&id=&limit=&before=`: the same selection as `runs
+ * --status/--graph/--id/--limit/--before` (status/select.ts). Returns the
+ * selection, undefined when the query asks for none, or the reason it is bad.
+ */
+function selectionFromQuery(query: URLSearchParams): RunSelection | undefined | string {
+  const sel: RunSelection = {};
+  for (const key of query.keys()) {
+    if (!['status', 'graph', 'id', 'limit', 'before'].includes(key)) return `unknown query parameter "${key}": use status, graph, id, limit, before`;
+  }
+  try {
+    const status = query.get('status');
+    if (status !== null) sel.status = parseStatusFilter(status);
+    const limit = query.get('limit');
+    if (limit !== null) sel.limit = parseLimit(limit);
+  } catch (e) {
+    return e instanceof Error ? e.message : String(e);
+  }
+  for (const key of ['graph', 'id', 'before'] as const) {
+    const v = query.get(key);
+    if (v !== null) sel[key] = v;
+  }
+  return Object.keys(sel).length === 0 ? undefined : sel;
+}
+
 /** Builds the request handler (exported for tests that want no socket). */
 function handler(opts: ServeOptions, hub: LiveHub, boundHost: string, files: PublicFiles) {
   const { root, sources } = opts;
@@ -138,7 +164,12 @@ function handler(opts: ServeOptions, hub: LiveHub, boundHost: string, files: Pub
     }
     if (a === 'api' && rest.length === 0) {
       if (b === 'runs' && c === undefined) {
-        sendJson(req, res, 200, await sources.runsJson());
+        const select = selectionFromQuery(query);
+        if (typeof select === 'string') {
+          sendError(req, res, 400, 'bad-request', select);
+          return;
+        }
+        sendJson(req, res, 200, await sources.runsJson(select));
         return;
       }
       if (b === 'runs' && c !== undefined) {

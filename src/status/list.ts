@@ -8,6 +8,7 @@ import { RunIdError, RunUnreadableError, type SkipKind } from '../contract/error
 import { compareNewestFirst } from '../contract/runid.js';
 import { IN_FLIGHT, type RunReport, type SkippedRun } from '../contract/types.js';
 import { runStatus, type RunStatusOptions } from './inspect.js';
+import { checkSelection, needsReport, selectsName, selectsReport, type RunSelection } from './select.js';
 
 /** A run listing entry that could not be reported: the `runs --json` shape plus a kind for grouping. */
 export interface SkippedEntry extends SkippedRun {
@@ -24,6 +25,12 @@ export interface RunList {
   runs: RunReport[];
   /** Entries that could not be reported, newest first, each with its reason. */
   skipped: SkippedEntry[];
+  /**
+   * With a `select.limit`: whether more selected runs follow this page. Ask
+   * for them with `select.before` set to the last run's id. Always false
+   * without a limit.
+   */
+  more: boolean;
 }
 
 /** Options for {@link listRuns}. */
@@ -35,6 +42,12 @@ export interface ListRunsOptions extends RunStatusOptions {
    * runStatus returned for that directory, or throw as runStatus throws.
    */
   report?: (runDir: string) => RunReport;
+  /**
+   * Which runs to list (status, graph, id, a cursor and a page size); see
+   * {@link RunSelection}. Names are tested before any run is read, so a
+   * small page of a large root reads only what it shows.
+   */
+  select?: RunSelection;
 }
 
 /**
@@ -52,32 +65,76 @@ export function listRuns(root: string, options: ListRunsOptions = {}): RunList {
     entries = readdirSync(abs, { withFileTypes: true });
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
-    if (code === 'ENOENT') return { root: abs, missing: true, runs: [], skipped: [] };
+    if (code === 'ENOENT') return { root: abs, missing: true, runs: [], skipped: [], more: false };
     if (code === 'ENOTDIR') throw new RunIdError(`runs root "${abs}" is not a directory`);
     throw new RunIdError(`cannot read runs root "${abs}": ${code ?? String(err)}`);
   }
   entries.sort((a, b) => compareNewestFirst(a.name, b.name));
+  const sel = options.select ?? {};
+  checkSelection(sel);
+  const byReport = needsReport(sel);
   const runs: RunReport[] = [];
   const skipped: SkippedEntry[] = [];
+  let more = false;
   for (const e of entries) {
     const name = e.name;
+    if (!selectsName(sel, name)) continue;
+    // Once the page is full, look ahead only far enough to say whether another selected run follows.
+    const full = sel.limit !== undefined && runs.length >= sel.limit;
     if (e.isSymbolicLink()) {
-      skipped.push({ run_id: name, error: 'is a symlink; links under the runs root are not followed', kind: 'symlink' });
+      if (!full && !byReport) skipped.push({ run_id: name, error: 'is a symlink; links under the runs root are not followed', kind: 'symlink' });
       continue;
     }
     if (!e.isDirectory()) {
       const what = e.isFile() ? 'a regular file' : e.isFIFO() ? 'a fifo' : e.isSocket() ? 'a socket' : 'not a directory';
-      skipped.push({ run_id: name, error: `is ${what}, not a run directory`, kind: 'not-a-directory' });
+      if (!full && !byReport) skipped.push({ run_id: name, error: `is ${what}, not a run directory`, kind: 'not-a-directory' });
       continue;
     }
+    if (full && !byReport) {
+      more = true;
+      break;
+    }
+    let report: RunReport;
     try {
-      runs.push(options.report ? options.report(join(abs, name)) : runStatus(join(abs, name), options));
+      report = options.report ? options.report(join(abs, name)) : runStatus(join(abs, name), options);
     } catch (err) {
+      if (full || byReport) continue;
       if (err instanceof RunUnreadableError) skipped.push({ run_id: name, error: err.message, kind: err.kind });
       else skipped.push({ run_id: name, error: err instanceof Error ? err.message : String(err), kind: 'error' });
+      continue;
     }
+    if (!selectsReport(sel, report)) continue;
+    if (full) {
+      more = true;
+      break;
+    }
+    runs.push(report);
   }
-  return { root: abs, missing: false, runs, skipped };
+  return { root: abs, missing: false, runs, skipped, more };
+}
+
+/** The `runs --json` and `GET /api/runs` document (CONTRACT §5.2), one shape for both. */
+export interface RunsDocument {
+  root: string;
+  runs: RunReport[];
+  skipped: SkippedRun[];
+  /** Whether a `select.limit` left more selected runs after this page. */
+  more: boolean;
+  /** With `more`: the id to pass as `select.before` for the next page (this page's last run). */
+  next_before?: string;
+}
+
+/** The document a listing prints as (`runs --json`, `/api/runs`): the skips without their kind, and the page cursor. */
+export function runsDocument(list: RunList): RunsDocument {
+  const doc: RunsDocument = {
+    root: list.root,
+    runs: list.runs,
+    skipped: list.skipped.map((s) => ({ run_id: s.run_id, error: s.error })),
+    more: list.more,
+  };
+  const last = list.runs[list.runs.length - 1];
+  if (list.more && last !== undefined) doc.next_before = last.run_id;
+  return doc;
 }
 
 /**

@@ -20,7 +20,7 @@ export async function startDashboard(root: string, opts: { intervalMs?: number; 
     port: 0,
     intervalMs: opts.intervalMs ?? 1000,
     log: () => {},
-    sources: { runsJson: async () => model.runsDocument(), dashboard: () => model.dashboard(), run: (id, dir) => model.page(id, dir) },
+    sources: { runsJson: async (select) => model.runsDocument(select), dashboard: () => model.dashboard(), run: (id, dir) => model.page(id, dir) },
   });
   servers.add(s);
   return s;

@@ -9,9 +9,9 @@
 import type { Command } from 'commander';
 import type { SkipKind } from '../../contract/errors.js';
 import { STATUS_WORD, type RunReport, type Status } from '../../contract/types.js';
-import type { RunList } from '../../status/list.js';
+import { runsDocument, type RunList } from '../../status/list.js';
 import { out, printJson } from '../io.js';
-import { listRunsOrExplain, rootFrom } from '../target.js';
+import { listRunsOrExplain, rootFrom, selectionFrom } from '../target.js';
 import { dim, formatCost, paint, printable, quietOnClosedPipe, STATE_COLOR, statusWord, useColor } from '../term.js';
 
 function nodesCell(r: RunReport): string {
@@ -41,6 +41,10 @@ export function closingLine(list: RunList, showSkipped: boolean): string {
   const parts = ORDER.filter((s) => counts.has(String(s))).map((s) => `${counts.get(String(s))} ${WORD[String(s)]}`);
   const n = list.runs.length;
   let line = `${n} run${n === 1 ? '' : 's'} shown${parts.length > 0 ? ` (${parts.join(', ')})` : ''}`;
+  if (list.more) {
+    const last = list.runs[list.runs.length - 1];
+    if (last !== undefined) line += `; more with --before ${printable(last.run_id)}`;
+  }
   const m = list.skipped.length;
   if (m === 0) return `${line}; none skipped.`;
   const why = new Map<SkipKind, number>();
@@ -51,7 +55,7 @@ export function closingLine(list: RunList, showSkipped: boolean): string {
 }
 
 /** Renders the `runs` table (rows, hints, warnings, skipped names, closing line) as lines. */
-export function renderRuns(list: RunList, opts: { color: boolean; showSkipped: boolean }): string[] {
+export function renderRuns(list: RunList, opts: { color: boolean; showSkipped: boolean; filtered?: boolean }): string[] {
   const { color } = opts;
   const lines: string[] = [];
   if (list.missing) {
@@ -59,7 +63,7 @@ export function renderRuns(list: RunList, opts: { color: boolean; showSkipped: b
     return lines;
   }
   if (list.runs.length === 0 && list.skipped.length === 0) {
-    lines.push(`No runs under ${printable(list.root)}.`);
+    lines.push(opts.filtered === true ? `No run under ${printable(list.root)} matches the selection.` : `No runs under ${printable(list.root)}.`);
     return lines;
   }
   lines.push(dim(`runs under ${printable(list.root)}`, color));
@@ -80,11 +84,6 @@ export function renderRuns(list: RunList, opts: { color: boolean; showSkipped: b
   return lines;
 }
 
-/** `runs --json`, exactly CONTRACT §5.2: `{ root, runs: [RunReport…], skipped: [{ run_id, error }] }`. */
-export function runsJson(list: RunList): { root: string; runs: RunReport[]; skipped: { run_id: string; error: string }[] } {
-  return { root: list.root, runs: list.runs, skipped: list.skipped.map((s) => ({ run_id: s.run_id, error: s.error })) };
-}
-
 export function registerRuns(program: Command): void {
   program
     .command('runs')
@@ -96,19 +95,28 @@ export function registerRuns(program: Command): void {
         'the closing line counts skipped runs by reason and --show-skipped names them.\n\n' +
         'Runs root, first match wins: --root DIR; $OMG_HOME/runs; $HOME/.oh-my-graph/runs. ' +
         'Cost "+?" means some node costs are unknown and left out; "-" means there is no value. ' +
-        'Colour only on a terminal, never with NO_COLOR set. Reads only; writes nothing.',
+        'Colour only on a terminal, never with NO_COLOR set. Reads only; writes nothing.\n\n' +
+        'Selecting: --status, --graph and --id narrow the list; --limit N shows the newest N that match ' +
+        'and says whether more are left; --before ID continues after the run ID a previous page ended with ' +
+        '(--json prints it as "next_before"). Example: runs --status abandoned --limit 20',
     )
     .option('--root <dir>', 'runs root directory')
-    .option('--json', 'print {"root","runs":[RunReport…],"skipped":[{"run_id","error"}]}')
+    .option('--json', 'print {"root","runs":[RunReport…],"skipped":[{"run_id","error"}],"more"[,"next_before"]}')
     .option('--show-skipped', 'name every skipped run and why')
-    .action((opts: { root?: string; json?: boolean; showSkipped?: boolean }) => {
+    .option('--status <words>', 'only these statuses, comma-separated: planning, running, abandoned, paused, pass, fail, none')
+    .option('--graph <name>', 'only runs of this graph (exact name)')
+    .option('--id <text>', 'only runs whose id contains this text')
+    .option('--limit <n>', 'at most N runs (1 to 10000), newest first')
+    .option('--before <run-id>', 'only runs listed after this one (the next page)')
+    .action((opts: { root?: string; json?: boolean; showSkipped?: boolean; status?: string; graph?: string; id?: string; limit?: string; before?: string }) => {
       quietOnClosedPipe();
-      const list = listRunsOrExplain(rootFrom(opts.root));
+      const select = selectionFrom(opts);
+      const list = listRunsOrExplain(rootFrom(opts.root), select);
       if (opts.json) {
         if (list.missing) process.stderr.write(`runwarden: note: ${list.root} does not exist; no runs\n`);
-        printJson(runsJson(list));
+        printJson(runsDocument(list));
         return;
       }
-      for (const line of renderRuns(list, { color: useColor(), showSkipped: opts.showSkipped === true })) out(line);
+      for (const line of renderRuns(list, { color: useColor(), showSkipped: opts.showSkipped === true, filtered: select !== undefined })) out(line);
     });
 }

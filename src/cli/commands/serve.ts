@@ -68,7 +68,7 @@ export function registerServe(program: Command): void {
           host: opts.host,
           port,
           sources: {
-            runsJson: async () => model.runsDocument(),
+            runsJson: async (select) => model.runsDocument(select),
             dashboard: () => model.dashboard(),
             run: (id, dir) => model.page(id, dir),
           },
