@@ -3,6 +3,8 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
+    // Clears FORCE_COLOR for the commands tests spawn (see the file).
+    setupFiles: ['./test/helpers/setup-env.ts'],
     // Generous on purpose: tests wait for conditions, never for the clock, and
     // these bounds only stop a hung test on a loaded two-core machine.
     testTimeout: 120_000,

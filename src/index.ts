@@ -11,7 +11,7 @@
 export { EVENTS_FILE, LOCK_FILE, STATE_FILE } from './contract/files.js';
 export { LOCK_MARKER, HEAD_BYTES, classifyHead, parseLegacyPid, type HeadKind } from './contract/marker.js';
 export { STREAM_SCHEMA, MAX_LINE_BYTES, parseEventLine, type StreamEvent } from './contract/events.js';
-export type { LastLeg, LegRecord } from './contract/fold.js';
+export type { LastLeg, LegRecord, FoldOptions } from './contract/fold.js';
 export {
   STATUSES,
   PROBE_REASONS,
@@ -19,10 +19,18 @@ export {
   type NodeState,
   type Liveness,
   type ProbeReason,
+  type HeldReason,
+  type FreeReason,
+  type UnknownReason,
+  type LivenessAnswer,
+  type ReportLiveness,
+  type RunReportFields,
   type LegFacts,
   type StreamFacts,
   type RunReport,
   type SkippedRun,
+  JSON_SCHEMA,
+  type RunsDocument,
 } from './contract/types.js';
 export { compareNewestFirst, isValidRunId, resolveRoot, runDirForId } from './contract/runid.js';
 
@@ -40,7 +48,11 @@ export {
   RunUnreadableError,
   RunIdError,
   WriteError,
+  LockLostError,
+  AbortError,
   type ErrorCode,
+  type LockFileErrorCode,
+  type LockLostReason,
   type StreamErrorCode,
   type SkipKind,
   type LockHeldDetails,
@@ -52,11 +64,25 @@ export { LINUX_LOCAL_FS, DARWIN_LOCAL_FS, describeFsType } from './kernel/fsgate
 export type { FileKind } from './kernel/filekind.js';
 
 // The lock: a leg takes it, a reader probes it.
-export { acquireLock, type AcquireOptions, type HeldLock, type LockState } from './lock/acquire.js';
+export { acquireLock, acquireLockAsync, type AcquireOptions, type AcquireAsyncOptions, type HeldLock, type LockState } from './lock/acquire.js';
 export { probeLock, type ProbeResult, type ProbeOptions } from './lock/probe.js';
+
+// Writing a leg: what `runwarden exec` does around a command, as calls.
+export {
+  startLeg,
+  startLegAsync,
+  LEG_EVENTS,
+  type Leg,
+  type LegEvent,
+  type LegOutcome,
+  type LegState,
+  type StartLegOptions,
+  type StartLegAsyncOptions,
+} from './write/writer.js';
 
 // Reading a run's files.
 export { readStream, type ReadStreamOptions } from './read/stream.js';
+export type { FoldHooks } from './read/lines.js';
 export { readLastLeg, type ReadLastLegOptions, type TailFacts } from './read/tail.js';
 export { readSnapshot, SNAPSHOT_SCHEMA, SNAPSHOT_MAX_BYTES, type SnapshotRead, type Snapshot, type NodeRecord, type GraphNode } from './read/snapshot.js';
 
@@ -64,6 +90,7 @@ export { readSnapshot, SNAPSHOT_SCHEMA, SNAPSHOT_MAX_BYTES, type SnapshotRead, t
 export { deriveStatus, type RunFacts, type Derivation } from './status/derive.js';
 export { runStatus, type RunStatusOptions } from './status/inspect.js';
 export { runDetail, type RunDetail, type RunDetailOptions, type DetailNode, type DetailLeg } from './status/detail.js';
-export { listRuns, pickCurrentRun, type RunList, type SkippedEntry, type ListRunsOptions } from './status/list.js';
+export { listRuns, runsDocument, pickCurrentRun, type RunList, type SkippedEntry, type ListRunsOptions } from './status/list.js';
 export { parseStatusFilter, type RunSelection } from './status/select.js';
+export { followRun, FOLLOW_RECHECK_MS, type FollowItem, type FollowRunOptions } from './status/follow.js';
 export { abandonedHint, pausedHint, ORPHAN_WARNING, type AbandonedHintFacts, type MarkScan, type OrphanEvidence } from './status/hints.js';

@@ -15,14 +15,14 @@ function run(...args: string[]) {
 }
 
 describe('runwarden probe', () => {
-  it('--json on a run directory prints exactly path, liveness, reason', async () => {
+  it('--json on a run directory prints exactly schema, path, liveness, reason', async () => {
     const dir = join(tempDir(), 'run-1');
     await startHolder(join(dir, 'resume.lock'));
     const r = run('probe', dir, '--json');
     expect(r.status).toBe(0);
     const doc = JSON.parse(r.stdout);
-    expect(Object.keys(doc)).toEqual(['path', 'liveness', 'reason']);
-    expect(doc).toEqual({ path: join(dir, 'resume.lock'), liveness: 'held', reason: 'flock-held' });
+    expect(Object.keys(doc)).toEqual(['schema', 'path', 'liveness', 'reason']);
+    expect(doc).toEqual({ schema: 1, path: join(dir, 'resume.lock'), liveness: 'held', reason: 'flock-held' });
   });
 
   it('a lock file path works too, and text output names liveness and reason', () => {

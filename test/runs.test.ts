@@ -55,12 +55,13 @@ describe('runs: the table', () => {
     expect(shown.trimEnd().split('\n').pop()).toMatch(/1 skipped \(1 unreadable state\.json\)\.$/);
   });
 
-  it('--json is exactly CONTRACT §5.2: { root, runs: [RunReport…], skipped: [{ run_id, error }] }', async () => {
+  it('--json is exactly CONTRACT §5.2: { schema, root, runs: [RunReport…], skipped: [{ run_id, error }] }', async () => {
     const { root } = await sampleRoot();
     const r = cli(['runs', '--root', root, '--json']);
     expect(r.status).toBe(0);
     const json = JSON.parse(r.stdout) as Record<string, unknown>;
-    expect(Object.keys(json)).toEqual(['root', 'runs', 'skipped', 'more']);
+    expect(Object.keys(json)).toEqual(['schema', 'root', 'runs', 'skipped', 'more']);
+    expect(json['schema']).toBe(1);
     expect(json['root']).toBe(root);
     const runs = json['runs'] as Record<string, unknown>[];
     expect(runs.map((x) => x['run_id'])).toEqual(['r5-live', 'r4-dead', 'r3-none', 'r2-paused', 'r1-pass']);
@@ -79,7 +80,7 @@ describe('runs: the table', () => {
     expect(r.stdout).toBe(`No runs: ${root} does not exist (nothing has run under this root yet).\n`);
     const j = cli(['runs', '--root', root, '--json']);
     expect(j.status).toBe(0);
-    expect(JSON.parse(j.stdout)).toEqual({ root, runs: [], skipped: [], more: false });
+    expect(JSON.parse(j.stdout)).toEqual({ schema: 1, root, runs: [], skipped: [], more: false });
     expect(j.stderr).toBe(`runwarden: note: ${root} does not exist; no runs\n`);
   });
 
@@ -90,11 +91,12 @@ describe('runs: the table', () => {
 });
 
 describe('runs: colour', () => {
-  /** Runs the CLI under a pseudo-terminal (util-linux `script`), with NO_COLOR as given. */
-  function onTty(args: string[], noColor: string | undefined): string {
+  /** Runs the CLI under a pseudo-terminal (util-linux `script`), with NO_COLOR (and FORCE_COLOR) as given. */
+  function onTty(args: string[], noColor: string | undefined, forceColor?: string): string {
     const env: Record<string, string> = {};
-    for (const [k, v] of Object.entries(process.env)) if (v !== undefined && k !== 'NO_COLOR') env[k] = v;
+    for (const [k, v] of Object.entries(process.env)) if (v !== undefined && k !== 'NO_COLOR' && k !== 'FORCE_COLOR') env[k] = v;
     if (noColor !== undefined) env['NO_COLOR'] = noColor;
+    if (forceColor !== undefined) env['FORCE_COLOR'] = forceColor;
     const cmd = [process.execPath, BIN, ...args].map((a) => `'${a.replace(/'/g, `'\\''`)}'`).join(' ');
     const r = spawnSync('script', ['-qec', cmd, '/dev/null'], { encoding: 'utf8', env, timeout: 60_000 });
     expect(r.status).toBe(0);
@@ -114,6 +116,24 @@ describe('runs: colour', () => {
     const piped = cli(['runs', '--root', root], { NO_COLOR: undefined });
     expect(piped.stdout).toContain('ABANDONED');
     expect(piped.stdout).not.toContain('\x1b[');
+  });
+
+  it('FORCE_COLOR decides when set, as Node reads it: 1/2/3/true/empty colour even into a pipe and over NO_COLOR; 0/false never colour', async (ctx) => {
+    const { root } = await sampleRoot();
+    const amber = '\x1b[38;5;214mRUNNING\x1b[0m';
+    for (const v of ['1', '2', '3', 'true', '']) {
+      expect(cli(['runs', '--root', root], { NO_COLOR: undefined, FORCE_COLOR: v }).stdout, `FORCE_COLOR=${v}`).toContain(amber);
+    }
+    expect(cli(['runs', '--root', root], { NO_COLOR: '1', FORCE_COLOR: '1' }).stdout).toContain(amber);
+    for (const v of ['0', 'false']) {
+      expect(cli(['runs', '--root', root], { NO_COLOR: undefined, FORCE_COLOR: v }).stdout, `FORCE_COLOR=${v}`).not.toContain('\x1b[');
+    }
+    // status honours it too; --json never carries colour.
+    expect(cli(['status', 'r5-live', '--root', root], { FORCE_COLOR: '1' }).stdout).toContain(amber);
+    expect(cli(['runs', '--root', root, '--json'], { FORCE_COLOR: '1' }).stdout).not.toContain('\x1b[');
+    needs(ctx, 'script');
+    expect(onTty(['runs', '--root', root], undefined, '0')).not.toContain('\x1b[');
+    expect(onTty(['runs', '--root', root], undefined, '1')).toContain(amber);
   });
 });
 

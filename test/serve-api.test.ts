@@ -106,7 +106,8 @@ describe('GET /api/runs', () => {
     const { status, body, headers } = await getJson(port, '/api/runs');
     expect(status).toBe(200);
     expect(headers['content-type']).toMatch(/^application\/json/);
-    expect(Object.keys(body).sort()).toEqual(['more', 'root', 'runs', 'skipped']);
+    expect(Object.keys(body)).toEqual(['schema', 'root', 'runs', 'skipped', 'more']);
+    expect(body.schema).toBe(1);
     const cli = spawnSync(process.execPath, [CLI, 'runs', '--json', '--root', root], { encoding: 'utf8' });
     expect(cli.status, cli.stderr).toBe(0);
     expect(body).toEqual(JSON.parse(cli.stdout));

@@ -3,7 +3,9 @@
  * the state colours, and the escaping of text that came from run files.
  *
  * Invariants:
- * - Colour only when stdout is a terminal and NO_COLOR is not set.
+ * - Colour by one rule (useColor): FORCE_COLOR decides when it is set, as
+ *   Node itself reads it; otherwise NO_COLOR (set at all) turns it off;
+ *   otherwise colour only on a terminal.
  * - Text from a run directory (run ids, graph and node names, commands,
  *   hints that quote them, error texts) goes through {@link printable}
  *   before it reaches a terminal, so a file cannot move the cursor, retitle
@@ -27,8 +29,20 @@ export function quietOnClosedPipe(): void {
   });
 }
 
-/** Colour is used only when stdout is a terminal and NO_COLOR is not set (at all). */
+/** FORCE_COLOR values that turn colour on, as Node's own tty.hasColors() reads them (any other value turns it off). */
+const FORCE_ON: ReadonlySet<string> = new Set(['', '1', '2', '3', 'true']);
+
+/**
+ * Whether to colour output on `stream`, first rule that applies:
+ * 1. FORCE_COLOR is set: colour for `''`, `1`, `2`, `3` or `true`, even into
+ *    a pipe or file; none for any other value (`0`, `false`). This is how
+ *    Node itself reads it, and it wins over NO_COLOR, as in Node.
+ * 2. NO_COLOR is set (to anything, even empty): no colour.
+ * 3. Colour only when the stream is a terminal.
+ */
 export function useColor(stream: { isTTY?: boolean } = process.stdout, env: NodeJS.ProcessEnv = process.env): boolean {
+  const force = env['FORCE_COLOR'];
+  if (force !== undefined) return FORCE_ON.has(force);
   return stream.isTTY === true && env['NO_COLOR'] === undefined;
 }
 

@@ -18,6 +18,9 @@ export const ERROR_CODES = [
   'ELOCKHELD',
   'ENOTREGULAR',
   'ELOCKREPLACED',
+  'ELOCKIO',
+  'ELOCKLOST',
+  'ABORT_ERR',
   'ELINETOOLONG',
   'ENEWERSCHEMA',
   'EREAD',
@@ -36,8 +39,8 @@ export type ErrorCode = (typeof ERROR_CODES)[number];
 export class RunwardenError extends Error {
   /** A code from {@link ERROR_CODES}, or an errno name for {@link NativeError}. */
   readonly code: string;
-  constructor(message: string, code: string) {
-    super(message);
+  constructor(message: string, code: string, options?: ErrorOptions) {
+    super(message, options);
     this.name = 'RunwardenError';
     this.code = code;
   }
@@ -119,20 +122,74 @@ export class LockHeldError extends RunwardenError {
   }
 }
 
+/** The codes a {@link LockFileError} carries. */
+export type LockFileErrorCode = 'ENOTREGULAR' | 'ELOCKREPLACED' | 'ELOCKIO';
+
 /**
  * The lock path cannot be used as a lock: it is not a regular file
- * (`ENOTREGULAR`), or it was replaced or deleted while this process was
- * locking it (`ELOCKREPLACED`). Nothing was locked when this is thrown.
+ * (`ENOTREGULAR`), it was replaced or deleted while this process was
+ * locking it (`ELOCKREPLACED`), or the kernel refused to create the run
+ * directory or to open, read or write the lock file (`ELOCKIO`: `errno`
+ * names why, e.g. EACCES, EROFS, ENOSPC, and `syscall` the call). Nothing
+ * is locked when this is thrown.
  */
 export class LockFileError extends RunwardenError {
-  declare readonly code: 'ENOTREGULAR' | 'ELOCKREPLACED';
+  declare readonly code: LockFileErrorCode;
   readonly path: string;
   readonly kind: FileKind | undefined;
-  constructor(message: string, code: 'ENOTREGULAR' | 'ELOCKREPLACED', path: string, kind?: FileKind) {
+  /** For `ELOCKIO`: the errno name the kernel reported. */
+  readonly errno: string | undefined;
+  /** For `ELOCKIO`: the failing call (`mkdir`, `open`, `write`, …), when known. */
+  readonly syscall: string | undefined;
+  constructor(message: string, code: LockFileErrorCode, path: string, kind?: FileKind, detail: { errno?: string | undefined; syscall?: string | undefined } = {}) {
     super(message, code);
     this.name = 'LockFileError';
     this.path = path;
     this.kind = kind;
+    this.errno = detail.errno;
+    this.syscall = detail.syscall;
+  }
+}
+
+/** How a leg found out that it no longer owns its run (see {@link LockLostError}). */
+export type LockLostReason = 'lock-missing' | 'lock-replaced' | 'run-dir-gone';
+
+/**
+ * A leg (`startLeg`) found that it no longer owns its run, and refused to
+ * write (`ELOCKLOST`; CONTRACT §4.5). `reason`:
+ * - `lock-missing`: `resume.lock` was removed while the leg held it; the
+ *   leg's flock is on a file no one else can see, so a second leg could
+ *   start beside it.
+ * - `lock-replaced`: the file at the path was replaced and the leg could
+ *   not take the lock on the new one (another process holds it: a second
+ *   owner is in).
+ * - `run-dir-gone`: the run directory was removed or replaced; the leg's
+ *   events would no longer land where readers look.
+ * The leg writes nothing more once this is thrown; releasing it is still safe.
+ */
+export class LockLostError extends RunwardenError {
+  declare readonly code: 'ELOCKLOST';
+  readonly path: string;
+  readonly reason: LockLostReason;
+  constructor(message: string, path: string, reason: LockLostReason) {
+    super(message, 'ELOCKLOST');
+    this.name = 'LockLostError';
+    this.path = path;
+    this.reason = reason;
+  }
+}
+
+/**
+ * A wait was cancelled through its AbortSignal (`ABORT_ERR`). Its `name` is
+ * `AbortError` and its `code` `ABORT_ERR`, as Node's own cancelled calls
+ * have, so code written for those recognises it too; `cause` is the
+ * signal's `reason`. Nothing was taken or changed.
+ */
+export class AbortError extends RunwardenError {
+  declare readonly code: 'ABORT_ERR';
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, 'ABORT_ERR', options);
+    this.name = 'AbortError';
   }
 }
 

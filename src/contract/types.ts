@@ -63,6 +63,22 @@ export type ProbeReason =
   | 'unsupported-platform'
   | 'lock-replaced';
 
+/** The reason a `held` answer gives. */
+export type HeldReason = 'flock-held';
+/** The reasons a `free` answer gives: a granted shared lock on a marked file, or a pre-flock file whose pid is gone. */
+export type FreeReason = 'flock-free' | 'legacy-pid-gone';
+/** The reasons an `unknown` answer gives: every other one. */
+export type UnknownReason = Exclude<ProbeReason, HeldReason | FreeReason>;
+
+/**
+ * A liveness and its reason, paired, so that checking one narrows the
+ * other: after `if (a.liveness === 'held')`, `a.reason` is a {@link HeldReason}.
+ */
+export type LivenessAnswer =
+  | { liveness: 'held'; reason: HeldReason }
+  | { liveness: 'free'; reason: FreeReason }
+  | { liveness: 'unknown'; reason: UnknownReason };
+
 /** Every reason, in documentation order. */
 export const PROBE_REASONS: readonly ProbeReason[] = [
   'flock-held',
@@ -124,15 +140,23 @@ export interface StreamFacts {
   skippedLines: number;
 }
 
-/** A report on one run: the single answer every surface shows (CONTRACT §5.2). */
-export interface RunReport {
+/**
+ * How a report's status, liveness and reason go together (CONTRACT §4.3):
+ * the lock is probed only while the last leg is open, so a run is
+ * ABANDONED only with a `free` answer, PLANNING or RUNNING only with `held`
+ * or `unknown`, and a settled run (or one with no status yet) was not
+ * probed: liveness and reason are both null. Checking `status` or
+ * `liveness` narrows the others.
+ */
+export type ReportLiveness =
+  | { status: 'ABANDONED'; liveness: 'free'; reason: FreeReason }
+  | { status: 'PLANNING' | 'RUNNING'; liveness: 'held'; reason: HeldReason }
+  | { status: 'PLANNING' | 'RUNNING'; liveness: 'unknown'; reason: UnknownReason }
+  | { status: 'PAUSED' | 'PASS' | 'FAIL' | null; liveness: null; reason: null };
+
+/** The fields of a {@link RunReport} that do not depend on its status. */
+export interface RunReportFields {
   run_id: string;
-  /** Status word, or null when the run has no status yet (no leg, no snapshot). */
-  status: Status | null;
-  /** The probe's answer, or null when the lock was not probed (last leg closed). */
-  liveness: Liveness | null;
-  /** The probe's reason, or null when not probed. */
-  reason: ProbeReason | null;
   has_snapshot: boolean;
   /** The graph's name from the snapshot, or null. */
   graph: string | null;
@@ -146,6 +170,15 @@ export interface RunReport {
   warnings: string[];
 }
 
+/**
+ * A report on one run: the single answer every surface shows (CONTRACT
+ * §5.2). `status` is the status word, or null when the run has no status
+ * yet (no leg, no snapshot); `liveness` and `reason` are the probe's
+ * answer, or null when the lock was not probed (the last leg is closed).
+ * See {@link ReportLiveness} for how the three go together.
+ */
+export type RunReport = RunReportFields & ReportLiveness;
+
 /** A run directory that could not be reported, and why. */
 export interface SkippedRun {
   run_id: string;
@@ -154,3 +187,29 @@ export interface SkippedRun {
 
 /** What a path turned out to be, in the words every message uses; `file` is a regular file. */
 export type FileKind = 'file' | 'directory' | 'fifo' | 'symlink' | 'socket' | 'character device' | 'block device' | 'unknown';
+
+/**
+ * The version of the JSON documents runwarden prints and serves (`runs
+ * --json`, `status --json`, `probe --json`, `GET /api/runs`), carried in
+ * their `schema` field. It goes up only for a change that could break a
+ * reader: a key removed or renamed, or a value whose type or meaning
+ * changed. New keys may appear without it changing. A reader that meets a
+ * higher number than it knows should stop rather than guess.
+ */
+export const JSON_SCHEMA = 1;
+
+/** The `runs --json` document (CONTRACT §5.2), also `GET /api/runs`. */
+export interface RunsDocument {
+  /** {@link JSON_SCHEMA}. */
+  schema: number;
+  /** The runs root, absolute. */
+  root: string;
+  /** Newest first. */
+  runs: RunReport[];
+  /** Runs that could not be reported, newest first. */
+  skipped: SkippedRun[];
+  /** Whether a selection's `limit` left more selected runs after this page. */
+  more: boolean;
+  /** With `more`: the id to pass as `before` for the next page (this page's last run). */
+  next_before?: string;
+}

@@ -19,15 +19,19 @@
  */
 import { closeSync, constants, fstatSync, ftruncateSync, lstatSync, mkdirSync, openSync, readSync, writeSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import { LockFileError, LockHeldError, UnsupportedPlatformError, WriteError } from '../contract/errors.js';
+import { AbortError, LockFileError, LockHeldError, RunwardenError, UnsupportedPlatformError, WriteError } from '../contract/errors.js';
 import { kindAt, kindOfStats, type FileKind } from '../kernel/filekind.js';
 import { monotonicMs } from '../kernel/clock.js';
 import { classifyHead, HEAD_BYTES, markedContent, markedPid, parseLegacyPid } from '../contract/marker.js';
 import { foreignHolder } from '../kernel/holders.js';
 import { native, nativeConstants } from '../kernel/native.js';
 
-/** A lock this process holds. */
-export interface HeldLock {
+/**
+ * A lock this process holds. It is disposable: `using lock = acquireLock(p)`
+ * (or `await using lock = await acquireLockAsync(p)`) releases it when the
+ * block ends, however it ends.
+ */
+export interface HeldLock extends Disposable, AsyncDisposable {
   /** The lock file's path, as given. */
   readonly path: string;
   /** The pid written into the file (a label). */
@@ -52,6 +56,10 @@ export interface HeldLock {
   retake(): LockState;
   /** Unlocks and closes; never unlinks. Safe to call more than once. */
   release(): void;
+  /** `release()`, for `using`. */
+  [Symbol.dispose](): void;
+  /** `release()`, for `await using`. */
+  [Symbol.asyncDispose](): Promise<void>;
 }
 
 /** What {@link HeldLock.verify} finds at the lock path. */
@@ -68,6 +76,28 @@ export interface AcquireOptions {
   /** The pid label written into the file (default: this process). */
   pid?: number;
 }
+
+/** Options for {@link acquireLockAsync}. */
+export interface AcquireAsyncOptions {
+  /**
+   * How long to wait for a contended lock before refusing with
+   * `LockHeldError` (`ELOCKHELD`), in milliseconds (default 100, like the
+   * sync call's `retryMs`). `Infinity` waits until the leg holding it ends
+   * or `signal` aborts. 0 tries once.
+   */
+  timeoutMs?: number;
+  /** Cancels the wait: the promise rejects with `AbortError` (`ABORT_ERR`) and nothing is taken. */
+  signal?: AbortSignal;
+  /** The pid label written into the file (default: this process). */
+  pid?: number;
+}
+
+/** The sync call's default retry window (ms), also used when a held lock is retaken. */
+const DEFAULT_RETRY_MS = 100;
+/** The async wait's first pause between attempts (ms); it doubles up to {@link MAX_PAUSE_MS}. */
+const FIRST_PAUSE_MS = 2;
+/** The longest pause between two attempts of the async wait (ms). */
+const MAX_PAUSE_MS = 100;
 
 const OPEN_FLAGS = constants.O_RDWR | constants.O_CREAT | constants.O_NOFOLLOW | constants.O_NONBLOCK;
 const sleeper = new Int32Array(new SharedArrayBuffer(4));
@@ -166,8 +196,97 @@ export function acquireLock(lockPath: string, options: AcquireOptions = {}): Hel
   if (!Number.isInteger(retryMs) || retryMs < 0) throw new RangeError('retryMs must be a non-negative integer');
   if (!Number.isInteger(pid) || pid < 1 || pid > 2 ** 31 - 1) throw new RangeError('pid must be an integer from 1 to 2^31-1');
   if (!native().hasFlock) throw new UnsupportedPlatformError(`runwarden cannot take a lock on ${process.platform}: no flock(2)`);
-  mkdirSync(dirname(lockPath), { recursive: true, mode: 0o700 });
-  return new Held(lockPath, pid, retryMs, lockOnce(lockPath, pid, retryMs));
+  makeRunDir(lockPath);
+  return new Held(lockPath, pid, retryMs, lockOnceCoded(lockPath, pid, retryMs));
+}
+
+/**
+ * {@link acquireLock} without blocking the event loop: each attempt is the
+ * sync call's single attempt (open, judge, `LOCK_EX|LOCK_NB`, mark, check),
+ * and between attempts it waits on a timer, from 2 ms doubling to 100 ms,
+ * for at most `timeoutMs`. Only a contended lock is waited for: a pre-flock
+ * or newer-format file, or a path that is not a regular file, is refused at
+ * once, as by the sync call.
+ *
+ * @throws LockHeldError (`ELOCKHELD`) when the lock is still held after `timeoutMs`.
+ * @throws AbortError (`ABORT_ERR`) when `signal` aborts first (its `cause` is the signal's reason).
+ * @throws LockFileError, UnsupportedPlatformError, NativeError as {@link acquireLock} does.
+ */
+export async function acquireLockAsync(lockPath: string, options: AcquireAsyncOptions = {}): Promise<HeldLock> {
+  if (typeof lockPath !== 'string' || lockPath.length === 0) {
+    throw new TypeError('acquireLockAsync(lockPath): lockPath must be a non-empty string');
+  }
+  const timeoutMs = options.timeoutMs ?? DEFAULT_RETRY_MS;
+  const pid = options.pid ?? process.pid;
+  const signal = options.signal;
+  if (typeof timeoutMs !== 'number' || Number.isNaN(timeoutMs) || timeoutMs < 0) throw new RangeError('timeoutMs must be a non-negative number (Infinity waits until aborted)');
+  if (!Number.isInteger(pid) || pid < 1 || pid > 2 ** 31 - 1) throw new RangeError('pid must be an integer from 1 to 2^31-1');
+  if (signal !== undefined && !(signal instanceof AbortSignal)) throw new TypeError('signal must be an AbortSignal');
+  if (signal?.aborted) throw abortedWait(lockPath, signal);
+  if (!native().hasFlock) throw new UnsupportedPlatformError(`runwarden cannot take a lock on ${process.platform}: no flock(2)`);
+  makeRunDir(lockPath);
+  const start = performance.now();
+  let pause = FIRST_PAUSE_MS;
+  for (;;) {
+    try {
+      return new Held(lockPath, pid, DEFAULT_RETRY_MS, lockOnceCoded(lockPath, pid, 0));
+    } catch (err) {
+      // Waiting helps only while a leg holds the lock; a legacy or future
+      // file needs a person or a newer version, not time.
+      if (!(err instanceof LockHeldError) || err.legacy || err.future) throw err;
+      const left = timeoutMs - (performance.now() - start);
+      if (left <= 0) throw err;
+      await waitOrAbort(Math.min(pause, left), lockPath, signal);
+      pause = Math.min(pause * 2, MAX_PAUSE_MS);
+    }
+  }
+}
+
+function abortedWait(lockPath: string, signal: AbortSignal): AbortError {
+  return new AbortError(`the wait for the lock "${lockPath}" was aborted; nothing was taken`, { cause: signal.reason });
+}
+
+/** Resolves after `ms`, or rejects with AbortError as soon as `signal` aborts. */
+function waitOrAbort(ms: number, lockPath: string, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(abortedWait(lockPath, signal));
+    const onAbort = (): void => {
+      clearTimeout(timer);
+      reject(abortedWait(lockPath, signal as AbortSignal));
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}
+
+/**
+ * A kernel refusal met while taking the lock (EACCES, EROFS, ENOSPC, EIO …)
+ * as a LockFileError with code `ELOCKIO`, so a caller can branch on a code
+ * of ours; runwarden's own errors pass through unchanged.
+ */
+function coded<T>(path: string, action: string, fn: () => T): T {
+  try {
+    return fn();
+  } catch (err) {
+    if (err instanceof RunwardenError || !(err instanceof Error)) throw err;
+    const e = err as NodeJS.ErrnoException;
+    if (typeof e.code !== 'string') throw err;
+    throw new LockFileError(`cannot ${action} "${path}": ${e.message}`, 'ELOCKIO', path, undefined, { errno: e.code, syscall: e.syscall });
+  }
+}
+
+/** Creates the run directory (0700, parents too) if it is missing. */
+function makeRunDir(lockPath: string): void {
+  const dir = dirname(lockPath);
+  coded(dir, 'create the run directory', () => mkdirSync(dir, { recursive: true, mode: 0o700 }));
+}
+
+/** {@link lockOnce}, with the kernel's refusals coded `ELOCKIO`. */
+function lockOnceCoded(lockPath: string, pid: number, retryMs: number): Taken {
+  return coded(lockPath, 'take the lock', () => lockOnce(lockPath, pid, retryMs));
 }
 
 /** The held file's identity, to compare with what is at the path. */
@@ -292,7 +411,7 @@ class Held implements HeldLock {
     const before = this.verify();
     if (before !== 'replaced') return before;
     const old = this.taken as Taken;
-    this.taken = lockOnce(this.path, this.pid, this.retryMs);
+    this.taken = lockOnceCoded(this.path, this.pid, this.retryMs);
     unlockAndClose(old.fd);
     return before;
   }
@@ -302,6 +421,14 @@ class Held implements HeldLock {
     if (t === undefined) return;
     this.taken = undefined;
     unlockAndClose(t.fd);
+  }
+
+  [Symbol.dispose](): void {
+    this.release();
+  }
+
+  async [Symbol.asyncDispose](): Promise<void> {
+    this.release();
   }
 }
 

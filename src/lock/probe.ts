@@ -21,16 +21,16 @@ import { kindAt, kindOfMode } from '../kernel/filekind.js';
 import { describeFsType, nativeLocalList } from '../kernel/fsgate.js';
 import { classifyHead, HEAD_BYTES, parseLegacyPid } from '../contract/marker.js';
 import { native, nativeConstants, type NativeConstants } from '../kernel/native.js';
-import type { Liveness, ProbeReason } from '../contract/types.js';
+import type { FreeReason, Liveness, LivenessAnswer, ProbeReason, UnknownReason } from '../contract/types.js';
 
 export { PROBE_REASONS, type Liveness, type ProbeReason } from '../contract/types.js';
 
-/** A probe's answer. `detail` adds facts (an errno name, a file type) where there are any. */
-export interface ProbeResult {
-  readonly liveness: Liveness;
-  readonly reason: ProbeReason;
-  readonly detail?: string;
-}
+/**
+ * A probe's answer: a liveness with its reason, paired (checking
+ * `liveness` narrows `reason`). `detail` adds facts (an errno name, a file
+ * type) where there are any.
+ */
+export type ProbeResult = Readonly<LivenessAnswer & { detail?: string }>;
 
 /** Test seams for what cannot be produced on this machine. */
 export interface ProbeOptions {
@@ -45,8 +45,11 @@ export interface ProbeOptions {
 const HELD: ProbeResult = Object.freeze({ liveness: 'held', reason: 'flock-held' });
 const FREE: ProbeResult = Object.freeze({ liveness: 'free', reason: 'flock-free' });
 
+function answer(liveness: 'free', reason: FreeReason, detail?: string): ProbeResult;
+function answer(liveness: 'unknown', reason: UnknownReason, detail?: string): ProbeResult;
 function answer(liveness: Liveness, reason: ProbeReason, detail?: string): ProbeResult {
-  return Object.freeze(detail === undefined ? { liveness, reason } : { liveness, reason, detail });
+  // The overloads above pair each liveness with its reasons at every call.
+  return Object.freeze(detail === undefined ? { liveness, reason } : { liveness, reason, detail }) as ProbeResult;
 }
 
 let errnoNames: Map<number, string> | undefined;

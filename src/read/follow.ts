@@ -34,6 +34,12 @@ export interface FollowHandlers {
    * stop following. `idleMs` is how long no new line has arrived.
    */
   onCaughtUp(fold: StreamFold, idleMs: number): boolean | Promise<boolean>;
+  /**
+   * Awaited after each chunk (up to 64 KiB) of lines was delivered, so a
+   * consumer slower than the file can hold the reader back instead of
+   * letting a long replay pile up in memory.
+   */
+  onChunk?(): void | Promise<void>;
 }
 
 export interface FollowOptions {
@@ -114,6 +120,7 @@ export async function followStream(eventsPath: string, handlers: FollowHandlers,
           if (n === 0) break;
           lines.push(chunk.subarray(0, n), pos);
           pos += n;
+          if (handlers.onChunk !== undefined) await handlers.onChunk();
         }
         // The path must still name the file being followed.
         try {

@@ -32,11 +32,11 @@ import { join } from 'node:path';
 import { EVENTS_FILE, STATE_FILE } from '../contract/files.js';
 import { monotonicMs } from '../kernel/clock.js';
 import { compareNewestFirst } from '../contract/runid.js';
-import type { RunReport, SkippedRun, Status } from '../contract/types.js';
+import type { RunReport, RunsDocument, Status } from '../contract/types.js';
 import type { SnapshotRead } from '../read/snapshot.js';
 import { detailOf, type DetailLeg, type RunDetail } from '../status/detail.js';
 import { inspectRun, type Inspection } from '../status/inspect.js';
-import { listRuns, runsDocument, type RunsDocument, type SkippedEntry } from '../status/list.js';
+import { listRuns, runsDocument, type SkippedEntry } from '../status/list.js';
 import type { RunSelection } from '../status/select.js';
 import {
   cardState,
@@ -66,6 +66,8 @@ export const EXPENSIVE_MS = 50;
 /** An expensive run's report is re-derived no sooner than this many times its last cost after it. */
 export const EXPENSIVE_FACTOR = 4;
 
+/** The `runs --json` document (CONTRACT §5.2); one definition, in contract/types.ts. */
+export type { RunsDocument } from '../contract/types.js';
 
 export interface ModelOptions {
   /** Streams above this many bytes are not folded for cards (default {@link CARD_STREAM_MAX}). */

@@ -13,13 +13,13 @@ export interface RunFacts {
   snapshot: SnapshotRead;
 }
 
-/** What {@link deriveStatus} concludes. */
-export interface Derivation {
-  /** The status word, or null when the run has no status yet (no leg, no snapshot) or is unreadable. */
-  status: Status | null;
-  /** Set when the answer needs the snapshot (table rows 5–7) and it cannot be read: the reason. */
-  unreadable: string | null;
-}
+/**
+ * What {@link deriveStatus} concludes: a status (null for "no status yet"),
+ * or, when the answer needs the snapshot (table rows 5–7) and it cannot be
+ * read, no status and the reason (`unreadable`). Checking `unreadable`
+ * narrows `status`.
+ */
+export type Derivation = { status: Status | null; unreadable: null } | { status: null; unreadable: string };
 
 /**
  * CONTRACT §4.3, first match wins. `liveness` is the probe's answer for an

@@ -6,7 +6,7 @@ import { readdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { RunIdError, RunUnreadableError, type SkipKind } from '../contract/errors.js';
 import { compareNewestFirst } from '../contract/runid.js';
-import { IN_FLIGHT, type RunReport, type SkippedRun } from '../contract/types.js';
+import { IN_FLIGHT, JSON_SCHEMA, type RunReport, type RunsDocument, type SkippedRun } from '../contract/types.js';
 import { runStatus, type RunStatusOptions } from './inspect.js';
 import { checkSelection, needsReport, selectsName, selectsReport, type RunSelection } from './select.js';
 
@@ -113,20 +113,24 @@ export function listRuns(root: string, options: ListRunsOptions = {}): RunList {
   return { root: abs, missing: false, runs, skipped, more };
 }
 
-/** The `runs --json` and `GET /api/runs` document (CONTRACT §5.2), one shape for both. */
-export interface RunsDocument {
-  root: string;
-  runs: RunReport[];
-  skipped: SkippedRun[];
-  /** Whether a `select.limit` left more selected runs after this page. */
-  more: boolean;
-  /** With `more`: the id to pass as `select.before` for the next page (this page's last run). */
-  next_before?: string;
+/**
+ * "The run happening now" (`status` with no RUN): the newest run in flight
+ * (PLANNING or RUNNING), never an abandoned one; else the newest run.
+ * `runs` must be newest first, as {@link listRuns} returns them.
+ */
+export function pickCurrentRun(runs: readonly RunReport[]): RunReport | undefined {
+  return runs.find((r) => r.status !== null && IN_FLIGHT.has(r.status)) ?? runs[0];
 }
 
-/** The document a listing prints as (`runs --json`, `/api/runs`): the skips without their kind, and the page cursor. */
+/**
+ * The `runs --json` document for a listing (CONTRACT §5.2): `{ schema, root,
+ * runs, skipped, more }` (plus `next_before` when a limit left more), each
+ * skip reduced to `{ run_id, error }`. `runs --json` prints it and
+ * `GET /api/runs` serves it, so the two cannot differ.
+ */
 export function runsDocument(list: RunList): RunsDocument {
   const doc: RunsDocument = {
+    schema: JSON_SCHEMA,
     root: list.root,
     runs: list.runs,
     skipped: list.skipped.map((s) => ({ run_id: s.run_id, error: s.error })),
@@ -135,13 +139,4 @@ export function runsDocument(list: RunList): RunsDocument {
   const last = list.runs[list.runs.length - 1];
   if (list.more && last !== undefined) doc.next_before = last.run_id;
   return doc;
-}
-
-/**
- * "The run happening now" (`status` with no RUN): the newest run in flight
- * (PLANNING or RUNNING), never an abandoned one; else the newest run.
- * `runs` must be newest first, as {@link listRuns} returns them.
- */
-export function pickCurrentRun(runs: readonly RunReport[]): RunReport | undefined {
-  return runs.find((r) => r.status !== null && IN_FLIGHT.has(r.status)) ?? runs[0];
 }

@@ -5,7 +5,7 @@
  * ABANDONED run's hint.
  */
 import { isPermissionErrno, RunUnreadableError } from '../contract/errors.js';
-import type { RunReport } from '../contract/types.js';
+import type { ReportLiveness, RunReport, Status } from '../contract/types.js';
 import type { ProbeResult } from '../lock/probe.js';
 import type { SnapshotRead } from '../read/snapshot.js';
 import type { TailFacts } from '../read/tail.js';
@@ -14,6 +14,24 @@ import { abandonedHint, orphanEvidence, pausedHint } from './hints.js';
 
 function plural(n: number, word: string): string {
   return `${n} ${word}${n === 1 ? '' : 's'}`;
+}
+
+/**
+ * The status, liveness and reason of a report, paired as CONTRACT §4.3
+ * makes them: a probe is taken only for an open leg, whose status is
+ * ABANDONED exactly when the answer is free. Anything else is a bug here,
+ * not a fact about the run.
+ */
+function pairing(status: Status | null, probe: ProbeResult | null): ReportLiveness {
+  if (probe === null) {
+    if (status === null || status === 'PAUSED' || status === 'PASS' || status === 'FAIL') return { status, liveness: null, reason: null };
+  } else if (status === 'ABANDONED') {
+    if (probe.liveness === 'free') return { status, liveness: 'free', reason: probe.reason };
+  } else if (status === 'RUNNING' || status === 'PLANNING') {
+    if (probe.liveness === 'held') return { status, liveness: 'held', reason: probe.reason };
+    if (probe.liveness === 'unknown') return { status, liveness: 'unknown', reason: probe.reason };
+  }
+  throw new Error(`internal error: status ${String(status)} with liveness ${probe?.liveness ?? 'not probed'} (CONTRACT §4.3)`);
 }
 
 /**
@@ -53,9 +71,7 @@ export function buildReport(runId: string, runDir: string, tail: TailFacts, snap
   }
   return {
     run_id: runId,
-    status,
-    liveness: probe?.liveness ?? null,
-    reason: probe?.reason ?? null,
+    ...pairing(status, probe),
     has_snapshot: snap !== null,
     graph: snap?.graph ?? null,
     nodes_total: snap?.nodes_total ?? null,

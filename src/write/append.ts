@@ -12,13 +12,15 @@
  *   the fragment.
  * - The file is opened append-only, created 0600, never through a symlink,
  *   never blocking; anything but a regular file is refused.
+ * - A line over the 1 MiB cap is refused before anything is written: one
+ *   such line would make the whole stream unreadable (CONTRACT §2.2 rule 2).
  * - Each append first checks that the path still names the file it writes
  *   to; if a restore or sync replaced it, the writer reopens the path, so
  *   the leg's events land where readers look (CONTRACT §4.5).
  */
 import { closeSync, constants, fstatSync, fsyncSync, lstatSync, openSync, readSync, writeSync } from 'node:fs';
 import { RunFileError, WriteError } from '../contract/errors.js';
-import { STREAM_SCHEMA } from '../contract/events.js';
+import { MAX_LINE_BYTES, STREAM_SCHEMA } from '../contract/events.js';
 
 /** The schema version runwarden writes: the one it reads (CONTRACT §2.2). */
 export const EVENT_SCHEMA = STREAM_SCHEMA;
@@ -104,14 +106,18 @@ export function openStreamWriter(path: string, runId: string): StreamWriter {
   return {
     append(fields: EventFields) {
       if (!open) throw new WriteError(`the events of "${path}" were already closed by this leg`, 'ECLOSED', path);
+      const { event, ...rest } = fields;
+      // Wall clock on purpose: `ts` is a timestamp written for people and other tools (CONTRACT), not a duration.
+      const line = JSON.stringify({ schema: EVENT_SCHEMA, ts: new Date().toISOString(), run_id: runId, event, ...compact(rest) });
+      const size = Buffer.byteLength(line, 'utf8');
+      if (size > MAX_LINE_BYTES) {
+        throw new RangeError(`a ${event} event of ${size} bytes is over the stream's 1 MiB line cap; nothing was written (one such line would make the whole stream unreadable)`);
+      }
       if (replacement(path, t)) {
         const next = openTarget(path);
         closeSync(t.fd);
         t = next;
       }
-      const { event, ...rest } = fields;
-      // Wall clock on purpose: `ts` is a timestamp written for people and other tools (CONTRACT), not a duration.
-      const line = JSON.stringify({ schema: EVENT_SCHEMA, ts: new Date().toISOString(), run_id: runId, event, ...compact(rest) });
       const bytes = Buffer.from((t.needsNewline ? '\n' : '') + line + '\n', 'utf8');
       const n = writeSync(t.fd, bytes);
       if (n !== bytes.length) throw new WriteError(`short write to "${path}" (${n} of ${bytes.length} bytes)`, 'EWRITE', path);

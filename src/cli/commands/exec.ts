@@ -99,7 +99,9 @@ export function registerExec(program: Command): void {
       try {
         result = await runLeg(runDir, command, { runId, nodeId });
       } catch (e) {
-        if (e instanceof LockHeldError || e instanceof LockFileError || e instanceof RunFileError) refuse(e.message);
+        // ELOCKIO (the kernel refused the directory or file: EACCES, EROFS …) is no
+        // refusal of a busy run; it stays an error (exit 1), as it always was.
+        if (e instanceof LockHeldError || (e instanceof LockFileError && e.code !== 'ELOCKIO') || e instanceof RunFileError) refuse(e.message);
         throw e;
       }
       if (result.runDirLost) {

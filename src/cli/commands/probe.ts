@@ -4,6 +4,7 @@ import { basename, join, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { LOCK_FILE } from '../../contract/marker.js';
 import { probeLock, type ProbeResult } from '../../lock/probe.js';
+import { JSON_SCHEMA } from '../../contract/types.js';
 import { out, printJson } from '../io.js';
 import { printable, quietOnClosedPipe } from '../term.js';
 
@@ -39,13 +40,13 @@ export function registerProbe(program: Command): void {
         'Exit status is 0 for every answer; 1 only on an unexpected error.',
     )
     .argument('<path>', 'run directory or lock file')
-    .option('--json', 'print {"path","liveness","reason"}')
+    .option('--json', 'print {"schema","path","liveness","reason"}')
     .action((path: string, opts: { json?: boolean }) => {
       quietOnClosedPipe();
       const lockPath = lockPathFor(path);
       const r = probeLock(lockPath);
       if (opts.json) {
-        printJson({ path: lockPath, liveness: r.liveness, reason: r.reason });
+        printJson({ schema: JSON_SCHEMA, path: lockPath, liveness: r.liveness, reason: r.reason });
         return;
       }
       const detail = r.detail ? `, ${r.detail}` : '';

@@ -3,8 +3,9 @@
  * from the one shared derivation (runStatus via listRuns). Also the table
  * renderer that `demo` reuses, so the two print a run the same way.
  *
- * Invariants: the table and `--json` come from the same RunList; colour only
- * on a TTY and never when NO_COLOR is set; nothing here writes to disk.
+ * Invariants: the table and `--json` come from the same RunList; colour by
+ * term.ts's one rule (FORCE_COLOR, NO_COLOR, a terminal); nothing here
+ * writes to disk.
  */
 import type { Command } from 'commander';
 import type { SkipKind } from '../../contract/errors.js';
@@ -95,13 +96,14 @@ export function registerRuns(program: Command): void {
         'the closing line counts skipped runs by reason and --show-skipped names them.\n\n' +
         'Runs root, first match wins: --root DIR; $OMG_HOME/runs; $HOME/.oh-my-graph/runs. ' +
         'Cost "+?" means some node costs are unknown and left out; "-" means there is no value. ' +
-        'Colour only on a terminal, never with NO_COLOR set. Reads only; writes nothing.\n\n' +
+        'Colour only on a terminal and never with NO_COLOR set, unless FORCE_COLOR says otherwise ' +
+          '(FORCE_COLOR=1 colours even into a pipe, FORCE_COLOR=0 never colours). Reads only; writes nothing.\n\n' +
         'Selecting: --status, --graph and --id narrow the list; --limit N shows the newest N that match ' +
         'and says whether more are left; --before ID continues after the run ID a previous page ended with ' +
         '(--json prints it as "next_before"). Example: runs --status abandoned --limit 20',
     )
     .option('--root <dir>', 'runs root directory')
-    .option('--json', 'print {"root","runs":[RunReport…],"skipped":[{"run_id","error"}],"more"[,"next_before"]}')
+    .option('--json', 'print {"schema","root","runs":[RunReport…],"skipped":[{"run_id","error"}],"more"[,"next_before"]}')
     .option('--show-skipped', 'name every skipped run and why')
     .option('--status <words>', 'only these statuses, comma-separated: planning, running, abandoned, paused, pass, fail, none')
     .option('--graph <name>', 'only runs of this graph (exact name)')

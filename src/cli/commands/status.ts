@@ -6,6 +6,7 @@
  */
 import type { Command } from 'commander';
 import { RunUnreadableError } from '../../contract/errors.js';
+import { JSON_SCHEMA } from '../../contract/types.js';
 import { detailOf, type RunDetail } from '../../status/detail.js';
 import { inspectRun } from '../../status/inspect.js';
 import { pickCurrentRun } from '../../status/list.js';
@@ -61,7 +62,7 @@ export function registerStatus(program: Command): void {
     )
     .argument('[run]', 'run id under the root, or a path to a run directory')
     .option('--root <dir>', 'runs root directory')
-    .option('--json', 'print the RunReport (the same object `runs --json` lists)')
+    .option('--json', 'print the RunReport (the same object `runs --json` lists) with "schema" first')
     .action((run: string | undefined, opts: { root?: string; json?: boolean }) => {
       quietOnClosedPipe();
       const root = rootFrom(opts.root);
@@ -86,7 +87,7 @@ export function registerStatus(program: Command): void {
       }
       // The report alone needs only the tail; the human form also shows node states and legs.
       if (opts.json) {
-        printJson(inspection.report);
+        printJson({ schema: JSON_SCHEMA, ...inspection.report });
         return;
       }
       for (const line of renderStatus(detailOf(inspection, { events: 0 }), useColor())) out(line);

@@ -2,19 +2,15 @@
  * `runwarden watch RUN`: say what the run is, replay its stream, follow it to
  * the end of its last leg, and never wait on a corpse: an abandoned run is
  * refused at once, and while the stream is idle the run is re-derived (a
- * read-only probe) every 2 seconds, so a leg that dies mid-watch ends the
- * watch with the hint instead of hanging.
+ * read-only probe) every second, so a leg that dies mid-watch ends the
+ * watch with the hint instead of hanging. The following itself is the
+ * library's `followRun` (status/follow.ts).
  */
-import { statSync } from 'node:fs';
-import { join } from 'node:path';
 import type { Command } from 'commander';
-import { RunUnreadableError, StreamError } from '../../contract/errors.js';
+import { AbortError, RunUnreadableError, StreamError } from '../../contract/errors.js';
 import type { StreamEvent } from '../../contract/events.js';
-import { EVENTS_FILE } from '../../contract/files.js';
-import type { StreamFold } from '../../contract/fold.js';
 import type { RunReport } from '../../contract/types.js';
-import { monotonicMs } from '../../kernel/clock.js';
-import { followStream } from '../../read/follow.js';
+import { followRun } from '../../status/follow.js';
 import { runStatus } from '../../status/inspect.js';
 import { err, Exit, out, UserError } from '../io.js';
 import { printable, quietOnClosedPipe } from '../term.js';
@@ -87,20 +83,6 @@ function derive(runDir: string): RunReport | undefined {
   }
 }
 
-/**
- * Whether the run directory is affirmatively gone (removed, or no longer a
- * directory). Any other doubt (a permission error) is not "gone": watch
- * keeps waiting.
- */
-function runDirGone(runDir: string): boolean {
-  try {
-    return !statSync(runDir).isDirectory();
-  } catch (e) {
-    const code = (e as NodeJS.ErrnoException).code;
-    return code === 'ENOENT' || code === 'ENOTDIR';
-  }
-}
-
 function printHint(report: RunReport): void {
   if (report.hint === null) return;
   for (const line of report.hint.split('\n')) err(printable(line));
@@ -146,63 +128,46 @@ export function registerWatch(program: Command): void {
         abort.abort();
       };
       process.once('SIGINT', onInt);
-      let lastCheck = monotonicMs();
-      let outcome: 'finished' | 'abandoned' | 'vanished' | undefined;
       let dead: RunReport | undefined;
-      const settledAtStart = first.status !== null && first.status !== 'RUNNING' && first.status !== 'PLANNING';
+      let vanished = false;
       try {
-        await followStream(
-          join(runDir, EVENTS_FILE),
-          {
-            onEvent(ev) {
-              const line = describeEvent(ev);
+        // The library's follower (followRun): replay, follow to the end of the
+        // last leg, and re-derive while idle so a dead leg ends the watch.
+        for await (const item of followRun(runDir, { until: 'leg-end', signal: abort.signal, recheckMs: IDLE_RECHECK_MS })) {
+          switch (item.kind) {
+            case 'event': {
+              const line = describeEvent(item.event);
               if (line !== undefined) out(line);
-            },
-            onSkip(offset) {
-              err(`runwarden: warning: skipped a malformed line at byte ${offset} of events.jsonl`);
-            },
-            onNewerSchema(e) {
-              err(`runwarden: warning: ${e.message}; such lines are skipped`);
-            },
-            onCaughtUp(fold: StreamFold, idleMs) {
-              if ((fold.started && !fold.open) || (!fold.started && settledAtStart)) {
-                outcome = 'finished';
-                return true;
-              }
-              // Waiting for a first leg: a run directory that is removed meanwhile will never get one.
-              // (Once the stream is open, its removal ends the follow with a StreamError instead.)
-              if (!fold.started && runDirGone(runDir)) {
-                outcome = 'vanished';
-                return true;
-              }
-              if (idleMs >= IDLE_RECHECK_MS && monotonicMs() - lastCheck >= IDLE_RECHECK_MS) {
-                lastCheck = monotonicMs();
-                const now = derive(runDir);
-                if (now?.status === 'ABANDONED') {
-                  dead = now;
-                  outcome = 'abandoned';
-                  return true;
-                }
-              }
-              return false;
-            },
-          },
-          { signal: abort.signal },
-        );
+              break;
+            }
+            case 'skipped':
+              err(`runwarden: warning: skipped a malformed line at byte ${item.offset} of events.jsonl`);
+              break;
+            case 'newer-schema':
+              err(`runwarden: warning: ${item.error.message}; such lines are skipped`);
+              break;
+            case 'abandoned':
+              dead = item.report;
+              break;
+            case 'vanished':
+              vanished = true;
+              break;
+          }
+        }
       } catch (e) {
+        if (e instanceof AbortError && interrupted) {
+          process.exitCode = Exit.Interrupted;
+          return;
+        }
         if (e instanceof StreamError) throw new UserError(`run ${runId}: ${e.message}`, Exit.Error);
         throw e;
       } finally {
         process.off('SIGINT', onInt);
       }
-      if (interrupted) {
-        process.exitCode = Exit.Interrupted;
-        return;
-      }
-      if (outcome === 'vanished') {
+      if (vanished) {
         throw new UserError(`run ${runId}: its directory ${printable(runDir)} was removed while watch waited for its first leg`, Exit.Error);
       }
-      if (outcome === 'abandoned' && dead !== undefined) {
+      if (dead !== undefined) {
         out(`run ${runId} is ABANDONED`);
         printHint(dead);
         process.exitCode = Exit.Abandoned;

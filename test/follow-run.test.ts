@@ -1,0 +1,177 @@
+/**
+ * followRun, the follower behind `watch`, as a library call: it replays and
+ * follows real legs, ends at the last leg's finish or with an `abandoned`
+ * item when the leg's process is killed -9, honours its AbortSignal, and
+ * closes the stream when the loop is left early.
+ */
+import { spawn } from 'node:child_process';
+import { appendFileSync, mkdirSync, readdirSync, readlinkSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { AbortError, followRun, startLeg, StreamError, type FollowItem } from '../src/index.js';
+import { cleanupTemp, killAll, ROOT, startHolder, tempDir, track, until, waitReady } from './helpers/lock-procs.js';
+
+afterEach(async () => {
+  await killAll();
+  cleanupTemp();
+});
+
+const LEG = join(ROOT, 'test', 'fixtures', 'leg.mjs');
+const line = (o: Record<string, unknown>) => JSON.stringify({ schema: 3, ts: '2026-11-30T10:00:00Z', run_id: 'r', ...o }) + '\n';
+
+function names(items: FollowItem[]): string[] {
+  return items.map((i) => (i.kind === 'event' ? `${i.event.event}${i.event.node_id ? ':' + i.event.node_id : ''}` : i.kind));
+}
+
+/** Descriptors of this process open on `path`. */
+function openOn(path: string): number {
+  let n = 0;
+  for (const fd of readdirSync('/proc/self/fd')) {
+    try {
+      if (readlinkSync(`/proc/self/fd/${fd}`) === path) n++;
+    } catch {
+      /* closed meanwhile */
+    }
+  }
+  return n;
+}
+
+describe('followRun', () => {
+  it('replays and follows a live library leg to its finish, then ends (until leg-end)', async () => {
+    const dir = join(tempDir('rw-follow-'), 'live');
+    const leg = startLeg(dir);
+    leg.append({ event: 'node_started', node_id: 'a' });
+    const seen: FollowItem[] = [];
+    const following = (async () => {
+      for await (const item of followRun(dir, { pollMs: 5 })) seen.push(item);
+    })();
+    await until(() => seen.length === 2);
+    leg.append({ event: 'node_passed', node_id: 'a' });
+    leg.append({ event: 'node_started', node_id: 'b' });
+    leg.finish('passed');
+    await following;
+    expect(names(seen)).toEqual(['run_started', 'node_started:a', 'node_passed:a', 'node_started:b', 'run_finished']);
+    const offsets = seen.map((i) => (i.kind === 'event' ? i.offset : -1));
+    expect(offsets[0]).toBe(0);
+    expect([...offsets].sort((x, y) => x - y)).toEqual(offsets);
+  });
+
+  it('a settled run: replays everything and ends', async () => {
+    const dir = join(tempDir('rw-follow-'), 'done');
+    {
+      using leg = startLeg(dir);
+      leg.append({ event: 'node_started', node_id: 'a' });
+      leg.append({ event: 'node_failed', node_id: 'a', detail: 'no' });
+      leg.finish('failed');
+    }
+    const seen: FollowItem[] = [];
+    for await (const item of followRun(dir)) seen.push(item);
+    expect(names(seen)).toEqual(['run_started', 'node_started:a', 'node_failed:a', 'run_finished']);
+  });
+
+  it('ends with an abandoned item when the leg\'s process is killed -9', async () => {
+    const dir = join(tempDir('rw-follow-'), 'dies');
+    const proc = spawn(process.execPath, [LEG, dir], { stdio: ['ignore', 'pipe', 'pipe'] });
+    track(proc);
+    await waitReady(proc);
+    const seen: FollowItem[] = [];
+    const following = (async () => {
+      for await (const item of followRun(dir, { pollMs: 5, recheckMs: 20 })) seen.push(item);
+    })();
+    await until(() => seen.length === 2);
+    proc.kill('SIGKILL');
+    await following;
+    expect(names(seen)).toEqual(['run_started', 'node_started:work', 'abandoned']);
+    const last = seen[seen.length - 1] as Extract<FollowItem, { kind: 'abandoned' }>;
+    expect(last.report.status).toBe('ABANDONED');
+    expect(last.report.hint).toContain('never reported an end');
+  });
+
+  it('reports skipped and newer-schema lines, once for the newer schema, and keeps going', async () => {
+    const dir = join(tempDir('rw-follow-'), 'odd');
+    await startHolder(join(dir, 'resume.lock'));
+    writeFileSync(join(dir, 'events.jsonl'), line({ event: 'run_started' }) + 'garbage\n' + JSON.stringify({ schema: 4, event: 'x' }) + '\n' + JSON.stringify({ schema: 4, event: 'y' }) + '\n');
+    const seen: FollowItem[] = [];
+    const following = (async () => {
+      for await (const item of followRun(dir, { pollMs: 5 })) seen.push(item);
+    })();
+    await until(() => seen.length === 3);
+    appendFileSync(join(dir, 'events.jsonl'), line({ event: 'run_finished', outcome: 'passed' }));
+    await following;
+    expect(names(seen)).toEqual(['run_started', 'skipped', 'newer-schema', 'run_finished']);
+    const skipped = seen[1] as Extract<FollowItem, { kind: 'skipped' }>;
+    expect(skipped.offset).toBe(line({ event: 'run_started' }).length);
+  });
+
+  it('until forever follows past a leg\'s finish into the next leg; an abort ends it with ABORT_ERR', async () => {
+    const dir = join(tempDir('rw-follow-'), 'legs');
+    {
+      using leg = startLeg(dir);
+      leg.finish('passed');
+    }
+    const ac = new AbortController();
+    const seen: FollowItem[] = [];
+    const following = (async () => {
+      for await (const item of followRun(dir, { until: 'forever', signal: ac.signal, pollMs: 5 })) seen.push(item);
+    })();
+    await until(() => seen.length === 2);
+    {
+      using leg = startLeg(dir);
+      leg.append({ event: 'node_started', node_id: 'second' });
+      leg.finish('passed');
+    }
+    await until(() => seen.length === 5);
+    ac.abort();
+    const e = await following.then(() => undefined, (x: unknown) => x);
+    expect(e).toBeInstanceOf(AbortError);
+    expect((e as AbortError).code).toBe('ABORT_ERR');
+    expect(names(seen)).toEqual(['run_started', 'run_finished', 'run_started', 'node_started:second', 'run_finished']);
+    expect(openOn(join(dir, 'events.jsonl'))).toBe(0);
+  });
+
+  it('leaving the loop early stops the follower and closes the stream; a slow consumer still gets every line in order', async () => {
+    const dir = join(tempDir('rw-follow-'), 'long');
+    mkdirSync(dir);
+    await startHolder(join(dir, 'resume.lock'));
+    let text = line({ event: 'run_started' });
+    for (let i = 0; i < 3000; i++) text += line({ event: 'node_started', node_id: `n${i}` });
+    writeFileSync(join(dir, 'events.jsonl'), text);
+    const events = join(dir, 'events.jsonl');
+    let n = 0;
+    let sawOpen = 0;
+    for await (const item of followRun(dir, { pollMs: 5 })) {
+      expect(item.kind).toBe('event');
+      if (item.kind === 'event' && n > 0) expect(item.event.node_id).toBe(`n${n - 1}`);
+      n++;
+      if (n === 10) sawOpen = openOn(events);
+      if (n % 500 === 0) await new Promise((r) => setTimeout(r, 1)); // a consumer slower than the reader
+      if (n === 3001) break;
+    }
+    expect(n).toBe(3001);
+    expect(sawOpen).toBe(1);
+    expect(openOn(events)).toBe(0);
+  });
+
+  it('a stream that becomes unreadable ends the follow with its StreamError', async () => {
+    const dir = join(tempDir('rw-follow-'), 'shrinks');
+    mkdirSync(dir);
+    await startHolder(join(dir, 'resume.lock'));
+    writeFileSync(join(dir, 'events.jsonl'), line({ event: 'run_started' }) + line({ event: 'node_started', node_id: 'a' }));
+    const seen: FollowItem[] = [];
+    const following = (async () => {
+      for await (const item of followRun(dir, { pollMs: 5 })) seen.push(item);
+    })();
+    await until(() => seen.length === 2);
+    writeFileSync(join(dir, 'events.jsonl'), ''); // truncated in place: it may only ever grow
+    const e = await following.then(() => undefined, (x: unknown) => x);
+    expect(e).toBeInstanceOf(StreamError);
+    expect((e as StreamError).code).toBe('EREAD');
+  });
+
+  it('rejects bad options before reading anything', async () => {
+    const dir = tempDir('rw-follow-');
+    await expect(followRun(dir, { until: 'never' as never }).next()).rejects.toBeInstanceOf(TypeError);
+    await expect(followRun(dir, { pollMs: 0 }).next()).rejects.toBeInstanceOf(RangeError);
+    await expect(followRun(dir, { signal: AbortSignal.abort() }).next()).rejects.toBeInstanceOf(AbortError);
+  });
+});
