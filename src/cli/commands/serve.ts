@@ -8,10 +8,14 @@
  */
 import { statSync } from 'node:fs';
 import type { Command } from 'commander';
+import { RunwardenMetrics } from '../../serve/metrics.js';
 import { DashboardModel } from '../../serve/model.js';
 import { isLoopbackHost, startServer } from '../../serve/server.js';
 import { Exit, UserError, err, out } from '../io.js';
 import { rootFrom } from '../target.js';
+
+/** How often open pages are re-derived, and how old a list a scrape may reuse (ms). */
+const LIVE_INTERVAL_MS = 1000;
 
 /** The port used when --port is not given. */
 export const DEFAULT_PORT = 7341;
@@ -49,7 +53,9 @@ export function registerServe(program: Command): void {
         'without a reload.\n\n' +
         'Read-only: only GET and HEAD are answered, run ids are accepted only as names directly under the\n' +
         'root, and nothing is written anywhere. JSON: GET /api/runs (the `runs --json` document) and\n' +
-        'GET /api/runs/<id> (the report plus node states, legs and last events).\n\n' +
+        'GET /api/runs/<id> (the report plus node states, legs and last events). Prometheus: GET /metrics\n' +
+        '(runs per status, runs in flight or abandoned by id, probe counts and durations, whether the root\n' +
+        'is readable; see `runwarden metrics --help` and the README\'s "Many hosts").\n\n' +
         'Runs until interrupted (Ctrl-C).',
     )
     .option('--root <dir>', 'runs root (default: $OMG_HOME/runs, else ~/.oh-my-graph/runs)')
@@ -60,7 +66,10 @@ export function registerServe(program: Command): void {
       checkRoot(root);
       const port = opts.port === undefined ? DEFAULT_PORT : parsePort(opts.port);
       if (opts.host.trim() === '') throw new UserError('--host must not be empty');
-      const model = new DashboardModel(root);
+      const metrics = new RunwardenMetrics();
+      const model = new DashboardModel(root, { observer: metrics.observer });
+      // A scrape reuses the model's list when it is no older than one live interval.
+      metrics.setSource(() => model.currentReports(LIVE_INTERVAL_MS));
       let server;
       try {
         server = await startServer({
@@ -71,7 +80,9 @@ export function registerServe(program: Command): void {
             runsJson: async (select) => model.runsDocument(select),
             dashboard: () => model.dashboard(),
             run: (id, dir) => model.page(id, dir),
+            metrics: async () => ({ contentType: metrics.contentType, body: await metrics.text() }),
           },
+          intervalMs: LIVE_INTERVAL_MS,
         });
       } catch (e) {
         const code = (e as NodeJS.ErrnoException).code;
