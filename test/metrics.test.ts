@@ -292,11 +292,14 @@ describe('the metrics module and the model', () => {
   it('registers nothing globally: each instance has its own registry', async () => {
     const prom = await import('prom-client');
     const { RunwardenMetrics } = await import('../dist/serve/metrics.js');
-    const a = new RunwardenMetrics({ processMetrics: false });
-    const b = new RunwardenMetrics({ processMetrics: false });
+    const none = async () => ({ root: '/nonexistent', missing: true, runs: [], skipped: [] });
+    const a = new RunwardenMetrics(none, { processMetrics: false });
+    const b = new RunwardenMetrics(none, { processMetrics: false });
     expect(prom.register.getMetricsAsArray()).toHaveLength(0);
     expect(a.registry).not.toBe(b.registry);
     expect(a.registry.getSingleMetric('runwarden_runs')).toBeDefined();
+    expect(parseExposition(await a.text()).samples.filter((x) => x.name === 'runwarden_runs')).toHaveLength(7);
+    expect(prom.register.getMetricsAsArray()).toHaveLength(0);
   });
 
   it('a scrape reuses the model\'s latest list while it is fresh, and concurrent scrapes share one derivation', async () => {

@@ -80,12 +80,18 @@ export class RunwardenMetrics {
   readonly registry = new Registry();
   /** Give this to the model (ModelOptions.observer). */
   readonly observer: ModelObserver;
-  private source: ReportsSource | undefined;
-  private readonly fill: (list: ReportsList | undefined) => void;
+  private readonly fill: (list: ReportsList) => void;
   /** The scrape under way: scrapes are rendered one at a time, each from one list. */
   private chain: Promise<unknown> = Promise.resolve();
 
-  constructor(options: MetricsOptions = {}) {
+  /**
+   * `source` is called once per scrape, never before the first one, so it
+   * may close over a model built after this (which needs {@link observer}).
+   */
+  constructor(
+    private readonly source: ReportsSource,
+    options: MetricsOptions = {},
+  ) {
     const registers = [this.registry];
     const runs = new Gauge({ name: 'runwarden_runs', help: 'Runs under the root per status word (none: no status yet). Absent while the root cannot be listed.', labelNames: ['status'], registers });
     const info = new Gauge({
@@ -125,7 +131,6 @@ export class RunwardenMetrics {
       runs.reset();
       info.reset();
       lastEvent.reset();
-      if (list === undefined) return;
       readable.set(list.error === undefined ? 1 : 0);
       if (list.error !== undefined) return;
       const counts = new Map<string, number>(STATUS_LABELS.map((s) => [s, 0]));
@@ -146,11 +151,6 @@ export class RunwardenMetrics {
     }
   }
 
-  /** Where the numbers come from; until set, only the root-independent metrics are written. */
-  setSource(source: ReportsSource): void {
-    this.source = source;
-  }
-
   /** The Content-Type of {@link text}. */
   get contentType(): string {
     return this.registry.contentType;
@@ -159,7 +159,7 @@ export class RunwardenMetrics {
   /** The exposition text, derived now (see the module comment for what that costs). */
   text(): Promise<string> {
     const next = this.chain.then(async () => {
-      this.fill(this.source === undefined ? undefined : await this.source());
+      this.fill(await this.source());
       return this.registry.metrics();
     });
     this.chain = next.catch(() => undefined);

@@ -26,6 +26,11 @@
  *   no error from one run escapes to the others.
  * - Reads only: everything goes through the reading layer, which opens files
  *   read-only and probes with a shared lock.
+ * - Each derivation's list of reports is kept (`currentReports`), so that
+ *   /metrics reads what the last derivation learned instead of making its
+ *   own pass; an observer (`ModelOptions.observer`) is told of each probe and
+ *   each derivation's error count as they happen. That list and the observer
+ *   are all that serve/metrics.ts depends on.
  */
 import { lstatSync } from 'node:fs';
 import { join } from 'node:path';

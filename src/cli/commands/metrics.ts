@@ -12,7 +12,7 @@
  */
 import type { Command } from 'commander';
 import { RunwardenMetrics } from '../../serve/metrics.js';
-import { DashboardModel } from '../../serve/model.js';
+import { DashboardModel, type ReportsList } from '../../serve/model.js';
 import { err } from '../io.js';
 import { rootFrom } from '../target.js';
 import { printable, quietOnClosedPipe } from '../term.js';
@@ -41,15 +41,17 @@ export function registerMetrics(program: Command): void {
     .action(async (opts: { root?: string; processMetrics: boolean }) => {
       quietOnClosedPipe();
       const root = rootFrom(opts.root);
-      const metrics = new RunwardenMetrics({ processMetrics: opts.processMetrics });
-      const model = new DashboardModel(root, { observer: metrics.observer });
       // maxAge 0: this process has no earlier derivation to reuse.
-      metrics.setSource(async () => {
-        const list = await model.currentReports(0);
-        if (list.error !== undefined) err(`runwarden: note: ${printable(list.error)}; printing runwarden_root_readable 0`);
-        else if (list.missing) err(`runwarden: note: ${printable(list.root)} does not exist; no runs`);
-        return list;
-      });
+      const metrics: RunwardenMetrics = new RunwardenMetrics(
+        async (): Promise<ReportsList> => {
+          const list = await model.currentReports(0);
+          if (list.error !== undefined) err(`runwarden: note: ${printable(list.error)}; printing runwarden_root_readable 0`);
+          else if (list.missing) err(`runwarden: note: ${printable(list.root)} does not exist; no runs`);
+          return list;
+        },
+        { processMetrics: opts.processMetrics },
+      );
+      const model: DashboardModel = new DashboardModel(root, { observer: metrics.observer });
       process.stdout.write(await metrics.text());
     });
 }

@@ -9,7 +9,7 @@
 import { statSync } from 'node:fs';
 import type { Command } from 'commander';
 import { RunwardenMetrics } from '../../serve/metrics.js';
-import { DashboardModel } from '../../serve/model.js';
+import { DashboardModel, type ReportsList } from '../../serve/model.js';
 import { isLoopbackHost, startServer } from '../../serve/server.js';
 import { Exit, UserError, err, out } from '../io.js';
 import { rootFrom } from '../target.js';
@@ -66,10 +66,9 @@ export function registerServe(program: Command): void {
       checkRoot(root);
       const port = opts.port === undefined ? DEFAULT_PORT : parsePort(opts.port);
       if (opts.host.trim() === '') throw new UserError('--host must not be empty');
-      const metrics = new RunwardenMetrics();
-      const model = new DashboardModel(root, { observer: metrics.observer });
       // A scrape reuses the model's list when it is no older than one live interval.
-      metrics.setSource(() => model.currentReports(LIVE_INTERVAL_MS));
+      const metrics: RunwardenMetrics = new RunwardenMetrics((): Promise<ReportsList> => model.currentReports(LIVE_INTERVAL_MS));
+      const model: DashboardModel = new DashboardModel(root, { observer: metrics.observer });
       let server;
       try {
         server = await startServer({
