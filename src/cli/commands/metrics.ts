@@ -22,19 +22,19 @@ export function registerMetrics(program: Command): void {
     .command('metrics')
     .summary('print Prometheus metrics for the runs root once (for a textfile collector)')
     .description(
-      'Print, once, the Prometheus text that `runwarden serve` answers GET /metrics with: runs per status\n' +
-        '(runwarden_runs{status}, zeros included), one runwarden_run_info{run_id,graph,status} series per run\n' +
-        'in flight or abandoned (settled runs get none), when each such run last appended an event, lock\n' +
-        'probe counts and durations, whether the root could be listed, scan errors, and the default process\n' +
+      'Print, once, the Prometheus text that `runwarden serve` answers GET /metrics with: runs per status ' +
+        '(runwarden_runs{status}, zeros included), one runwarden_run_info{run_id,graph,status} series per run ' +
+        'in flight or abandoned (settled runs get none), when each such run last appended an event, lock ' +
+        'probe counts and durations, whether the root could be listed, scan errors, and the default process ' +
         'metrics. Every status comes from the same derivation as `runs --json`.\n\n' +
-        'For hosts without a long-running `serve`: run it from cron into node_exporter\'s textfile directory,\n' +
-        'writing a temporary file and renaming it so the collector never reads half a file:\n' +
-        '  runwarden metrics --no-process-metrics > DIR/runwarden.prom.$$ && mv DIR/runwarden.prom.$$ DIR/runwarden.prom\n' +
-        '--no-process-metrics leaves out process_* and nodejs_*: node_exporter has process metrics of its own\n' +
+        "For hosts without a long-running `serve`: run it from cron into node_exporter's textfile directory, " +
+        'writing a temporary file and renaming it, so the collector never reads half a file: ' +
+        '`runwarden metrics --no-process-metrics > F.$$ && mv F.$$ F`, where F is DIR/runwarden.prom. ' +
+        '--no-process-metrics leaves out process_* and nodejs_*: node_exporter has process metrics of its own ' +
         '(the names would clash), and those of a command that has already exited describe nothing.\n\n' +
-        'A root that cannot be listed is reported, not fatal: runwarden_root_readable is 0, no run series are\n' +
-        'printed, a note goes to stderr, and the exit status is 0. Reads only; writes nothing but stdout.\n' +
-        'See the README, "Many hosts", for the scrape config and alert rules in deploy/prometheus/.',
+        'A root that cannot be listed is reported, not fatal: runwarden_root_readable is 0, no run series are ' +
+        'printed, a note goes to stderr, and the exit status is 0. Reads only; writes nothing but stdout. ' +
+        'See the README, "Many hosts", for the scrape config and the alert rules in deploy/prometheus/.',
     )
     .option('--root <dir>', 'runs root (default: $OMG_HOME/runs, else ~/.oh-my-graph/runs)')
     .option('--no-process-metrics', 'leave out the default process_* and nodejs_* metrics (for a textfile collector)')

@@ -46,16 +46,16 @@ export function registerServe(program: Command): void {
     .command('serve')
     .summary('live local web dashboard of all runs')
     .description(
-      'Serve a live dashboard of every run under the root: cards grouped as in flight, abandoned and\n' +
-        'settled, each with its state, node strip, cost and times, and for an abandoned run its recovery\n' +
-        'hint. A page per run shows its node map, leg history and last events. The page updates itself\n' +
-        '(server-sent events, re-derived every second), so a run whose process dies turns abandoned\n' +
+      'Serve a live dashboard of every run under the root: cards grouped as in flight, abandoned and ' +
+        'settled, each with its state, node strip, cost and times, and for an abandoned run its recovery ' +
+        'hint. A page per run shows its node map, leg history and last events. The page updates itself ' +
+        '(server-sent events, re-derived every second), so a run whose process dies turns abandoned ' +
         'without a reload.\n\n' +
-        'Read-only: only GET and HEAD are answered, run ids are accepted only as names directly under the\n' +
-        'root, and nothing is written anywhere. JSON: GET /api/runs (the `runs --json` document) and\n' +
-        'GET /api/runs/<id> (the report plus node states, legs and last events). Prometheus: GET /metrics\n' +
-        '(runs per status, runs in flight or abandoned by id, probe counts and durations, whether the root\n' +
-        'is readable; see `runwarden metrics --help` and the README\'s "Many hosts").\n\n' +
+        'Read-only: only GET and HEAD are answered, run ids are accepted only as names directly under the ' +
+        'root, and nothing is written anywhere. JSON: GET /api/runs (the `runs --json` document) and ' +
+        'GET /api/runs/<id> (the report plus node states, legs and last events). ' +
+        'Prometheus: GET /metrics (runs per status, runs in flight or abandoned by id, probe counts and ' +
+        'durations, whether the root is readable; see `runwarden metrics --help`, and README "Many hosts").\n\n' +
         'Runs until interrupted (Ctrl-C).',
     )
     .option('--root <dir>', 'runs root (default: $OMG_HOME/runs, else ~/.oh-my-graph/runs)')
