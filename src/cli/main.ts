@@ -7,6 +7,7 @@ import { Command, CommanderError } from 'commander';
 import { Exit, reportFailure } from './io.js';
 import { registerDemo } from './commands/demo.js';
 import { registerExec } from './commands/exec.js';
+import { registerMetrics } from './commands/metrics.js';
 import { registerProbe } from './commands/probe.js';
 import { registerRuns } from './commands/runs.js';
 import { registerServe } from './commands/serve.js';
@@ -39,6 +40,7 @@ export function buildProgram(): Command {
   registerWatch(program);
   registerExec(program);
   registerServe(program);
+  registerMetrics(program);
   registerDemo(program);
   for (const cmd of program.commands) cmd.exitOverride().showHelpAfterError('(run with --help for usage)');
   return program;

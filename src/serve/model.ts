@@ -26,13 +26,19 @@
  *   no error from one run escapes to the others.
  * - Reads only: everything goes through the reading layer, which opens files
  *   read-only and probes with a shared lock.
+ * - Each derivation's list of reports is kept (`currentReports`), so that
+ *   /metrics reads what the last derivation learned instead of making its
+ *   own pass; an observer (`ModelOptions.observer`) is told of each probe and
+ *   each derivation's error count as they happen. That list and the observer
+ *   are all that serve/metrics.ts depends on.
  */
 import { lstatSync } from 'node:fs';
 import { join } from 'node:path';
 import { EVENTS_FILE, STATE_FILE } from '../contract/files.js';
 import { monotonicMs } from '../kernel/clock.js';
 import { compareNewestFirst } from '../contract/runid.js';
-import type { RunReport, RunsDocument, Status } from '../contract/types.js';
+import type { Liveness, RunReport, RunsDocument, Status } from '../contract/types.js';
+import { probeLock } from '../lock/probe.js';
 import type { SnapshotRead } from '../read/snapshot.js';
 import { detailOf, type DetailLeg, type RunDetail } from '../status/detail.js';
 import { inspectRun, type Inspection } from '../status/inspect.js';
@@ -76,6 +82,36 @@ export interface ModelOptions {
   expensiveMs?: number;
   /** An expensive run waits this many times its cost before it is re-derived (default {@link EXPENSIVE_FACTOR}). */
   expensiveFactor?: number;
+  /** Told of every lock probe and every derivation the model makes (for /metrics); see {@link ModelObserver}. */
+  observer?: ModelObserver;
+}
+
+/**
+ * What the model tells an observer (serve/metrics.ts) as it works, so that
+ * counting probes and scan errors costs nothing beyond the work already done.
+ */
+export interface ModelObserver {
+  /** One lock probe: how long probeLock took (monotonic seconds) and what the kernel answered. */
+  probed(seconds: number, liveness: Liveness): void;
+  /** One derivation of the root: how many entries could not be read (a root that cannot be listed counts 1). */
+  scanned(errors: number): void;
+}
+
+/**
+ * The model's latest reports list: what `runs --json` would print for the
+ * root (the same listRuns over the same inspections), or why the root could
+ * not be listed. `skipped` keeps each entry's kind so that stray files can be
+ * told from runs that could not be read.
+ */
+export interface ReportsList {
+  root: string;
+  /** The root does not exist (an empty list, as `runs --json` says). */
+  missing: boolean;
+  /** Newest first; empty when `error` is set. */
+  runs: readonly RunReport[];
+  skipped: readonly SkippedEntry[];
+  /** Set when the root exists but could not be listed (EACCES, ENOTDIR, EIO…). */
+  error?: string;
 }
 
 /** Skips that are not runs at all (a stray file, a symlink): counted, not drawn as cards. */
@@ -172,6 +208,12 @@ export class DashboardModel {
   private readonly reports = new Map<string, ReportEntry>();
   /** Expensive run dirs in the current derivation, with the time their report was derived. */
   private asOf = new Map<string, string>();
+  private readonly observer: ModelObserver | undefined;
+  private readonly probe: ((lockPath: string) => ReturnType<typeof probeLock>) | undefined;
+  /** The last derivation's list and when it finished (monotonic ms); shared by dashboard() and currentReports(). */
+  private latest: { list: ReportsList; at: number } | undefined;
+  /** A status-only derivation under way, shared by concurrent currentReports() callers. */
+  private pending: Promise<ReportsList> | undefined;
 
   constructor(
     readonly root: string,
@@ -180,6 +222,59 @@ export class DashboardModel {
     this.cardStreamMax = options.cardStreamMax ?? CARD_STREAM_MAX;
     this.expensiveMs = options.expensiveMs ?? EXPENSIVE_MS;
     this.expensiveFactor = options.expensiveFactor ?? EXPENSIVE_FACTOR;
+    const observer = options.observer;
+    this.observer = observer;
+    // The real probeLock, timed: inspectRun's probe seam asks for exactly that.
+    this.probe =
+      observer === undefined
+        ? undefined
+        : (lockPath) => {
+            const t0 = monotonicMs();
+            const answer = probeLock(lockPath);
+            observer.probed((monotonicMs() - t0) / 1000, answer.liveness);
+            return answer;
+          };
+  }
+
+  /**
+   * The latest reports list, no older than `maxAgeMs`: the last derivation's
+   * (the dashboard's, when a page keeps the hub ticking) if it finished that
+   * recently, else a fresh status-only derivation: the same listRuns over the
+   * same per-run bounds as the dashboard (an expensive run's report is
+   * reused), without the folds behind cards. Concurrent callers share one
+   * derivation. Never throws: a root that cannot be listed is `error`.
+   */
+  async currentReports(maxAgeMs: number): Promise<ReportsList> {
+    const l = this.latest;
+    if (l !== undefined && monotonicMs() - l.at <= maxAgeMs) return l.list;
+    if (this.pending === undefined) {
+      this.pending = Promise.resolve()
+        .then(() => this.deriveReports())
+        .finally(() => {
+          this.pending = undefined;
+        });
+    }
+    return this.pending;
+  }
+
+  private deriveReports(): ReportsList {
+    let list: ReportsList;
+    try {
+      const got = listRuns(this.root, { report: (dir) => this.inspectionOf(dir).report });
+      const seen = new Set([...got.runs.map((r) => join(got.root, r.run_id)), ...got.skipped.map((s) => join(got.root, s.run_id))]);
+      for (const m of [this.cardFolds, this.reports]) for (const k of m.keys()) if (!seen.has(k)) m.delete(k);
+      list = { root: got.root, missing: got.missing, runs: got.runs, skipped: got.skipped };
+    } catch (e) {
+      list = { root: this.root, missing: false, runs: [], skipped: [], error: e instanceof Error ? e.message : String(e) };
+    }
+    this.remember(list);
+    return list;
+  }
+
+  /** Keeps a finished derivation as the latest, and tells the observer its error count. */
+  private remember(list: ReportsList): void {
+    this.latest = { list, at: monotonicMs() };
+    this.observer?.scanned(list.error !== undefined ? 1 : list.skipped.filter((s) => !NOT_RUNS.has(s.kind)).length);
   }
 
   /** GET /api/runs[?status=&graph=&id=&limit=&before=]: exactly the `runs --json` document for that selection. */
@@ -216,7 +311,7 @@ export class DashboardModel {
       if (expensive) this.asOf.set(dir, startedIso);
     };
     try {
-      const inspection = inspectRun(dir);
+      const inspection = this.probe === undefined ? inspectRun(dir) : inspectRun(dir, { probe: this.probe });
       done(inspection, undefined);
       return inspection;
     } catch (e) {
@@ -229,13 +324,20 @@ export class DashboardModel {
   async dashboard(): Promise<DashboardDoc> {
     this.asOf = new Map();
     const inspections = new Map<string, Inspection>();
-    const list = listRuns(this.root, {
-      report: (dir) => {
-        const inspection = this.inspectionOf(dir);
-        inspections.set(dir, inspection);
-        return inspection.report;
-      },
-    });
+    let list;
+    try {
+      list = listRuns(this.root, {
+        report: (dir) => {
+          const inspection = this.inspectionOf(dir);
+          inspections.set(dir, inspection);
+          return inspection.report;
+        },
+      });
+    } catch (e) {
+      this.remember({ root: this.root, missing: false, runs: [], skipped: [], error: e instanceof Error ? e.message : String(e) });
+      throw e;
+    }
+    this.remember({ root: list.root, missing: list.missing, runs: list.runs, skipped: list.skipped });
     const cards: RunCard[] = [];
     const seen = new Set<string>();
     for (const report of list.runs) {

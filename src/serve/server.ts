@@ -34,6 +34,8 @@ export interface ServeSources {
   dashboard(): Promise<DashboardDoc>;
   /** One run's detail; `dir` is already validated as `<root>/<id>`. */
   run(id: string, dir: string): Promise<RunPage>;
+  /** GET /metrics: the Prometheus exposition (serve/metrics.ts); without it, /metrics is 404. */
+  metrics?(): Promise<{ contentType: string; body: string }>;
 }
 
 export interface ServeOptions {
@@ -155,6 +157,11 @@ function handler(opts: ServeOptions, hub: LiveHub, boundHost: string, files: Pub
     const [a, b, c, ...rest] = segments;
     if (segments.length === 1 && a === '') {
       sendBody(req, res, 200, HTML, files.dashboardHtml);
+      return;
+    }
+    if (a === 'metrics' && segments.length === 1 && sources.metrics !== undefined) {
+      const m = await sources.metrics();
+      sendBody(req, res, 200, m.contentType, m.body);
       return;
     }
     if (a === 'run' && b !== undefined && c === undefined) {

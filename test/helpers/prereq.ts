@@ -1,7 +1,7 @@
 /**
  * The one rule for tests that need something outside Node: root for mounts,
  * Debian tools (bindfs, strace, chromium, flock(1), script(1), a C compiler,
- * libfaketime), /dev/fuse.
+ * libfaketime, prometheus and promtool), /dev/fuse.
  *
  * A test calls `needs(ctx, ...)` first thing (or from a beforeEach). When
  * everything is present nothing happens. When something is missing:
@@ -24,7 +24,7 @@ import { accessSync, constants, readdirSync, readFileSync, statSync } from 'node
 import { delimiter, join } from 'node:path';
 import type { TestContext } from 'vitest';
 
-export type Prereq = 'root' | 'mount' | 'bindfs' | 'fuse' | 'strace' | 'chromium' | 'flock' | 'script' | 'cc' | 'faketime';
+export type Prereq = 'root' | 'mount' | 'bindfs' | 'fuse' | 'strace' | 'chromium' | 'flock' | 'script' | 'cc' | 'faketime' | 'prometheus';
 
 /** What the reporter gets for a test that lacked something. */
 export interface PrereqRecord {
@@ -142,6 +142,12 @@ const CHECKS: Record<Prereq, Check> = {
   script: tool('script', 'bsdutils'),
   cc: tool(process.env['CC'] || 'cc', 'gcc'),
   faketime: { present: () => libfaketime() !== undefined, missing: 'needs libfaketimeMT.so.1: apt-get install faketime', pkg: 'faketime' },
+  // Debian's prometheus package brings both the server and promtool.
+  prometheus: {
+    present: () => onPath('prometheus') !== undefined && onPath('promtool') !== undefined,
+    missing: 'needs prometheus and promtool: apt-get install prometheus',
+    pkg: 'prometheus',
+  },
 };
 
 const cache = new Map<Prereq, boolean>();

@@ -8,10 +8,14 @@
  */
 import { statSync } from 'node:fs';
 import type { Command } from 'commander';
-import { DashboardModel } from '../../serve/model.js';
+import { RunwardenMetrics } from '../../serve/metrics.js';
+import { DashboardModel, type ReportsList } from '../../serve/model.js';
 import { isLoopbackHost, startServer } from '../../serve/server.js';
 import { Exit, UserError, err, out } from '../io.js';
 import { rootFrom } from '../target.js';
+
+/** How often open pages are re-derived, and how old a list a scrape may reuse (ms). */
+const LIVE_INTERVAL_MS = 1000;
 
 /** The port used when --port is not given. */
 export const DEFAULT_PORT = 7341;
@@ -42,14 +46,16 @@ export function registerServe(program: Command): void {
     .command('serve')
     .summary('live local web dashboard of all runs')
     .description(
-      'Serve a live dashboard of every run under the root: cards grouped as in flight, abandoned and\n' +
-        'settled, each with its state, node strip, cost and times, and for an abandoned run its recovery\n' +
-        'hint. A page per run shows its node map, leg history and last events. The page updates itself\n' +
-        '(server-sent events, re-derived every second), so a run whose process dies turns abandoned\n' +
+      'Serve a live dashboard of every run under the root: cards grouped as in flight, abandoned and ' +
+        'settled, each with its state, node strip, cost and times, and for an abandoned run its recovery ' +
+        'hint. A page per run shows its node map, leg history and last events. The page updates itself ' +
+        '(server-sent events, re-derived every second), so a run whose process dies turns abandoned ' +
         'without a reload.\n\n' +
-        'Read-only: only GET and HEAD are answered, run ids are accepted only as names directly under the\n' +
-        'root, and nothing is written anywhere. JSON: GET /api/runs (the `runs --json` document) and\n' +
-        'GET /api/runs/<id> (the report plus node states, legs and last events).\n\n' +
+        'Read-only: only GET and HEAD are answered, run ids are accepted only as names directly under the ' +
+        'root, and nothing is written anywhere. JSON: GET /api/runs (the `runs --json` document) and ' +
+        'GET /api/runs/<id> (the report plus node states, legs and last events). ' +
+        'Prometheus: GET /metrics (runs per status, runs in flight or abandoned by id, probe counts and ' +
+        'durations, whether the root is readable; see `runwarden metrics --help`, and README "Many hosts").\n\n' +
         'Runs until interrupted (Ctrl-C).',
     )
     .option('--root <dir>', 'runs root (default: $OMG_HOME/runs, else ~/.oh-my-graph/runs)')
@@ -60,7 +66,9 @@ export function registerServe(program: Command): void {
       checkRoot(root);
       const port = opts.port === undefined ? DEFAULT_PORT : parsePort(opts.port);
       if (opts.host.trim() === '') throw new UserError('--host must not be empty');
-      const model = new DashboardModel(root);
+      // A scrape reuses the model's list when it is no older than one live interval.
+      const metrics: RunwardenMetrics = new RunwardenMetrics((): Promise<ReportsList> => model.currentReports(LIVE_INTERVAL_MS));
+      const model: DashboardModel = new DashboardModel(root, { observer: metrics.observer });
       let server;
       try {
         server = await startServer({
@@ -71,7 +79,9 @@ export function registerServe(program: Command): void {
             runsJson: async (select) => model.runsDocument(select),
             dashboard: () => model.dashboard(),
             run: (id, dir) => model.page(id, dir),
+            metrics: async () => ({ contentType: metrics.contentType, body: await metrics.text() }),
           },
+          intervalMs: LIVE_INTERVAL_MS,
         });
       } catch (e) {
         const code = (e as NodeJS.ErrnoException).code;
