@@ -109,7 +109,8 @@ describe('dashboard in chromium', () => {
     const colour = await card.evaluate((e) => getComputedStyle(e).borderLeftColor);
     expect(colour).toBe('rgb(141, 132, 163)');
     expect(await page.locator('[data-tally="abandoned"] b').textContent()).toBe('1');
-    expect(await page.locator('#live').getAttribute('data-state')).toBe('live');
+    // Live once frames keep arriving; on a loaded machine a beat may come late, so wait for it (no clock in the assertion).
+    await page.locator('#live[data-state="live"]').waitFor({ timeout: 60_000 });
   });
 
   it('groups in-flight and settled runs, newest first', async () => {

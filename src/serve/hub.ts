@@ -18,7 +18,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { monotonicMs } from '../kernel/clock.js';
 import { applyCommonHeaders, type ErrorBody } from './http.js';
-import { totals, type DashboardDoc, type DashboardPatch, type RunPage, type StreamEvents } from './view.js';
+import { type DashboardDoc, type DashboardPatch, type RunPage, type StreamEvents } from './view.js';
 
 /** What the hub needs from the reading side. */
 export interface HubSources {
@@ -43,12 +43,19 @@ interface Client {
   lastRun: string | undefined;
   /** For dashboard clients: whether the snapshot has been sent. */
   primed: boolean;
+  /**
+   * Bytes of the last snapshot or run document written to this page: that
+   * much may sit unsent on top of MAX_BUFFERED, so a page is never dropped
+   * for the size of its own first picture.
+   */
+  allowance: number;
 }
 
 /**
  * A page that stops reading (a suspended laptop, a stuck tab) must not make
- * the server buffer without bound: past this many unsent bytes its stream is
- * ended, and the page's EventSource reconnects and gets a fresh snapshot.
+ * the server buffer without bound: past this many unsent bytes (beyond its
+ * last full document) its stream is ended, and the page's EventSource
+ * reconnects and gets a fresh snapshot.
  */
 const MAX_BUFFERED = 4 * 1024 * 1024;
 
@@ -100,7 +107,7 @@ export class LiveHub {
       return;
     }
     res.write(`retry: 1000\n\n`);
-    const client: Client = { res, runId, lastRun: undefined, primed: false };
+    const client: Client = { res, runId, lastRun: undefined, primed: false, allowance: 0 };
     this.clients.add(client);
     const drop = (): void => {
       this.clients.delete(client);
@@ -184,7 +191,9 @@ export class LiveHub {
       for (const c of this.clients) {
         if (c.runId !== id || c.lastRun === json) continue;
         c.lastRun = json;
-        this.send(c, `event: run\ndata: ${json}\n\n`);
+        const text = `event: run\ndata: ${json}\n\n`;
+        c.allowance = Buffer.byteLength(text);
+        this.send(c, text);
       }
     }
     // Wall clock on purpose: the beat carries a timestamp for people (and the page's "as of").
@@ -195,7 +204,7 @@ export class LiveHub {
 
   /** Writes to one page, dropping it if it has stopped reading. */
   private send(c: Client, text: string): void {
-    if (c.res.writableLength > MAX_BUFFERED) {
+    if (c.res.writableLength > MAX_BUFFERED + c.allowance) {
       this.clients.delete(c);
       c.res.destroy();
       return;
@@ -205,7 +214,9 @@ export class LiveHub {
 
   private prime(c: Client, doc: DashboardDoc): void {
     c.primed = true;
-    this.send(c, frame('snapshot', doc));
+    const text = frame('snapshot', doc);
+    c.allowance = Buffer.byteLength(text);
+    this.send(c, text);
   }
 
   /** Diffs a fresh dashboard against the last one and sends each page what it lacks. */
@@ -223,10 +234,14 @@ export class LiveHub {
     this.current = doc;
     this.cardJson = next;
     let patch: DashboardPatch | undefined;
-    const metaChanged = prev !== undefined && (prev.root_missing !== doc.root_missing || prev.skipped.length !== doc.skipped.length);
+    // Tallies and the paged sections' counts cover runs that have no card here, so they are compared too.
+    const metaChanged =
+      prev !== undefined &&
+      (prev.root_missing !== doc.root_missing ||
+        prev.skipped.length !== doc.skipped.length ||
+        JSON.stringify([prev.tallies, prev.cost, prev.more]) !== JSON.stringify([doc.tallies, doc.cost, doc.more]));
     if (upsert.length > 0 || remove.length > 0 || orderChanged || metaChanged) {
-      const t = totals(doc.runs);
-      patch = { root: doc.root, root_missing: doc.root_missing, skipped_count: doc.skipped.length, generated_at: doc.generated_at, tallies: t.tallies, cost: t.cost, upsert, remove };
+      patch = { root: doc.root, root_missing: doc.root_missing, skipped_count: doc.skipped.length, generated_at: doc.generated_at, tallies: doc.tallies, cost: doc.cost, more: doc.more, upsert, remove };
       if (orderChanged) patch.order = doc.order;
     }
     for (const c of this.clients) {

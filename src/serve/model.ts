@@ -56,6 +56,8 @@ import {
   type RunCard,
   type RunPage,
   type RunTimes,
+  type Section,
+  type SectionMore,
   type TimelineItem,
 } from './view.js';
 
@@ -67,6 +69,15 @@ export const FIELD_MAX = 2000;
 export const BACKOFF = 10;
 /** Streams above this size are not folded for a card (32 MiB). */
 export const CARD_STREAM_MAX = 32 * 1024 * 1024;
+/**
+ * A run whose last leg is closed (its report needed no probe) is not derived
+ * again while its stream and snapshot keep their identity (device, inode,
+ * size, mtime, ctime); this long after its derivation it is derived anyway,
+ * so a change the identity missed cannot freeze a card (ms).
+ */
+export const SETTLED_RECHECK_MS = 30_000;
+/** How many cards the dashboard sends for each of the Settled and No status sections (newest first). */
+export const SECTION_PAGE = 50;
 /** A run whose report took at least this long (ms) to derive counts as expensive. */
 export const EXPENSIVE_MS = 50;
 /** An expensive run's report is re-derived no sooner than this many times its last cost after it. */
@@ -82,6 +93,8 @@ export interface ModelOptions {
   expensiveMs?: number;
   /** An expensive run waits this many times its cost before it is re-derived (default {@link EXPENSIVE_FACTOR}). */
   expensiveFactor?: number;
+  /** Cards sent for each of the Settled and No status sections (default {@link SECTION_PAGE}). */
+  sectionPage?: number;
   /** Told of every lock probe and every derivation the model makes (for /metrics); see {@link ModelObserver}. */
   observer?: ModelObserver;
 }
@@ -135,6 +148,19 @@ function clip(v: unknown, depth = 0): unknown {
   return v;
 }
 
+/** The identity of a run's stream and snapshot, with ctime (a restored mtime still changes ctime). */
+function runFilesSig(dir: string): string {
+  const one = (path: string): string => {
+    try {
+      const st = lstatSync(path, { bigint: true });
+      return `${st.dev}:${st.ino}:${st.size}:${st.mtimeNs}:${st.ctimeNs}:${st.mode}`;
+    } catch (e) {
+      return (e as NodeJS.ErrnoException).code ?? 'error';
+    }
+  };
+  return `${one(join(dir, EVENTS_FILE))}|${one(join(dir, STATE_FILE))}`;
+}
+
 function fileSig(path: string): string {
   try {
     const st = lstatSync(path, { bigint: true });
@@ -183,6 +209,13 @@ interface ReportEntry {
   expensive: boolean;
 }
 
+/** A report that depends on the run's files only, and the identity of those files when it was derived. */
+interface SettledEntry {
+  sig: string;
+  inspection: Inspection;
+  at: number;
+}
+
 interface FoldEntry {
   key: string;
   sig: string;
@@ -203,9 +236,11 @@ export class DashboardModel {
   private readonly cardStreamMax: number;
   private readonly expensiveMs: number;
   private readonly expensiveFactor: number;
+  private readonly sectionPage: number;
   private readonly cardFolds = new Map<string, FoldEntry>();
   private readonly pageFolds = new Map<string, FoldEntry>();
   private readonly reports = new Map<string, ReportEntry>();
+  private readonly settled = new Map<string, SettledEntry>();
   /** Expensive run dirs in the current derivation, with the time their report was derived. */
   private asOf = new Map<string, string>();
   private readonly observer: ModelObserver | undefined;
@@ -222,6 +257,7 @@ export class DashboardModel {
     this.cardStreamMax = options.cardStreamMax ?? CARD_STREAM_MAX;
     this.expensiveMs = options.expensiveMs ?? EXPENSIVE_MS;
     this.expensiveFactor = options.expensiveFactor ?? EXPENSIVE_FACTOR;
+    this.sectionPage = options.sectionPage ?? SECTION_PAGE;
     const observer = options.observer;
     this.observer = observer;
     // The real probeLock, timed: inspectRun's probe seam asks for exactly that.
@@ -262,7 +298,7 @@ export class DashboardModel {
     try {
       const got = listRuns(this.root, { report: (dir) => this.inspectionOf(dir).report });
       const seen = new Set([...got.runs.map((r) => join(got.root, r.run_id)), ...got.skipped.map((s) => join(got.root, s.run_id))]);
-      for (const m of [this.cardFolds, this.reports]) for (const k of m.keys()) if (!seen.has(k)) m.delete(k);
+      for (const m of [this.cardFolds, this.reports, this.settled]) for (const k of m.keys()) if (!seen.has(k)) m.delete(k);
       list = { root: got.root, missing: got.missing, runs: got.runs, skipped: got.skipped };
     } catch (e) {
       list = { root: this.root, missing: false, runs: [], skipped: [], error: e instanceof Error ? e.message : String(e) };
@@ -290,8 +326,15 @@ export class DashboardModel {
    * and the card says how old it is. Cheap runs are derived every time.
    */
   private inspectionOf(dir: string): Inspection {
-    const old = this.reports.get(dir);
     const now = monotonicMs();
+    // A closed last leg: nothing but the files decides the report (no probe), so unchanged files mean an unchanged report.
+    const filesSig = runFilesSig(dir);
+    const kept = this.settled.get(dir);
+    if (kept !== undefined) {
+      if (kept.sig === filesSig && now - kept.at < SETTLED_RECHECK_MS) return kept.inspection;
+      this.settled.delete(dir);
+    }
+    const old = this.reports.get(dir);
     if (old !== undefined && old.expensive && now - old.at < this.expensiveFactor * Math.max(old.cost, 1)) {
       this.asOf.set(dir, old.startedIso);
       if (old.inspection === undefined) throw old.error;
@@ -313,6 +356,8 @@ export class DashboardModel {
     try {
       const inspection = this.probe === undefined ? inspectRun(dir) : inspectRun(dir, { probe: this.probe });
       done(inspection, undefined);
+      // The identity was taken before the read: a change during it shows as a different identity next time.
+      if (inspection.report.liveness === null) this.settled.set(dir, { sig: filesSig, inspection, at: monotonicMs() });
       return inspection;
     } catch (e) {
       done(undefined, e);
@@ -338,21 +383,42 @@ export class DashboardModel {
       throw e;
     }
     this.remember({ root: list.root, missing: list.missing, runs: list.runs, skipped: list.skipped });
+    // Every run counts in the tallies; cards are built for every run in flight
+    // or abandoned (they are the point) and for the newest SECTION_PAGE of each
+    // other section, newest first (listRuns' order), so the document's size
+    // does not grow with the settled runs under the root.
+    const everyRun: Pick<RunCard, 'state' | 'report'>[] = [];
+    const shownIn: Record<Section, number> = { 'in-flight': 0, abandoned: 0, settled: 0, other: 0 };
+    const more: SectionMore = { settled: 0, other: 0 };
+    const room = (section: Section): boolean => {
+      if (section === 'in-flight' || section === 'abandoned') return true;
+      if (shownIn[section] < this.sectionPage) return true;
+      more[section]++;
+      return false;
+    };
     const cards: RunCard[] = [];
     const seen = new Set<string>();
     for (const report of list.runs) {
       const dir = join(list.root, report.run_id);
       seen.add(dir);
+      const state = cardState(report);
+      everyRun.push({ state, report });
+      const section = sectionOf(state);
+      if (!room(section)) continue;
+      shownIn[section]++;
       cards.push(this.card(inspections.get(dir) as Inspection));
       await new Promise((r) => setImmediate(r));
     }
-    for (const s of list.skipped) {
-      if (NOT_RUNS.has(s.kind)) continue;
+    const unreadable = list.skipped.filter((s) => !NOT_RUNS.has(s.kind)).sort((a, b) => compareNewestFirst(a.run_id, b.run_id));
+    for (const s of unreadable) {
       const dir = join(list.root, s.run_id);
       seen.add(dir);
+      everyRun.push({ state: 'unknown', report: null });
+      if (!room('other')) continue;
+      shownIn.other++;
       cards.push({ run_id: s.run_id, state: 'unknown', section: 'other', report: null, error: s.error, checked_at: this.asOf.get(dir) ?? null, nodes: [], nodes_more: 0, ...EMPTY_TIMES });
     }
-    for (const m of [this.cardFolds, this.reports]) for (const k of m.keys()) if (!seen.has(k)) m.delete(k);
+    for (const m of [this.cardFolds, this.reports, this.settled]) for (const k of m.keys()) if (!seen.has(k)) m.delete(k);
     cards.sort((a, b) => compareNewestFirst(a.run_id, b.run_id));
     return {
       root: list.root,
@@ -360,8 +426,9 @@ export class DashboardModel {
       generated_at: new Date().toISOString(), // a timestamp for people: wall clock on purpose
       order: cards.map((c) => c.run_id),
       runs: cards,
+      more,
       skipped: list.skipped.map((s) => ({ run_id: s.run_id, error: s.error })),
-      ...totals(cards),
+      ...totals(everyRun),
     };
   }
 

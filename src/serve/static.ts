@@ -14,6 +14,7 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { STATUS_WORD } from '../contract/types.js';
 import { CARD_STATES, sectionOf } from './view.js';
 
 /** Where the browser app's files are: `public/` beside this module. */
@@ -52,7 +53,8 @@ export interface PublicFiles {
 
 /**
  * The script behind /assets/states.js: sets `RW.CARD_STATES` (CARD_STATES, in
- * order) and `RW.STATE_SECTION` (each state's section) on the object
+ * order), `RW.STATE_SECTION` (each state's section) and `RW.STATUS_STATE`
+ * (each report status word's card state, STATUS_WORD) on the object
  * common.js publishes. Nothing in it comes from a run.
  */
 export function statesScript(): string {
@@ -62,6 +64,8 @@ export function statesScript(): string {
     '// state, in the order the header counts them, and the section each belongs to.',
     `RW.CARD_STATES = Object.freeze(${JSON.stringify(CARD_STATES)});`,
     `RW.STATE_SECTION = Object.freeze(${JSON.stringify(sections)});`,
+    '// Each status word of a report (runs --json, /api/runs) and the card state it is shown as.',
+    `RW.STATUS_STATE = Object.freeze(${JSON.stringify(STATUS_WORD)});`,
     '',
   ].join('\n');
 }

@@ -98,15 +98,27 @@ export interface Totals {
   cost: { known_usd: number; unknown: boolean };
 }
 
-/** The whole dashboard, as sent in the `snapshot` event and from GET /api/dashboard. */
+/**
+ * How many runs of the Settled and No status sections the document leaves
+ * out (the oldest): their cards are not sent; the page offers them through
+ * /api/runs. In flight and Abandoned are always sent whole.
+ */
+export interface SectionMore {
+  settled: number;
+  other: number;
+}
+
+/** The dashboard, as sent in the `snapshot` event and from GET /api/dashboard: tallies over every run, cards for a bounded page. */
 export interface DashboardDoc extends Totals {
   root: string;
   /** The root directory does not exist (yet): an empty dashboard, not an error. */
   root_missing: boolean;
   generated_at: string;
-  /** Run ids, newest first (descending byte order of the directory names). */
+  /** Run ids of the cards sent, newest first (descending byte order of the directory names). */
   order: string[];
   runs: RunCard[];
+  /** The runs each paged section leaves out. */
+  more: SectionMore;
   /** Entries listRuns could not report (each also appears as an `unknown` card). */
   skipped: SkippedRun[];
 }
@@ -120,6 +132,7 @@ export interface DashboardPatch extends Totals {
   generated_at: string;
   upsert: RunCard[];
   remove: string[];
+  more: SectionMore;
   /** Present when the set or order of runs changed. */
   order?: string[];
 }
@@ -192,8 +205,8 @@ export interface RunPage extends RunTimes {
   checked_at: string | null;
 }
 
-/** Sums tallies and cost over cards. */
-export function totals(cards: readonly RunCard[]): Totals {
+/** Sums tallies and cost over runs (each a card's state and report). */
+export function totals(cards: readonly Pick<RunCard, 'state' | 'report'>[]): Totals {
   const tallies = Object.fromEntries(CARD_STATES.map((s) => [s, 0])) as Record<CardState, number>;
   let known = 0;
   let unknown = false;

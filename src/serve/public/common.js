@@ -90,6 +90,8 @@ var RW = (function () {
   RW.CARD_STATES = [];
   /** @type {Readonly<Partial<Record<CardState, Section>>>} */
   RW.STATE_SECTION = {};
+  /** Each report status word (PASS, …) and its card state (passed, …); also from states.js. @type {Readonly<Record<string, CardState>>} */
+  RW.STATUS_STATE = {};
 
   /**
    * @param {number | null | undefined} usd

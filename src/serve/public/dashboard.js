@@ -29,6 +29,12 @@
   var order = [];
   /** @type {Section[]} */
   var SECTIONS = ['in-flight', 'abandoned', 'settled', 'other'];
+  /** How many runs each paged section leaves out (from the server). @type {import('../view.js').SectionMore} */
+  var more = { settled: 0, other: 0 };
+  /** The status filter /api/runs takes for each paged section's older runs. */
+  var MORE_STATUS = { settled: 'paused,pass,fail', other: 'none' };
+  /** Rows fetched so far past each paged section's cards, and the cursor for the next fetch. */
+  var extra = { settled: { shown: 0, before: '' }, other: { shown: 0, before: '' } };
 
   /** @param {Section} name */
   function section(name) { return RW.find(document, 'section.group[data-section="' + name + '"]'); }
@@ -124,9 +130,121 @@
       var sec = section(s);
       sec.classList.toggle('has-cards', counts[s] > 0);
       RW.find(sec, 'h2 .count').textContent = counts[s] ? String(counts[s]) : '';
-      if (s === 'other') sec.hidden = counts[s] === 0;
+      if (s === 'other') sec.hidden = counts[s] === 0 && more.other === 0;
     });
+    renderMore('settled');
+    renderMore('other');
   }
+
+  /**
+   * A report from /api/runs as one row: state, run id (a link to its page),
+   * graph and cost. Rows are a picture of the moment they were fetched.
+   * @param {RunReport} r
+   */
+  function reportRow(r) {
+    var state = r.status === null ? 'pending' : (RW.STATUS_STATE[r.status] || 'unknown');
+    return el('div', { class: 'row-run', 'data-run-id': r.run_id, 'data-state': state }, [
+      RW.pill(state),
+      el('a', { href: RW.runHref(r.run_id), title: r.run_id, text: r.run_id }),
+      el('span', { class: 'graph', text: r.graph || RW.noGraph(state) }),
+      el('span', { class: 'cost', text: typeof r.cost_usd === 'number' || r.cost_unknown ? RW.money(r.cost_usd, r.cost_unknown) : '' }),
+    ]);
+  }
+
+  /** @param {'settled' | 'other'} name */
+  function renderMore(name) {
+    var box = /** @type {HTMLElement} */ (RW.find(section(name), '.more-box'));
+    var left = more[name] - extra[name].shown;
+    box.hidden = more[name] === 0;
+    RW.find(box, '.more-text').textContent = left > 0
+      ? left + ' older ' + (name === 'settled' ? 'settled run' : 'run') + (left === 1 ? '' : 's') + ' not shown.'
+      : (extra[name].shown > 0 ? 'All runs shown (older rows as of when they were loaded).' : '');
+    /** @type {HTMLButtonElement} */ (RW.find(box, '.more-btn')).hidden = left <= 0;
+  }
+
+  /**
+   * Fetches a page of /api/runs and hands its runs to `done`; errors are shown as text.
+   * @param {string} query
+   * @param {(doc: import('../../contract/types.js').RunsDocument) => void} done
+   * @param {HTMLElement} errorAt
+   */
+  function fetchRuns(query, done, errorAt) {
+    fetch('/api/runs?' + query, { headers: { accept: 'application/json' } })
+      .then(function (res) { return res.json().then(function (body) { return { ok: res.ok, body: body }; }); })
+      .then(function (r) {
+        if (!r.ok) throw new Error(r.body && r.body.error ? r.body.error.message : 'the server refused the query');
+        done(r.body);
+      })
+      .catch(function (e) { errorAt.textContent = 'Could not load runs: ' + (e && e.message ? e.message : String(e)); });
+  }
+
+  /** @param {'settled' | 'other'} name */
+  function loadMore(name) {
+    var box = /** @type {HTMLElement} */ (RW.find(section(name), '.more-box'));
+    var rows = RW.find(box, '.rows');
+    var cursor = extra[name].before;
+    if (cursor === '') {
+      // Start after the oldest card this section shows.
+      var ids = order.filter(function (id) { return cards[id] && cards[id].section === name; });
+      cursor = ids.length ? /** @type {string} */ (ids[ids.length - 1]) : '';
+    }
+    var q = 'status=' + MORE_STATUS[name] + '&limit=50' + (cursor ? '&before=' + encodeURIComponent(cursor) : '');
+    fetchRuns(q, function (doc) {
+      doc.runs.forEach(function (r) { rows.appendChild(reportRow(r)); });
+      extra[name].shown += doc.runs.length;
+      var last = doc.runs[doc.runs.length - 1];
+      if (last) extra[name].before = last.run_id;
+      if (!doc.more) extra[name].shown = Math.max(extra[name].shown, more[name]);
+      renderMore(name);
+    }, RW.find(box, '.more-text'));
+  }
+  ['settled', 'other'].forEach(function (name) {
+    var n = /** @type {'settled' | 'other'} */ (name);
+    RW.find(section(n), '.more-btn').addEventListener('click', function () { loadMore(n); });
+  });
+
+  // The search form: the same selection as `runs --status/--graph/--id` and /api/runs.
+  var find = /** @type {HTMLFormElement} */ (RW.byId('find'));
+  var results = RW.byId('results');
+  var resultsRows = RW.find(results, '.rows');
+  var resultsMore = /** @type {HTMLButtonElement} */ (RW.find(results, '.more-btn'));
+  var clearBtn = RW.byId('find-clear');
+  /** @type {{ query: string, before: string, count: number }} */
+  var search = { query: '', before: '', count: 0 };
+  function runSearch() {
+    var q = search.query + '&limit=50' + (search.before ? '&before=' + encodeURIComponent(search.before) : '');
+    fetchRuns(q, function (doc) {
+      doc.runs.forEach(function (r) { resultsRows.appendChild(reportRow(r)); });
+      search.count += doc.runs.length;
+      search.before = doc.next_before || '';
+      results.classList.toggle('has-cards', search.count > 0);
+      RW.find(results, 'h2 .count').textContent = String(search.count) + (doc.more ? '+' : '');
+      resultsMore.hidden = !doc.more;
+    }, /** @type {HTMLElement} */ (RW.find(results, '.empty')));
+  }
+  find.addEventListener('submit', function (ev) {
+    ev.preventDefault();
+    /** @type {string[]} */
+    var parts = [];
+    ['id', 'graph', 'status'].forEach(function (k) {
+      var v = /** @type {HTMLInputElement} */ (RW.byId('find-' + k)).value.trim();
+      if (v) parts.push(k + '=' + encodeURIComponent(v));
+    });
+    search = { query: parts.join('&'), before: '', count: 0 };
+    RW.clear(resultsRows);
+    RW.find(results, '.empty').textContent = 'No run matches.';
+    results.classList.remove('has-cards');
+    results.hidden = false;
+    clearBtn.hidden = false;
+    runSearch();
+  });
+  resultsMore.addEventListener('click', runSearch);
+  clearBtn.addEventListener('click', function () {
+    results.hidden = true;
+    clearBtn.hidden = true;
+    RW.clear(resultsRows);
+    find.reset();
+  });
 
   /** @param {RunCard} c */
   function upsert(c) {
@@ -147,6 +265,9 @@
 
   /** @param {DashboardDoc} doc */
   function onSnapshot(doc) {
+    // Until the first snapshot every section says "Loading…", never "Nothing in flight".
+    document.body.classList.remove('is-loading');
+    more = doc.more || { settled: 0, other: 0 };
     Object.keys(nodes).forEach(remove);
     doc.runs.forEach(upsert);
     order = doc.order;
@@ -159,6 +280,7 @@
     (p.remove || []).forEach(remove);
     (p.upsert || []).forEach(upsert);
     if (p.order) order = p.order;
+    if (p.more) more = p.more;
     renderHeader(p);
     place();
   }
