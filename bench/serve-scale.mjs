@@ -1,0 +1,257 @@
+#!/usr/bin/env node
+/**
+ * The dashboard at scale (issue 10's serve benchmark). For each root size
+ * (1,000 / 10,000 / 100,000 runs: all settled but 20 in flight, each of
+ * those held by its own real holder process), against `runwarden serve`
+ * as a child process:
+ *   - GET /api/dashboard: bytes, and wall time of the first (cold) request;
+ *   - time to the first complete page in Debian's chromium (every in-flight
+ *     card drawn), from navigation start;
+ *   - server CPU (utime + stime from /proc) over an idle window with 1 page
+ *     open and with 20 pages open, as a percentage of one core; server RSS;
+ *   - death-to-page latency: a holder is SIGKILLed and the time until the
+ *     open page shows its card abandoned (K kills, p50 / p99 / max);
+ *   - append-to-page latency: an event appended to a live run's stream
+ *     until the open page's card shows its node as started.
+ *
+ * usage: node bench/serve-scale.mjs [--quick] [--sizes 1000,10000] [--no-write]
+ *   --quick     sizes 1,000 and 10,000, 10 s idle windows, 10 kills
+ *   full        sizes 1,000, 10,000 and 100,000, 60 s idle windows, 50 kills
+ *               (needs 20 + 50 holders per size: 50 extra in-flight runs are
+ *               made for the kills, all newest, all held)
+ * Writes the "## Dashboard at scale" section of bench/RESULTS.md (full) or
+ * bench/out/RESULTS-quick.md (quick); progress goes to stderr. Data lives
+ * under os.tmpdir() and is deleted afterwards.
+ */
+import { spawn } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync, appendFileSync } from 'node:fs';
+import { cpus, tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const benchDir = dirname(fileURLToPath(import.meta.url));
+const repo = dirname(benchDir);
+const BIN = join(repo, 'bin', 'runwarden.js');
+const HOLDER = join(repo, 'test', 'fixtures', 'holder.mjs');
+const CHROMIUM = '/usr/bin/chromium';
+const HEADING = '## Dashboard at scale';
+
+const args = process.argv.slice(2);
+if (args.includes('--help')) {
+  process.stdout.write(readFileSync(fileURLToPath(import.meta.url), 'utf8').split('\n').slice(2, 24).map((l) => l.replace(/^ \*\/? ?/, '')).join('\n') + '\n');
+  process.exit(0);
+}
+const quick = args.includes('--quick');
+const noWrite = args.includes('--no-write');
+const sizesArg = args.indexOf('--sizes');
+const SIZES = sizesArg >= 0 ? args[sizesArg + 1].split(',').map(Number) : quick ? [1000, 10000] : [1000, 10000, 100000];
+const IDLE_S = quick ? 10 : 60;
+const KILLS = quick ? 10 : 50;
+const IN_FLIGHT = 20;
+const CLK = 100; // USER_HZ on linux
+
+const log = (s) => process.stderr.write(s + '\n');
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const pct = (xs, p) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)];
+};
+
+let playwright;
+try {
+  playwright = await import('playwright-core');
+} catch {
+  console.error('bench: playwright-core is needed (a devDependency: npm ci)');
+  process.exit(1);
+}
+if (!existsSync(CHROMIUM)) {
+  console.error(`bench: ${CHROMIUM} is needed (apt-get install chromium)`);
+  process.exit(1);
+}
+
+const procs = new Set();
+const cleanups = [];
+function cleanup() {
+  for (const p of procs) try { p.kill('SIGKILL'); } catch {}
+  for (const c of cleanups) try { c(); } catch {}
+}
+process.on('exit', cleanup);
+process.on('SIGINT', () => process.exit(130));
+
+function ev(id, event, extra = {}) {
+  return JSON.stringify({ schema: 3, ts: '2026-11-30T08:00:00Z', run_id: id, event, ...extra }) + '\n';
+}
+
+function makeRoot(n) {
+  const root = mkdtempSync(join(tmpdir(), 'rw-serve-scale-'));
+  cleanups.push(() => rmSync(root, { recursive: true, force: true }));
+  const settled = n - IN_FLIGHT;
+  for (let i = 0; i < settled; i++) {
+    const id = `20261130-${String(i).padStart(9, '0')}-1`;
+    mkdirSync(join(root, id));
+    writeFileSync(join(root, id, 'events.jsonl'), ev(id, 'run_started') + ev(id, 'node_passed', { node_id: 'a', verdict: 'PASS' }) + ev(id, 'run_finished', { outcome: 'passed' }));
+  }
+  return root;
+}
+
+function liveRun(root, k) {
+  const id = `20261201-${String(k).padStart(9, '0')}-1`;
+  mkdirSync(join(root, id));
+  writeFileSync(join(root, id, 'events.jsonl'), ev(id, 'run_started') + ev(id, 'node_started', { node_id: 'a' }));
+  return id;
+}
+
+function hold(root, id) {
+  const p = spawn(process.execPath, [HOLDER, join(root, id, 'resume.lock')], { stdio: ['ignore', 'pipe', 'inherit'] });
+  procs.add(p);
+  return new Promise((resolve, reject) => {
+    let out = '';
+    p.stdout.on('data', (d) => {
+      out += d;
+      if (out.includes('READY')) resolve(p);
+    });
+    p.on('exit', () => reject(new Error('holder exited')));
+  });
+}
+
+function startServe(root) {
+  const p = spawn(process.execPath, [BIN, 'serve', '--root', root, '--port', '0'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  procs.add(p);
+  return new Promise((resolve) => {
+    let out = '';
+    p.stdout.on('data', (d) => {
+      out += d;
+      const m = /(http:\/\/\S+\/)/.exec(out);
+      if (m) resolve({ proc: p, url: m[1] });
+    });
+  });
+}
+
+function cpuTicks(pid) {
+  const f = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const rest = f.slice(f.lastIndexOf(')') + 2).split(' ');
+  return Number(rest[11]) + Number(rest[12]);
+}
+function rssMiB(pid) {
+  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return m ? Number(m[1]) / 1024 : NaN;
+}
+async function idleCpu(pid, seconds) {
+  const t0 = cpuTicks(pid);
+  const w0 = performance.now();
+  await sleep(seconds * 1000);
+  const ticks = cpuTicks(pid) - t0;
+  return ((ticks / CLK) / ((performance.now() - w0) / 1000)) * 100;
+}
+
+const LAUNCH = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+
+async function measure(n) {
+  log(`size ${n}: generating…`);
+  const root = makeRoot(n);
+  const live = [];
+  for (let k = 0; k < IN_FLIGHT + KILLS; k++) live.push(liveRun(root, k));
+  const holders = new Map();
+  for (const id of live) holders.set(id, await hold(root, id));
+  const serve = await startServe(root);
+  const pid = serve.proc.pid;
+  log(`size ${n}: serve at ${serve.url}`);
+
+  const t0 = performance.now();
+  const body = await (await fetch(new URL('/api/dashboard', serve.url))).text();
+  const coldMs = performance.now() - t0;
+  const bytes = Buffer.byteLength(body);
+
+  const browser = await playwright.chromium.launch({ executablePath: CHROMIUM, args: LAUNCH });
+  const page = await browser.newPage();
+  const n0 = performance.now();
+  await page.goto(serve.url);
+  await page.waitForFunction((k) => document.querySelectorAll('section[data-section="in-flight"] article.card').length === k, live.length, { timeout: 300_000, polling: 20 });
+  const firstPageMs = performance.now() - n0;
+
+  log(`size ${n}: idle, 1 page, ${IDLE_S} s…`);
+  const cpu1 = await idleCpu(pid, IDLE_S);
+  const pages = [page];
+  for (let i = 1; i < 20; i++) {
+    // A context each, as 20 people would have: one browser profile opens at most 6
+    // HTTP/1.1 connections to a host, and each page keeps one for its event stream.
+    const p = await (await browser.newContext()).newPage();
+    await p.goto(serve.url);
+    await p.waitForFunction((k) => document.querySelectorAll('section[data-section="in-flight"] article.card').length === k, live.length, { timeout: 300_000 });
+    pages.push(p);
+  }
+  log(`size ${n}: idle, 20 pages, ${IDLE_S} s…`);
+  const cpu20 = await idleCpu(pid, IDLE_S);
+  const rss = rssMiB(pid);
+  for (const p of pages.slice(1)) await p.context().close();
+
+  log(`size ${n}: append and death latencies…`);
+  // Append-to-page: a node_started appended to a live run shows in its strip.
+  const appendMs = [];
+  for (let i = 0; i < Math.min(10, KILLS); i++) {
+    const id = live[i];
+    const node = `n${i}`;
+    const at = performance.now();
+    appendFileSync(join(root, id, 'events.jsonl'), ev(id, 'node_started', { node_id: node }));
+    await page.waitForFunction(([rid, want]) => {
+      const card = [...document.querySelectorAll('article.card')].find((e) => e.dataset.runId === rid);
+      return card ? card.querySelectorAll('.strip .cell').length >= want : false;
+    }, [id, 2], { timeout: 60_000, polling: 5 });
+    appendMs.push(performance.now() - at);
+  }
+
+  // Death-to-page: each kill, the time until the page shows the card abandoned.
+  const deathMs = [];
+  for (const id of live.slice(IN_FLIGHT)) {
+    const h = holders.get(id);
+    const at = performance.now();
+    h.kill('SIGKILL');
+    await page.waitForFunction((rid) => {
+      const card = [...document.querySelectorAll('article.card')].find((e) => e.dataset.runId === rid);
+      return card ? card.dataset.state === 'abandoned' : false;
+    }, id, { timeout: 60_000, polling: 5 });
+    deathMs.push(performance.now() - at);
+  }
+  await browser.close();
+  serve.proc.kill('SIGKILL');
+  for (const h of holders.values()) h.kill('SIGKILL');
+  rmSync(root, { recursive: true, force: true });
+  return { n, bytes, coldMs, firstPageMs, cpu1, cpu20, rss, appendMs, deathMs };
+}
+
+const rows = [];
+for (const n of SIZES) rows.push(await measure(n));
+
+const commit = (() => {
+  try {
+    return readFileSync(join(repo, '.git', 'HEAD'), 'utf8').trim();
+  } catch {
+    return '?';
+  }
+})();
+const f = (x, d = 0) => (Number.isFinite(x) ? x.toFixed(d) : '–');
+let out = `${HEADING}\n\n\`node bench/serve-scale.mjs${quick ? ' --quick' : ''}\`, ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC, ${cpus().length} × ${cpus()[0]?.model ?? '?'}, node ${process.version}. `;
+out += `Each root: settled runs with 3-line streams, plus ${IN_FLIGHT + KILLS} in flight, each held by its own holder process (${KILLS} of them are killed one by one for the latency rows). Idle windows ${IDLE_S} s. Latencies are from the moment of the kill or append to the moment the page shows it (page polled every 5 ms).\n\n`;
+out += '| runs | /api/dashboard bytes | cold /api/dashboard | first complete page (chromium) | idle CPU, 1 page | idle CPU, 20 pages | RSS | append → page p50 / max | death → page p50 / p99 / max |\n|---|---|---|---|---|---|---|---|---|\n';
+for (const r of rows) {
+  out += `| ${r.n.toLocaleString('en')} | ${(r.bytes / 1024).toFixed(0)} KiB | ${f(r.coldMs)} ms | ${f(r.firstPageMs)} ms | ${f(r.cpu1, 1)} % | ${f(r.cpu20, 1)} % | ${f(r.rss)} MiB | ${f(pct(r.appendMs, 50))} / ${f(Math.max(...r.appendMs))} ms | ${f(pct(r.deathMs, 50))} / ${f(pct(r.deathMs, 99))} / ${f(Math.max(...r.deathMs))} ms |\n`;
+}
+out += '\n';
+process.stdout.write(out);
+if (!noWrite) {
+  const file = quick ? join(benchDir, 'out', 'RESULTS-quick.md') : join(benchDir, 'RESULTS.md');
+  mkdirSync(dirname(file), { recursive: true });
+  let text = existsSync(file) ? readFileSync(file, 'utf8') : '';
+  const i = text.indexOf(HEADING);
+  if (i >= 0) {
+    const j = text.indexOf('\n## ', i + HEADING.length);
+    text = text.slice(0, i) + out + (j >= 0 ? text.slice(j + 1) : '');
+  } else {
+    const m = text.indexOf('\n## Method');
+    text = m >= 0 ? text.slice(0, m + 1) + out + text.slice(m + 1) : text + '\n' + out;
+  }
+  writeFileSync(file, text);
+  log(`wrote ${file}`);
+}
+void commit;
+process.exit(0);
