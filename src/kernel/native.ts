@@ -84,6 +84,17 @@ export interface NativeBinding {
    * list for this call only (a test seam).
    */
   probeFacts(lockPath: string, localTypes?: Uint32Array | string[]): number;
+  /**
+   * probeFacts() for the entry `name` of the directory open as `dirfd`: the
+   * same stages and slots, with no path resolved at all.
+   */
+  probeFactsAt(dirfd: number, name: string | Buffer, localTypes?: Uint32Array | string[]): number;
+  /** open(path, O_RDONLY|O_DIRECTORY|O_NOFOLLOW|O_CLOEXEC); a Buffer path is taken byte for byte. Throws NativeError. */
+  openDirNoFollow(path: string | Buffer): number;
+  /** openat(dirfd, name, flags|O_NOFOLLOW|O_CLOEXEC, mode = 0o600); `name` is one entry (no '/', not '.' or '..'). Throws NativeError. */
+  openAt(dirfd: number, name: string | Buffer, flags: number, mode?: number): number;
+  /** fstatfs of an open descriptor (linux f_type; darwin f_fstypename). Throws NativeError. */
+  fsTypeFd(fd: number): number | string;
   readonly hasFlock: boolean;
   readonly platform: 'linux' | 'darwin' | 'other';
   /** Frozen; read through {@link nativeConstants}, which has checked it. */

@@ -1,0 +1,88 @@
+/**
+ * Directories by descriptor (CONTRACT §1.3): every read and write under a runs
+ * root is relative to a descriptor of the run directory, opened once without
+ * following a link at its last component, and every file in it is opened
+ * with openat(2) and O_NOFOLLOW (native/dirfd.cc).
+ *
+ * Why: checking a path and then opening it by path leaves a window in which
+ * the directory can be swapped for a symlink to anywhere (renameat2 with
+ * RENAME_EXCHANGE), and the open would follow it outside the root. A
+ * descriptor names the directory that was opened, whatever holds its name
+ * afterwards, so no rename, swap or replacement can redirect what is read
+ * through it.
+ *
+ * Paths may be Buffers: a name that is not valid UTF-8 reaches the kernel
+ * byte for byte. Every descriptor opened here is close-on-exec, and every
+ * caller closes what it opens (try/finally).
+ *
+ * Internal to runwarden (not exported from the package).
+ */
+import { closeSync, lstatSync } from 'node:fs';
+import { NativeError } from '../contract/errors.js';
+import { kindOfStats, type FileKind } from './filekind.js';
+import { native } from './native.js';
+
+/** A path the kernel takes as given: a string (UTF-8) or a Buffer (exact bytes). */
+export type KernelPath = string | Buffer;
+
+/**
+ * Opens the directory at `path` without following a link at its last
+ * component (O_DIRECTORY|O_NOFOLLOW|O_CLOEXEC). Throws NativeError with the
+ * kernel's code: ENOENT, ENOTDIR (also what linux answers for a symlink
+ * there: see {@link kindOfEntry} to tell which), ELOOP, EACCES …
+ */
+export function openDirNoFollow(path: KernelPath): number {
+  return native().openDirNoFollow(path);
+}
+
+/**
+ * Opens the entry `name` of the directory open as `dirfd`, with `flags`
+ * (Node's fs.constants) plus O_NOFOLLOW|O_CLOEXEC, always. `name` is one
+ * entry: no '/', not '.' or '..'. Throws NativeError.
+ */
+export function openAt(dirfd: number, name: KernelPath, flags: number, mode?: number): number {
+  return native().openAt(dirfd, name, flags, mode);
+}
+
+/** fstatfs of an open descriptor: linux f_type, darwin f_fstypename. Throws NativeError. */
+export function fsTypeOfFd(fd: number): number | string {
+  return native().fsTypeFd(fd);
+}
+
+/** What is at `path` itself (lstat: a symlink is not followed), or undefined when nothing is. For messages only. */
+export function kindOfEntry(path: KernelPath): FileKind | undefined {
+  try {
+    return kindOfStats(lstatSync(path));
+  } catch {
+    return undefined;
+  }
+}
+
+/** The kernel's code of a failed native call (ENOENT …), or `EIO` when it has none. */
+export function errnoCode(err: unknown): string {
+  if (err instanceof NativeError && typeof err.code === 'string') return err.code;
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' ? code : 'EIO';
+}
+
+/** Closes a descriptor this process opened, ignoring errors (nothing is written through it here). */
+export function closeFd(fd: number): void {
+  try {
+    closeSync(fd);
+  } catch {
+    /* already closed or never valid: nothing to lose */
+  }
+}
+
+/**
+ * Runs `fn` with a descriptor of the directory at `path` (opened by
+ * {@link openDirNoFollow}) and closes it however `fn` ends.
+ */
+export function withDir<T>(path: KernelPath, fn: (dirfd: number) => T): T {
+  const fd = openDirNoFollow(path);
+  try {
+    return fn(fd);
+  } finally {
+    closeFd(fd);
+  }
+}
