@@ -18,12 +18,40 @@
  * Internal to runwarden (not exported from the package).
  */
 import { closeSync, lstatSync } from 'node:fs';
+import { basename, dirname } from 'node:path';
 import { NativeError } from '../contract/errors.js';
+import { nameBytes } from '../contract/names.js';
 import { kindOfStats, type FileKind } from './filekind.js';
 import { native } from './native.js';
 
 /** A path the kernel takes as given: a string (UTF-8) or a Buffer (exact bytes). */
 export type KernelPath = string | Buffer;
+
+/**
+ * The exact bytes of the run directory whose path is `dir`: its last
+ * component is a shown name (contract/names.ts: `\xHH` for a byte that is
+ * not UTF-8, `\\` for a backslash), read back into the bytes it stands
+ * for; the components above it (the runs root) are taken as given. A path
+ * whose last component holds no backslash is returned unchanged.
+ */
+const DOT = Buffer.from('.');
+const DOTDOT = Buffer.from('..');
+
+export function runDirPath(dir: string): KernelPath {
+  const name = basename(dir);
+  if (!name.includes('\\')) return dir;
+  const bytes = nameBytes(name);
+  // A shown name never stands for '/', NUL, '.' or '..' (names.ts); a name that would is taken literally.
+  if (bytes.includes(0x2f) || bytes.includes(0) || bytes.equals(DOT) || bytes.equals(DOTDOT)) return dir;
+  const parent = dirname(dir);
+  return Buffer.concat([Buffer.from(parent.endsWith('/') ? parent : `${parent}/`, 'utf8'), bytes]);
+}
+
+/** The exact path of the file `file` in the run directory `dir` (see {@link runDirPath}). */
+export function runFilePath(dir: string, file: string): KernelPath {
+  const d = runDirPath(dir);
+  return typeof d === 'string' ? `${d}/${file}` : Buffer.concat([d, Buffer.from(`/${file}`, 'utf8')]);
+}
 
 /**
  * Opens the directory at `path` without following a link at its last

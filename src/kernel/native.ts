@@ -65,7 +65,7 @@ export interface NativeBinding {
   /** `op` from `constants.flockOp`. true = granted, false = contended (EWOULDBLOCK); throws NativeError otherwise. */
   flock(fd: number, op: number): boolean;
   /** linux: statfs f_type; darwin: f_fstypename. Throws NativeError. */
-  fsType(dir: string): number | string;
+  fsType(dir: string | Buffer): number | string;
   /** kill(pid, 0) classified; refuses pid <= 0 before the syscall. */
   pidProbe(pid: number): ProcessPresence;
   /** kill(-pgid, 0) classified; refuses pgid <= 1 before the syscall. */
@@ -83,7 +83,7 @@ export interface NativeBinding {
    * `constants.outSlot`). `localTypes`, when given, replaces the registered
    * list for this call only (a test seam).
    */
-  probeFacts(lockPath: string, localTypes?: Uint32Array | string[]): number;
+  probeFacts(lockPath: string | Buffer, localTypes?: Uint32Array | string[]): number;
   /**
    * probeFacts() for the entry `name` of the directory open as `dirfd`: the
    * same stages and slots, with no path resolved at all.

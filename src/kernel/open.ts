@@ -21,7 +21,7 @@
 import { closeSync, constants, fstatSync, readSync, type Stats } from 'node:fs';
 import { basename, dirname } from 'node:path';
 import { RunFileError } from '../contract/errors.js';
-import { closeFd, errnoCode, kindOfEntry, openAt, openDirNoFollow } from './dirfd.js';
+import { closeFd, errnoCode, kindOfEntry, openAt, openDirNoFollow, runDirPath } from './dirfd.js';
 import { kindAt, kindOfStats } from './filekind.js';
 
 const READ_FLAGS = constants.O_RDONLY | constants.O_NONBLOCK;
@@ -36,7 +36,8 @@ export interface OpenFile {
 /**
  * Opens `path` for reading under the rules above: its directory without
  * following a link, then the file in it ({@link openForReadAt}), and closes
- * the directory again. Returns `undefined` when nothing is there (ENOENT, or
+ * the directory again. The directory's last component is a shown name
+ * (kernel/dirfd.ts runDirPath). Returns `undefined` when nothing is there (ENOENT, or
  * a parent that is not a directory: ENOTDIR), because for a run's files
  * absence is a fact, not an error. Throws RunFileError (`ENOTREGULAR` or
  * `EREAD`) for anything present but unreadable, and (`ENOTREGULAR`, kind
@@ -44,7 +45,7 @@ export interface OpenFile {
  * messages (e.g. "events.jsonl").
  */
 export function openForRead(path: string, label: string): OpenFile | undefined {
-  const dir = dirname(path);
+  const dir = runDirPath(dirname(path));
   let dirfd: number;
   try {
     dirfd = openDirNoFollow(dir);
