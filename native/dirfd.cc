@@ -20,7 +20,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <string>
@@ -122,12 +124,62 @@ Napi::Value FsTypeFd(const Napi::CallbackInfo& info) {
   return js::FsTypeValue(env, type);
 }
 
+// renameAt(dirfd, from, to): renameat(2) of two entries of one directory
+// (as rename(2): atomic, replacing `to`). Throws NativeError.
+Napi::Value RenameAt(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  int dirfd = 0;
+  char from[PATH_MAX + 1], to[PATH_MAX + 1];
+  if (!FdArg(info, 0, "dirfd", &dirfd) || !NameArg(info, 1, from) || !NameArg(info, 2, to)) return env.Undefined();
+  if (renameat(dirfd, from, dirfd, to) != 0) {
+    js::ThrowErrno(env, errno, "renameat", nullptr);
+    return env.Undefined();
+  }
+  return env.Undefined();
+}
+
+// unlinkAt(dirfd, name) -> true when removed, false when nothing was there
+// (ENOENT). Never removes a directory. Throws NativeError otherwise.
+Napi::Value UnlinkAt(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  int dirfd = 0;
+  char name[PATH_MAX + 1];
+  if (!FdArg(info, 0, "dirfd", &dirfd) || !NameArg(info, 1, name)) return env.Undefined();
+  if (unlinkat(dirfd, name, 0) == 0) return Napi::Boolean::New(env, true);
+  if (errno == ENOENT) return Napi::Boolean::New(env, false);
+  js::ThrowErrno(env, errno, "unlinkat", nullptr);
+  return env.Undefined();
+}
+
+// identityAt(dirfd, name) -> [dev, ino] as BigInts, or null when nothing is
+// there (ENOENT): fstatat(2) with AT_SYMLINK_NOFOLLOW, so it names the entry
+// itself. Throws NativeError otherwise.
+Napi::Value IdentityAt(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  int dirfd = 0;
+  char name[PATH_MAX + 1];
+  if (!FdArg(info, 0, "dirfd", &dirfd) || !NameArg(info, 1, name)) return env.Undefined();
+  struct stat st;
+  if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+    if (errno == ENOENT) return env.Null();
+    js::ThrowErrno(env, errno, "fstatat", nullptr);
+    return env.Undefined();
+  }
+  Napi::Array pair = Napi::Array::New(env, 2);
+  pair.Set(0u, Napi::BigInt::New(env, static_cast<uint64_t>(st.st_dev)));
+  pair.Set(1u, Napi::BigInt::New(env, static_cast<uint64_t>(st.st_ino)));
+  return pair;
+}
+
 }  // namespace
 
 void RegisterDirFd(Napi::Env env, Napi::Object exports) {
   exports.Set("openDirNoFollow", Napi::Function::New(env, OpenDirNoFollow, "openDirNoFollow"));
   exports.Set("openAt", Napi::Function::New(env, OpenAt, "openAt"));
   exports.Set("fsTypeFd", Napi::Function::New(env, FsTypeFd, "fsTypeFd"));
+  exports.Set("renameAt", Napi::Function::New(env, RenameAt, "renameAt"));
+  exports.Set("unlinkAt", Napi::Function::New(env, UnlinkAt, "unlinkAt"));
+  exports.Set("identityAt", Napi::Function::New(env, IdentityAt, "identityAt"));
 }
 
 }  // namespace rw

@@ -71,6 +71,16 @@ export function runDirFromArg(run: string, root: string): string {
   return dir;
 }
 
+/** A RUN given as a path ("/") that is a symlink, resolved once (the user's own link); anything else as it is. */
+function explicitResolved(run: string, dir: string): string {
+  if (!run.includes('/')) return dir;
+  try {
+    return lstatSync(runDirPath(dir)).isSymbolicLink() ? realpathSync(dir) : dir;
+  } catch {
+    return dir;
+  }
+}
+
 export interface RunTarget {
   root: string;
   runDir: string;
@@ -85,6 +95,6 @@ export interface RunTarget {
  */
 export function runTarget(run: string, rootOption: string | undefined, mustExist = false): RunTarget {
   const root = rootFrom(rootOption);
-  const runDir = mustExist ? runDirFromArg(run, root) : asUsage(() => resolveRunArg(run, root));
+  const runDir = mustExist ? runDirFromArg(run, root) : explicitResolved(run, asUsage(() => resolveRunArg(run, root)));
   return { root, runDir, runId: basename(runDir) };
 }

@@ -77,6 +77,22 @@ export function fsTypeOfFd(fd: number): number | string {
   return native().fsTypeFd(fd);
 }
 
+/** renameat(2) of two entries of the directory open as `dirfd`. Throws NativeError. */
+export function renameAt(dirfd: number, from: string, to: string): void {
+  native().renameAt(dirfd, from, to);
+}
+
+/** unlinkat(2) of an entry (never a directory): true when removed, false when absent. Throws NativeError. */
+export function unlinkAt(dirfd: number, name: string): boolean {
+  return native().unlinkAt(dirfd, name);
+}
+
+/** The identity of the entry `name` itself (fstatat, no link followed), or undefined when absent. Throws NativeError. */
+export function identityAt(dirfd: number, name: string): { dev: bigint; ino: bigint } | undefined {
+  const id = native().identityAt(dirfd, name);
+  return id === null ? undefined : { dev: id[0], ino: id[1] };
+}
+
 /** What is at `path` itself (lstat: a symlink is not followed), or undefined when nothing is. For messages only. */
 export function kindOfEntry(path: KernelPath): FileKind | undefined {
   try {

@@ -95,6 +95,12 @@ export interface NativeBinding {
   openAt(dirfd: number, name: string | Buffer, flags: number, mode?: number): number;
   /** fstatfs of an open descriptor (linux f_type; darwin f_fstypename). Throws NativeError. */
   fsTypeFd(fd: number): number | string;
+  /** renameat(dirfd, from, dirfd, to). Throws NativeError. */
+  renameAt(dirfd: number, from: string | Buffer, to: string | Buffer): void;
+  /** unlinkat(dirfd, name, 0): true when removed, false when absent. Throws NativeError. */
+  unlinkAt(dirfd: number, name: string | Buffer): boolean;
+  /** fstatat(dirfd, name, AT_SYMLINK_NOFOLLOW) as [dev, ino], or null when absent. Throws NativeError. */
+  identityAt(dirfd: number, name: string | Buffer): [bigint, bigint] | null;
   readonly hasFlock: boolean;
   readonly platform: 'linux' | 'darwin' | 'other';
   /** Frozen; read through {@link nativeConstants}, which has checked it. */
