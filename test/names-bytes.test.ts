@@ -8,7 +8,7 @@
  * its own state; then the roles are swapped.
  */
 import { spawn } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { nameBytes, showName } from '../src/contract/names.js';
@@ -124,3 +124,19 @@ describe('a name that is not UTF-8 beside one named U+FFFD', () => {
     });
   }
 });
+
+describe('exec and a name that is not UTF-8', () => {
+  it('exec of the shown id writes the directory with the exact byte, and every reader finds it there', async () => {
+    const root = tempDir('rw-names-exec-');
+    openLegRun(root, FFFD, 'graph-fffd'); // a neighbour that must stay untouched
+    const r = await run(['exec', SHOWN_FF, '--root', root, '--', 'true']);
+    expect(r.code, r.stderr).toBe(0);
+    const names = readdirSync(root, { encoding: 'buffer' }).map((b) => b.toString('hex')).sort();
+    expect(names, 'one directory named by the byte 0xff, beside the U+FFFD one; none named "\\xff" literally').toEqual([FF.toString('hex'), FFFD.toString('hex')].sort());
+    const s = await run(['status', SHOWN_FF, '--json', '--root', root]);
+    expect(JSON.parse(s.stdout)).toMatchObject({ run_id: SHOWN_FF, status: 'PASS' });
+    const other = await run(['status', '\ufffd', '--json', '--root', root]);
+    expect(JSON.parse(other.stdout)).toMatchObject({ run_id: '\ufffd', status: 'ABANDONED', graph: 'graph-fffd' });
+  });
+});
+

@@ -339,7 +339,7 @@ function coded<T>(path: string, action: string, fn: () => T): T {
 /** Creates the run directory (0700, parents too) if it is missing. */
 function makeRunDir(lockPath: string): void {
   const dir = dirname(lockPath);
-  coded(dir, 'create the run directory', () => mkdirSync(dir, { recursive: true, mode: 0o700 }));
+  coded(dir, 'create the run directory', () => mkdirSync(runDirPath(dir), { recursive: true, mode: 0o700 }));
 }
 
 /** {@link lockOnce}, with the kernel's refusals coded `ELOCKIO`. */

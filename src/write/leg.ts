@@ -23,7 +23,7 @@ import { constants as osConstants } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import type { Writable } from 'node:stream';
 import { NativeError, RunwardenError, WriteError } from '../contract/errors.js';
-import { closeFd, errnoCode, openAt, renameAt, unlinkAt } from '../kernel/dirfd.js';
+import { closeFd, errnoCode, openAt, renameAt, runDirPath, unlinkAt } from '../kernel/dirfd.js';
 import { EVENTS_FILE, LOCK_FILE, PGID_FILE } from '../contract/files.js';
 import { LEG_MARK_VAR, legMark } from '../kernel/legmark.js';
 import { openStreamWriter } from './append.js';
@@ -109,10 +109,13 @@ export function makeRunDir(runDir: string): void {
   const cannot = (at: string, why: string, errno: string | undefined): WriteError =>
     new WriteError(`cannot create the run directory ${runDir}: ${at === resolve(runDir) ? '' : `${at}: `}${why}${errno ? ` (${errno})` : ''}`, 'EWRITE', at, errno);
   const missing: string[] = [];
-  for (let p = resolve(runDir); ; ) {
+  const target = resolve(runDir);
+  // The run directory's own name is a shown name (names are bytes: kernel/dirfd.ts); its parents are as given.
+  const exact = (p: string): string | Buffer => (p === target ? runDirPath(p) : p);
+  for (let p = target; ; ) {
     let st;
     try {
-      st = statSync(p);
+      st = statSync(exact(p));
     } catch (e) {
       const err = e as NodeJS.ErrnoException;
       // ENOTDIR: some level above is not a directory; walking up finds and names it.
@@ -128,13 +131,13 @@ export function makeRunDir(runDir: string): void {
   }
   for (const p of missing.reverse()) {
     try {
-      mkdirSync(p, { mode: 0o700 });
+      mkdirSync(exact(p), { mode: 0o700 });
     } catch (e) {
       const err = e as NodeJS.ErrnoException;
       if (err.code === 'EEXIST') {
         let isDir = false;
         try {
-          isDir = statSync(p).isDirectory();
+          isDir = statSync(exact(p)).isDirectory();
         } catch {
           /* judged below */
         }

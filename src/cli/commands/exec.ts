@@ -9,7 +9,7 @@ import type { Command } from 'commander';
 import { LockFileError, LockHeldError, RunFileError, RunUnreadableError, StreamError } from '../../contract/errors.js';
 import { EVENTS_FILE, LOCK_FILE } from '../../contract/files.js';
 import { readLastLeg } from '../../read/tail.js';
-import { runDirPath } from '../../kernel/dirfd.js';
+import { runDirPath, runFilePath } from '../../kernel/dirfd.js';
 import { runStatus } from '../../status/inspect.js';
 import { runLeg } from '../../write/leg.js';
 import { err, Exit, UserError } from '../io.js';
@@ -28,7 +28,7 @@ function refuse(message: string): never {
 
 function lockFileExists(runDir: string): boolean {
   try {
-    lstatSync(join(runDir, LOCK_FILE));
+    lstatSync(runFilePath(runDir, LOCK_FILE));
     return true;
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code === 'ENOENT') return false;
