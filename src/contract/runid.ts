@@ -8,9 +8,13 @@ import { basename, dirname, join, resolve } from 'node:path';
 import { RunIdError } from './errors.js';
 import { nameBytes } from './names.js';
 
-/** Descending byte order of names ("newest first"). */
+/**
+ * Descending byte order of names ("newest first"). Run ids are shown names
+ * (names.ts), so they are compared as the bytes they stand for: a name with
+ * the byte 0xff sorts where that byte sorts, not where its `\xff` would.
+ */
 export function compareNewestFirst(a: string, b: string): number {
-  return Buffer.compare(Buffer.from(b), Buffer.from(a));
+  return Buffer.compare(nameBytes(b), nameBytes(a));
 }
 
 /**
