@@ -13,11 +13,11 @@
  * symlink, or the real directory under the other name).
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { run } from './helpers/exec-procs.js';
-import { cleanupTemp, killAll, tempDir, track } from './helpers/lock-procs.js';
+import { run, start } from './helpers/exec-procs.js';
+import { cleanupTemp, killAll, tempDir, track, until } from './helpers/lock-procs.js';
 import { needs } from './helpers/prereq.js';
 import { raw } from './helpers/serve-client.js';
 import { startServeCli } from './helpers/serve-cli.js';
@@ -36,6 +36,10 @@ static volatile sig_atomic_t stop = 0;
 static void on_term(int sig) { (void)sig; stop = 1; }
 int main(int argc, char **argv) {
   if (argc != 4) return 2;
+  if (argv[3][0] == '-') { /* "-": exchange once and exit */
+    if (syscall(SYS_renameat2, AT_FDCWD, argv[1], AT_FDCWD, argv[2], RENAME_EXCHANGE) != 0) { perror("renameat2"); return 1; }
+    return 0;
+  }
   signal(SIGTERM, on_term);
   unsigned long n = 0;
   while (!stop) {
@@ -56,6 +60,23 @@ function line(event: string, fields: Record<string, unknown> = {}): string {
   return JSON.stringify({ schema: 3, ts: '2026-12-01T10:00:00Z', run_id: RUN, event, ...fields }) + '\n';
 }
 
+/** Compiles the swapper into `dir`; returns its path. */
+function buildSwapper(dir: string): string {
+  const bin = join(dir, 'swapper');
+  const src = join(dir, 'swapper.c');
+  writeFileSync(src, SWAPPER_C);
+  const cc = spawnSync('cc', ['-O2', '-o', bin, src], { encoding: 'utf8' });
+  expect(cc.status, `cc failed: ${cc.stderr}`).toBe(0);
+  return bin;
+}
+
+/** Every file under `dir` with its content, for before/after comparison. */
+function contents(dir: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const name of readdirSync(dir)) out[name] = readFileSync(join(dir, name), 'latin1');
+  return out;
+}
+
 afterAll(async () => {
   await killAll();
   cleanupTemp();
@@ -65,11 +86,7 @@ describe('a run directory swapped with a symlink while it is read', () => {
   it('serve and runs --json never serve a byte of the outside directory', async (ctx) => {
     needs(ctx, 'cc');
     const base = tempDir('rw-swap-');
-    const bin = join(base, 'swapper');
-    const src = join(base, 'swapper.c');
-    writeFileSync(src, SWAPPER_C);
-    const cc = spawnSync('cc', ['-O2', '-o', bin, src], { encoding: 'utf8' });
-    expect(cc.status, `cc failed: ${cc.stderr}`).toBe(0);
+    const bin = buildSwapper(base);
 
     const root = join(base, 'root');
     const outside = join(base, 'outside');
@@ -126,5 +143,45 @@ describe('a run directory swapped with a symlink while it is read', () => {
     expect(sawSwapped, 'responses did see the swapped state (the race was met)').toBeGreaterThan(0);
     expect(leaks, `${leaks.length} of ${responses} responses carried the outside directory's content`).toEqual([]);
     expect(responses).toBeGreaterThan(400);
+  });
+
+  it('an exec leg whose directory is swapped for a symlink mid-leg writes only into its own directory', async (ctx) => {
+    needs(ctx, 'cc');
+    const base = tempDir('rw-swap-exec-');
+    const bin = buildSwapper(base);
+    const root = join(base, 'root');
+    const outside = join(base, 'outside');
+    const runDir = join(root, RUN);
+    mkdirSync(root);
+    mkdirSync(outside);
+    // Files of the same names outside: a writer that resolved paths through the swapped name would append to
+    // this stream, or take and mark this lock, believing its own had been replaced.
+    writeFileSync(join(outside, 'state.json'), JSON.stringify({ secret: SECRET }));
+    writeFileSync(join(outside, 'events.jsonl'), line('run_started', { command: [SECRET] }));
+    writeFileSync(join(outside, 'resume.lock'), `oh-my-graph-lock 1\n1\n`);
+    const before = contents(outside);
+    const swapName = join(root, 'zz-swap');
+    symlinkSync(outside, swapName);
+    const gate = join(base, 'go');
+    const leg = start(['exec', RUN, '--root', root, '--', 'sh', '-c', `while [ ! -e '${gate}' ]; do sleep 0.05; done`]);
+    await until(() => {
+      try {
+        return readdirSync(runDir).includes('exec.pgid');
+      } catch {
+        return false; // not created yet
+      }
+    });
+    // One exchange: the run's name is now the symlink, its directory is at the other name, until the leg ends.
+    expect(spawnSync(bin, [runDir, swapName, '-']).status).toBe(0);
+    writeFileSync(gate, '');
+    const r = await leg.done;
+    expect(spawnSync(bin, [runDir, swapName, '-']).status).toBe(0);
+    // Nothing landed outside: the lock, the events and exec.pgid all went through the leg's own descriptor.
+    expect(contents(outside)).toEqual(before);
+    const events = readFileSync(join(runDir, 'events.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l).event);
+    expect(events).toEqual(['run_started', 'node_started', 'node_passed', 'run_finished']);
+    // The guard saw the directory's name change hands: it says so, and a success readers cannot see is no success.
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toMatch(/removed or replaced/);
   });
 });
