@@ -14,7 +14,7 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { native } from '../src/kernel/native.js';
 import { run } from './helpers/exec-procs.js';
 import { cleanupTemp, killAll, ROOT, tempDir } from './helpers/lock-procs.js';
-import { needs } from './helpers/prereq.js';
+import { lacking, needs } from './helpers/prereq.js';
 
 const MARKED = 'oh-my-graph-lock 1\n4242\n';
 const OPEN_LEG = JSON.stringify({ schema: 3, ts: '2026-12-01T10:00:00Z', run_id: 'r', event: 'run_started' }) + '\n';
@@ -186,6 +186,17 @@ describe('the filesystem gate judges the lock file itself', () => {
 
     // The run directory is local; the file in it is FUSE: unknown, and the run stays in flight.
     expect(probeLock(lock)).toMatchObject({ liveness: 'unknown', reason: 'fs-not-local' });
+    if (lacking('strace').length === 0) {
+      // The FUSE file was only looked at (an O_PATH descriptor), never opened for I/O.
+      const log = join(base, 'strace.log');
+      const script = `import(${JSON.stringify(pathToFileURL(join(ROOT, 'dist', 'index.js')).href)}).then(m => process.stdout.write(JSON.stringify(m.probeLock(${JSON.stringify(lock)}))))`;
+      const t = spawnSync('strace', ['-f', '-qq', '-e', 'trace=open,openat,openat2', '-o', log, process.execPath, '-e', script], { encoding: 'utf8', timeout: 60_000 });
+      expect(t.status, t.stderr).toBe(0);
+      expect(JSON.parse(t.stdout)).toMatchObject({ reason: 'fs-not-local' });
+      const opens = readFileSync(log, 'utf8').split('\n').filter((l) => l.includes('"resume.lock"'));
+      expect(opens.length, 'the probe did look at the lock file').toBeGreaterThan(0);
+      expect(opens.filter((l) => !l.includes('O_PATH')), 'opened only as O_PATH').toEqual([]);
+    }
     const report = runStatus(runDir);
     expect(report.status).toBe('RUNNING');
     expect(report.reason).toBe('fs-not-local');
