@@ -122,11 +122,11 @@ describe('a run directory swapped with a symlink while it is read', () => {
     };
     try {
       // Bounded by counts, not by time: enough rounds that the race is met many times.
-      for (let round = 0; round < 400 && (round < 150 || sawSwapped < 20); round++) {
+      for (let round = 0; round < 300 && (round < 120 || sawSwapped < 20); round++) {
         look('/api/runs', (await raw(serve.port, 'GET', '/api/runs')).body);
         look(`/api/runs/${RUN}`, (await raw(serve.port, 'GET', `/api/runs/${RUN}`)).body);
         look('/api/runs/zz-swap', (await raw(serve.port, 'GET', '/api/runs/zz-swap')).body);
-        if (round % 10 === 0) {
+        if (round % 30 === 0) {
           const r = await run(['runs', '--json', '--root', root]);
           look('runs --json', r.stdout + r.stderr);
           const s = await run(['status', RUN, '--json', '--root', root]);
@@ -142,8 +142,8 @@ describe('a run directory swapped with a symlink while it is read', () => {
     expect(exchanges, 'the directory was really swapped, many times').toBeGreaterThan(1000);
     expect(sawSwapped, 'responses did see the swapped state (the race was met)').toBeGreaterThan(0);
     expect(leaks, `${leaks.length} of ${responses} responses carried the outside directory's content`).toEqual([]);
-    expect(responses).toBeGreaterThan(400);
-  });
+    expect(responses).toBeGreaterThan(360);
+  }, 600_000); // a bound for a hung run only: the loop above is bounded by counts
 
   it('an exec leg whose directory is swapped for a symlink mid-leg writes only into its own directory', async (ctx) => {
     needs(ctx, 'cc');
