@@ -2,10 +2,13 @@
  * The syscall floor for runwarden's probe (CONTRACT §5.4).
  *
  * A loop doing exactly the system calls one probeLock makes, in the same
- * order, with the same flags, and nothing else: statfs(dir) checked against
- * the known-local list, open(O_RDONLY|O_NONBLOCK|O_NOFOLLOW|O_CLOEXEC), fstat,
- * pread of 128 bytes at offset 0, flock(LOCK_SH|LOCK_NB), LOCK_UN when it was
- * granted, close. What it leaves out is everything that is not a syscall
+ * order, with the same flags, and nothing else: open of the run directory
+ * (O_DIRECTORY|O_NOFOLLOW|O_CLOEXEC) and fstatfs of it checked against the
+ * known-local list; the lock file's own type through an O_PATH descriptor
+ * (openat, fstatfs, close); openat(O_RDONLY|O_NONBLOCK|O_NOFOLLOW|O_CLOEXEC),
+ * fstatfs of that descriptor, fstat, pread of 128 bytes at offset 0,
+ * flock(LOCK_SH|LOCK_NB), LOCK_UN when it was granted, close, close of the
+ * directory (CONTRACT §1.3, §4.2). What it leaves out is everything that is not a syscall
  * (the JS call, argument conversion, the result object), so the ratio of a
  * probe to this loop is the price of asking from Node.
  *
@@ -35,16 +38,25 @@ static const uint32_t kLocal[] = {0xEF53u,     0x9123683Eu, 0x58465342u, 0x01021
 
 enum { kGranted, kContended, kNotLocal, kFailed };
 
-static int probe_once(const char *dir, const char *path, unsigned char *head) {
+static int is_local(int fd) {
   struct statfs sfs;
-  if (statfs(dir, &sfs) != 0) return kFailed;
-  int local = 0;
+  if (fstatfs(fd, &sfs) != 0) return 0;
   for (size_t i = 0; i < sizeof kLocal / sizeof kLocal[0]; i++) {
-    if ((uint32_t)sfs.f_type == kLocal[i]) { local = 1; break; }
+    if ((uint32_t)sfs.f_type == kLocal[i]) return 1;
   }
+  return 0;
+}
+
+static int probe_at(int dirfd, const char *name, unsigned char *head) {
+  if (!is_local(dirfd)) return kNotLocal;
+  int pfd = openat(dirfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+  if (pfd < 0) return kFailed;
+  int local = is_local(pfd);
+  close(pfd);
   if (!local) return kNotLocal;
-  int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+  int fd = openat(dirfd, name, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0) return kFailed;
+  if (!is_local(fd)) { close(fd); return kNotLocal; }
   struct stat st;
   if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) { close(fd); return kFailed; }
   if (pread(fd, head, 128, 0) < 0) { close(fd); return kFailed; }
@@ -56,6 +68,15 @@ static int probe_once(const char *dir, const char *path, unsigned char *head) {
     r = (errno == EWOULDBLOCK) ? kContended : kFailed;
   }
   close(fd);
+  return r;
+}
+
+static int probe_once(const char *dir, const char *path, unsigned char *head) {
+  int dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (dirfd < 0) return kFailed;
+  const char *slash = strrchr(path, '/');
+  int r = probe_at(dirfd, slash == NULL ? path : slash + 1, head);
+  close(dirfd);
   return r;
 }
 

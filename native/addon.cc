@@ -32,6 +32,7 @@
 
 #include <string>
 
+#include "addon_js.h"
 #include "facts.h"
 #include "platform.h"
 
@@ -109,11 +110,23 @@ void ThrowUsage(Napi::Env env, const char* code, const char* msg) {
 
 // Copies a JS string into a fixed buffer without heap allocation. Returns
 // false (with an exception pending) when it is not a string or is too long.
+// A Buffer is taken byte for byte, so a name that is not valid UTF-8 reaches
+// the kernel exactly as the directory listing gave it (names are bytes).
 bool PathArg(Napi::Env env, napi_value v, char (&buf)[PATH_MAX + 1]) {
   size_t len = 0;
-  napi_status st = napi_get_value_string_utf8(env, v, buf, sizeof buf, &len);
-  if (st != napi_ok) {
-    ThrowUsage(env, "ERR_INVALID_ARG_TYPE", "path must be a string");
+  bool is_buffer = false;
+  napi_is_buffer(env, v, &is_buffer);
+  if (is_buffer) {
+    void* data = nullptr;
+    napi_get_buffer_info(env, v, &data, &len);
+    if (len >= PATH_MAX) {
+      ThrowUsage(env, "ENAMETOOLONG", "path is too long");
+      return false;
+    }
+    if (len > 0) memcpy(buf, data, len);
+    buf[len] = '\0';
+  } else if (napi_get_value_string_utf8(env, v, buf, sizeof buf, &len) != napi_ok) {
+    ThrowUsage(env, "ERR_INVALID_ARG_TYPE", "path must be a string or a Buffer");
     return false;
   }
   if (len >= PATH_MAX) {
@@ -329,6 +342,34 @@ Napi::Value ProbeFacts(const Napi::CallbackInfo& info) {
   return Napi::Number::New(env, rw::GatherProbeFacts(lock_path, *list, probe->buffers));
 }
 
+// probeFactsAt(dirfd, name[, localTypes]) -> stage: probeFacts() for the
+// lock file `name` inside the directory open as `dirfd` (see dirfd.cc), so
+// the run directory a reader checked is the one probed, whatever is renamed
+// meanwhile.
+Napi::Value ProbeFactsAt(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (!rw::kHasFlock) return Napi::Number::New(env, rw::kNoFlock);
+  ProbeState* probe = Data(env)->probe;
+  if (probe == nullptr) {
+    ThrowUsage(env, "ERR_INVALID_STATE", "probeSetup() must be called before probeFactsAt()");
+    return env.Undefined();
+  }
+  int64_t dirfd = 0;
+  char name[PATH_MAX + 1];
+  if (info.Length() < 2 || !IntArg(env, info[0], "dirfd", &dirfd) || !PathArg(env, info[1], name)) return env.Undefined();
+  if (dirfd < 0 || name[0] == '\0' || strchr(name, '/') != nullptr) {
+    ThrowUsage(env, "ERR_INVALID_ARG_VALUE", "probeFactsAt(dirfd, name): dirfd >= 0 and a name without '/'");
+    return env.Undefined();
+  }
+  const LocalTypes* list = &probe->local_types;
+  LocalTypes override_list;
+  if (info.Length() >= 3 && !info[2].IsUndefined()) {
+    if (!LocalTypesArg(env, info[2], &override_list)) return env.Undefined();
+    list = &override_list;
+  }
+  return Napi::Number::New(env, rw::GatherProbeFactsAt(static_cast<int>(dirfd), name, *list, probe->buffers));
+}
+
 // ---------------------------------------------------------------------------
 // Constants
 
@@ -374,6 +415,8 @@ Napi::Object Register(Napi::Env env, Napi::Object exports) {
   exports.Set("groupProbe", Napi::Function::New(env, GroupProbe, "groupProbe"));
   exports.Set("probeSetup", Napi::Function::New(env, ProbeSetup, "probeSetup"));
   exports.Set("probeFacts", Napi::Function::New(env, ProbeFacts, "probeFacts"));
+  exports.Set("probeFactsAt", Napi::Function::New(env, ProbeFactsAt, "probeFactsAt"));
+  rw::RegisterDirFd(env, exports);  // dirfd.cc
   exports.Set("hasFlock", Napi::Boolean::New(env, rw::kHasFlock));
   exports.Set("platform", Napi::String::New(env, rw::kPlatformName));
   exports.Set("constants", Constants(env));
@@ -381,5 +424,16 @@ Napi::Object Register(Napi::Env env, Napi::Object exports) {
 }
 
 }  // namespace
+
+// The argument and error helpers above, for the other N-API files (addon_js.h).
+namespace rw {
+namespace js {
+void ThrowErrno(Napi::Env env, int err, const char* syscall, const char* detail) { ::ThrowErrno(env, err, syscall, detail); }
+void ThrowUsage(Napi::Env env, const char* code, const char* msg) { ::ThrowUsage(env, code, msg); }
+bool PathArg(Napi::Env env, napi_value v, char (&buf)[PATH_MAX + 1]) { return ::PathArg(env, v, buf); }
+bool IntArg(Napi::Env env, const Napi::Value& v, const char* name, int64_t* out) { return ::IntArg(env, v, name, out); }
+Napi::Value FsTypeValue(Napi::Env env, const FsType& type) { return ::FsTypeValue(env, type); }
+}  // namespace js
+}  // namespace rw
 
 NODE_API_MODULE(runwarden, Register)

@@ -74,6 +74,8 @@ struct ProbeBuffers {
 // `lock_path` into `buf`, and returns a Stage. Creates, writes and removes
 // nothing. See probe.cc.
 int GatherProbeFacts(const char* lock_path, const LocalTypes& list, const ProbeBuffers& buf);
+// The same for the entry `name` of the directory open as `dirfd`.
+int GatherProbeFactsAt(int dirfd, const char* name, const LocalTypes& list, const ProbeBuffers& buf);
 
 }  // namespace rw
 

@@ -10,6 +10,8 @@
 #include <sys/file.h>
 #include <sys/mount.h>
 #include <sys/param.h>
+#include <fcntl.h>
+#include <unistd.h>
 
 namespace rw {
 
@@ -29,6 +31,29 @@ void Fill(const struct statfs& sfs, FsType* out) {
 int FsTypeOfPath(const char* path, FsType* out) {
   struct statfs sfs;
   if (statfs(path, &sfs) != 0) return errno;
+  Fill(sfs, out);
+  return 0;
+}
+
+int FsTypeOfFd(int fd, FsType* out) {
+  struct statfs sfs;
+  if (fstatfs(fd, &sfs) != 0) return errno;
+  Fill(sfs, out);
+  return 0;
+}
+
+// darwin has no O_PATH: the entry is opened read-only and non-blocking (no
+// I/O), checked, and closed. Weaker than linux: the filesystem sees an open.
+int FsTypeOfEntry(int dirfd, const char* name, FsType* out) {
+  int fd;
+  do {
+    fd = openat(dirfd, name, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+  } while (fd < 0 && errno == EINTR);
+  if (fd < 0) return errno;
+  struct statfs sfs;
+  int err = fstatfs(fd, &sfs) != 0 ? errno : 0;
+  close(fd);
+  if (err != 0) return err;
   Fill(sfs, out);
   return 0;
 }

@@ -5,7 +5,9 @@
 #include <errno.h>
 #include <string.h>
 #include <sys/file.h>
+#include <fcntl.h>
 #include <sys/vfs.h>
+#include <unistd.h>
 
 namespace rw {
 
@@ -23,6 +25,29 @@ void Fill(const struct statfs& sfs, FsType* out) {
 int FsTypeOfPath(const char* path, FsType* out) {
   struct statfs sfs;
   if (statfs(path, &sfs) != 0) return errno;
+  Fill(sfs, out);
+  return 0;
+}
+
+int FsTypeOfFd(int fd, FsType* out) {
+  struct statfs sfs;
+  if (fstatfs(fd, &sfs) != 0) return errno;
+  Fill(sfs, out);
+  return 0;
+}
+
+// O_PATH: the descriptor names the file without opening it, so nothing
+// reaches a FUSE or NFS server's open handler; fstatfs and fstat work on it.
+int FsTypeOfEntry(int dirfd, const char* name, FsType* out) {
+  int fd;
+  do {
+    fd = openat(dirfd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+  } while (fd < 0 && errno == EINTR);
+  if (fd < 0) return errno;
+  struct statfs sfs;
+  int err = fstatfs(fd, &sfs) != 0 ? errno : 0;
+  close(fd);
+  if (err != 0) return err;
   Fill(sfs, out);
   return 0;
 }

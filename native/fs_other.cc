@@ -14,6 +14,10 @@ const bool kFsTypeIsName = false;
 
 int FsTypeOfPath(const char*, FsType*) { return ENOSYS; }
 
+int FsTypeOfFd(int, FsType*) { return ENOSYS; }
+
+int FsTypeOfEntry(int, const char*, FsType*) { return ENOSYS; }
+
 int Flock(int, LockKind) { return ENOSYS; }
 
 }  // namespace rw

@@ -49,6 +49,17 @@ struct LocalTypes {
 // statfs(path) (following links, as statfs does).
 int FsTypeOfPath(const char* path, FsType* out);
 
+// fstatfs(fd): the type of the filesystem the open file or directory is on.
+int FsTypeOfFd(int fd, FsType* out);
+
+// The filesystem type of the entry `name` in the directory open as `dirfd`,
+// without following a symlink there, and without opening the file for I/O
+// where the kernel allows it (linux: an O_PATH descriptor, so a FUSE or NFS
+// server sees no open), so the gate can refuse a file bind-mounted from a
+// non-local filesystem before it is opened (CONTRACT §4.2 step 2). Returns 0
+// or an errno value.
+int FsTypeOfEntry(int dirfd, const char* name, FsType* out);
+
 // flock(2), non-blocking for the two lock kinds, retried on EINTR. Returns 0
 // when granted, kContended when another holder has it (EWOULDBLOCK), or an
 // errno value.

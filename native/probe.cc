@@ -54,34 +54,74 @@ void DirName(const char* path, char (&dir)[PATH_MAX + 1]) {
 
 }  // namespace
 
-// statfs of the lock file's directory (the run directory), checked against
-// `list`; only if local, open(O_RDONLY|O_NONBLOCK|O_NOFOLLOW|O_CLOEXEC)
-// (never O_CREAT), fstat, pread of up to head_len bytes at offset 0, then
-// flock(LOCK_SH|LOCK_NB), LOCK_UN at once if granted, and close. Taking and
-// dropping a shared lock on a file that later turns out to be unmarked is
-// harmless: a pre-flock writer holds no flock for it to disturb.
+// The lock file's directory (the run directory) is opened once, with
+// O_DIRECTORY|O_NOFOLLOW: a run directory that is a symlink is refused
+// (ELOOP or ENOTDIR, reported as an FsError stage with that errno), and
+// everything after is relative to that descriptor, so a rename or a swap of
+// the directory meanwhile cannot send the probe anywhere else.
 int GatherProbeFacts(const char* lock_path, const LocalTypes& list, const ProbeBuffers& buf) {
   if (!kHasFlock) return kNoFlock;
-  double* out = buf.out;
   char dir[PATH_MAX + 1];
   DirName(lock_path, dir);
+  const char* name = strrchr(lock_path, '/');
+  name = name == nullptr ? lock_path : name + 1;
+  int dirfd;
+  do {
+    dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  } while (dirfd < 0 && errno == EINTR);
+  if (dirfd < 0) {
+    buf.out[kOutErrno] = errno;
+    return kFsError;
+  }
+  int stage = GatherProbeFactsAt(dirfd, name, list, buf);
+  close(dirfd);
+  return stage;
+}
+
+// The filesystem gate, twice before any flock: fstatfs of the directory, then
+// of the entry itself (FsTypeOfEntry: on linux an O_PATH descriptor, so the
+// file is not opened for I/O), because one file can be bind-mounted from
+// another filesystem into a local directory. Only if both are local:
+// openat(O_RDONLY|O_NONBLOCK|O_NOFOLLOW|O_CLOEXEC) (never O_CREAT), fstatfs of
+// that open descriptor (the file opened is the file gated, even if the entry
+// was replaced in between), fstat, pread of up to head_len bytes at offset 0,
+// then flock(LOCK_SH|LOCK_NB), LOCK_UN at once if granted, and close. Taking
+// and dropping a shared lock on a file that later turns out to be unmarked is
+// harmless: a pre-flock writer holds no flock for it to disturb.
+int GatherProbeFactsAt(int dirfd, const char* name, const LocalTypes& list, const ProbeBuffers& buf) {
+  if (!kHasFlock) return kNoFlock;
+  double* out = buf.out;
 
   FsType type;
-  int err = FsTypeOfPath(dir, &type);
+  int err = FsTypeOfFd(dirfd, &type);
   if (err != 0) {
     out[kOutErrno] = err;
     return kFsError;
   }
   out[kOutFsType] = type.magic;
   if (!IsLocal(type, list)) return kFsNotLocal;
+  err = FsTypeOfEntry(dirfd, name, &type);
+  if (err != 0) {
+    out[kOutErrno] = err;
+    return kOpenError;
+  }
+  out[kOutFsType] = type.magic;
+  if (!IsLocal(type, list)) return kFsNotLocal;
 
   int fd;
   do {
-    fd = open(lock_path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+    fd = openat(dirfd, name, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
   } while (fd < 0 && errno == EINTR);
   if (fd < 0) {
     out[kOutErrno] = errno;
     return kOpenError;
+  }
+  err = FsTypeOfFd(fd, &type);
+  if (err != 0 || !IsLocal(type, list)) {
+    out[kOutFsType] = type.magic;
+    out[kOutErrno] = err;
+    close(fd);
+    return err != 0 ? kFsError : kFsNotLocal;
   }
   struct stat st;
   if (fstat(fd, &st) != 0) {

@@ -40,20 +40,32 @@ function unmountAll(): void {
   }
 }
 
-/** Runs a probe in a child under strace; returns the probe result and the syscalls touching lockPath. */
+/**
+ * Runs a probe in a child under strace; returns the probe result and the
+ * syscalls touching lockPath: by path, or (the probe opens the run directory
+ * once and works relative to it) by that directory's descriptor.
+ */
 function tracedProbe(lockPath: string): { result: unknown; opens: string[]; statfs: string[] } {
   const log = join(base, `strace-${Math.random().toString(36).slice(2)}.log`);
   const script = `import('${ROOT}/dist/index.js').then(m => process.stdout.write(JSON.stringify(m.probeLock(${JSON.stringify(lockPath)}))))`;
-  const r = spawnSync('strace', ['-f', '-qq', '-e', 'trace=open,openat,openat2,statfs', '-o', log, process.execPath, '-e', script], {
+  const r = spawnSync('strace', ['-f', '-qq', '-e', 'trace=open,openat,openat2,statfs,fstatfs', '-o', log, process.execPath, '-e', script], {
     encoding: 'utf8',
     timeout: 60_000,
   });
   if (r.error || r.status !== 0) throw new Error(`strace run failed: ${r.error?.message ?? r.stderr}`);
   const lines = readFileSync(log, 'utf8').split('\n');
+  const dir = lockPath.slice(0, lockPath.lastIndexOf('/'));
+  const name = lockPath.slice(lockPath.lastIndexOf('/') + 1);
+  const dirFds = new Set<string>();
+  for (const l of lines) {
+    const m = /openat\(AT_FDCWD, "([^"]*)", [^)]*O_DIRECTORY[^)]*\) = (\d+)$/.exec(l);
+    if (m && m[1] === dir) dirFds.add(m[2] as string);
+  }
+  const viaDir = (l: string, call: RegExp): boolean => [...dirFds].some((fd) => call.test(l) && l.includes(`(${fd}, `));
   return {
     result: JSON.parse(r.stdout),
-    opens: lines.filter((l) => /\bopen(at2?)?\(/.test(l) && l.includes(lockPath)),
-    statfs: lines.filter((l) => l.includes('statfs(') && l.includes(lockPath.slice(0, lockPath.lastIndexOf('/')))),
+    opens: lines.filter((l) => /\bopen(at2?)?\(/.test(l) && (l.includes(lockPath) || (viaDir(l, /\bopenat2?\(/) && l.includes(`"${name}"`)))),
+    statfs: lines.filter((l) => (l.includes('statfs(') && l.includes(dir)) || viaDir(l, /\bfstatfs\(/)),
   };
 }
 

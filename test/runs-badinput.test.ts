@@ -118,7 +118,7 @@ describe('unreadable directories and files', () => {
     expect(json.skipped).toEqual([
       { run_id: 'd-locked-snapshot', error: 'cannot open state.json: EACCES' },
       { run_id: 'c-locked-stream', error: 'cannot open events.jsonl: EACCES' },
-      { run_id: 'b-locked-dir', error: 'cannot open events.jsonl: EACCES' },
+      { run_id: 'b-locked-dir', error: 'cannot open the run directory: EACCES' },
     ]);
     const human = cliAsUser(['runs', '--root', root]);
     expect(human.stdout).toMatch(/1 run shown \(1 passed\); 3 skipped \(3 permission denied\)/);

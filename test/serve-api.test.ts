@@ -228,7 +228,10 @@ describe('refusals', () => {
     ['/api/runs/.', 400, 'bad-run-id'],
     ['/api/runs/..%2F..%2Fetc', 400, 'bad-run-id'],
     ['/api/runs/a%2Fb', 400, 'bad-run-id'],
-    ['/api/runs/a%5Cb', 400, 'bad-run-id'],
+    ['/api/runs/a%5Cb', 404, 'not-found'], // a backslash starts an escape of a shown name (CONTRACT §1.1); a\b is just absent
+    ['/api/runs/a%5Cx2fb', 400, 'bad-run-id'], // \x2f stands for "/": refused
+    ['/api/runs/%5Cx2e%5Cx2e', 400, 'bad-run-id'], // stands for ".."
+    ['/api/runs/a%5Cx00b', 400, 'bad-run-id'], // stands for NUL
     ['/api/runs/a%00b', 400, 'bad-run-id'],
     ['/api/runs/%E0%A4%A', 400, 'bad-request'],
     ['/api/runs/no-such-run', 404, 'not-found'],

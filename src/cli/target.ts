@@ -3,7 +3,8 @@
  * §1.1), with bad ids and roots reported as usage errors (exit 2), never as
  * stack traces. Shared by every command that takes a RUN or a root.
  */
-import { lstatSync, statSync } from 'node:fs';
+import { lstatSync, realpathSync } from 'node:fs';
+import { runDirPath } from '../kernel/dirfd.js';
 import { basename } from 'node:path';
 import { RunIdError } from '../contract/errors.js';
 import { resolveRoot, resolveRunArg } from '../contract/runid.js';
@@ -52,10 +53,13 @@ export function selectionFrom(opts: { status?: string; graph?: string; id?: stri
  * symlink is refused as `runs` refuses it.
  */
 export function runDirFromArg(run: string, root: string): string {
-  const dir = asUsage(() => resolveRunArg(run, root));
+  let dir = asUsage(() => resolveRunArg(run, root));
   const explicit = run.includes('/');
   try {
-    const st = explicit ? statSync(dir) : lstatSync(dir);
+    // A path given with "/" is the user's own: a link there is resolved once, here,
+    // and every later read opens the real directory without following links.
+    if (explicit && lstatSync(runDirPath(dir)).isSymbolicLink()) dir = realpathSync(dir);
+    const st = lstatSync(runDirPath(dir));
     if (st.isSymbolicLink()) throw new UserError(`run "${run}" under ${root} is a symlink; links under the runs root are not followed`);
     if (!st.isDirectory()) throw new UserError(explicit ? `${dir} is not a directory` : `run "${run}" under ${root} is not a directory`);
   } catch (e) {
@@ -65,6 +69,16 @@ export function runDirFromArg(run: string, root: string): string {
     throw new UserError(`cannot read ${dir}: ${code ?? String(e)}`);
   }
   return dir;
+}
+
+/** A RUN given as a path ("/") that is a symlink, resolved once (the user's own link); anything else as it is. */
+function explicitResolved(run: string, dir: string): string {
+  if (!run.includes('/')) return dir;
+  try {
+    return lstatSync(runDirPath(dir)).isSymbolicLink() ? realpathSync(dir) : dir;
+  } catch {
+    return dir;
+  }
 }
 
 export interface RunTarget {
@@ -81,6 +95,6 @@ export interface RunTarget {
  */
 export function runTarget(run: string, rootOption: string | undefined, mustExist = false): RunTarget {
   const root = rootFrom(rootOption);
-  const runDir = mustExist ? runDirFromArg(run, root) : asUsage(() => resolveRunArg(run, root));
+  const runDir = mustExist ? runDirFromArg(run, root) : explicitResolved(run, asUsage(() => resolveRunArg(run, root)));
   return { root, runDir, runId: basename(runDir) };
 }

@@ -6,10 +6,15 @@
 import { homedir } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
 import { RunIdError } from './errors.js';
+import { nameBytes } from './names.js';
 
-/** Descending byte order of names ("newest first"). */
+/**
+ * Descending byte order of names ("newest first"). Run ids are shown names
+ * (names.ts), so they are compared as the bytes they stand for: a name with
+ * the byte 0xff sorts where that byte sorts, not where its `\xff` would.
+ */
 export function compareNewestFirst(a: string, b: string): number {
-  return Buffer.compare(Buffer.from(b), Buffer.from(a));
+  return Buffer.compare(nameBytes(b), nameBytes(a));
 }
 
 /**
@@ -35,6 +40,11 @@ export function runIdProblem(id: string): string | undefined {
   if (id === '.' || id === '..') return `"${id}" is not a run id`;
   if (id.includes('/')) return `a run id cannot contain "/" (got "${id}")`;
   if (id.includes('\0')) return 'a run id cannot contain a NUL byte';
+  // A run id is a shown name (names.ts): what it stands for must be one directory entry too.
+  const bytes = nameBytes(id);
+  if (bytes.includes(0x2f) || bytes.includes(0)) return `a run id cannot stand for "/" or a NUL byte (got "${id}")`;
+  const plain = bytes.toString('latin1');
+  if (plain === '.' || plain === '..') return `"${id}" is not a run id`;
   return undefined;
 }
 

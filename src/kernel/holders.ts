@@ -16,6 +16,8 @@
  * the window is then the holder's own re-lock interval, see write/leg.ts).
  */
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import { basename, dirname } from 'node:path';
+import { runFilePath } from './dirfd.js';
 
 /** One flock holder found: its pid and the inode its lock is on. */
 export interface ForeignHolder {
@@ -42,7 +44,7 @@ export function procDevice(dev: number | bigint): string {
 
 /** Where to look, and whom to suspect. */
 export interface HolderQuery {
-  /** The lock path, absolute, as a holder's descriptor would name it. */
+  /** The lock path, absolute, as a holder's descriptor would name it (its run directory's last component a shown name: kernel/dirfd.ts). */
   lockPath: string;
   /** The device the lock path lives on (stat's `dev`). */
   dev: number | bigint;
@@ -73,7 +75,11 @@ export function foreignHolder(q: HolderQuery): HolderEvidence {
   } catch (e) {
     return { kind: 'unknown', detail: `/proc/locks: ${(e as NodeJS.ErrnoException).code ?? String(e)}` };
   }
-  const deleted = `${lockPath} (deleted)`;
+  // Compared as bytes: a link decoded to text would make a name that is not
+  // UTF-8 (0xff) equal to one really named U+FFFD (names are bytes, CONTRACT §1.1).
+  const exactPath = runFilePath(dirname(lockPath), basename(lockPath));
+  const exact = typeof exactPath === 'string' ? Buffer.from(exactPath, 'utf8') : exactPath;
+  const deleted = Buffer.concat([exact, Buffer.from(' (deleted)')]);
   let doubt: string | undefined;
   for (const line of table.split('\n')) {
     const m = FLOCK_WRITE.exec(line);
@@ -92,13 +98,13 @@ export function foreignHolder(q: HolderQuery): HolderEvidence {
       continue;
     }
     for (const fd of fds) {
-      let target: string;
+      let target: Buffer;
       try {
-        target = readlinkSync(`/proc/${pid}/fd/${fd}`);
+        target = readlinkSync(`/proc/${pid}/fd/${fd}`, { encoding: 'buffer' });
       } catch {
         continue;
       }
-      if (target === lockPath || target === deleted) return { kind: 'held-elsewhere', holder: { pid, file } };
+      if (target.equals(exact) || target.equals(deleted)) return { kind: 'held-elsewhere', holder: { pid, file } };
     }
   }
   return doubt === undefined ? { kind: 'none-known' } : { kind: 'unknown', detail: doubt };

@@ -65,7 +65,7 @@ export interface NativeBinding {
   /** `op` from `constants.flockOp`. true = granted, false = contended (EWOULDBLOCK); throws NativeError otherwise. */
   flock(fd: number, op: number): boolean;
   /** linux: statfs f_type; darwin: f_fstypename. Throws NativeError. */
-  fsType(dir: string): number | string;
+  fsType(dir: string | Buffer): number | string;
   /** kill(pid, 0) classified; refuses pid <= 0 before the syscall. */
   pidProbe(pid: number): ProcessPresence;
   /** kill(-pgid, 0) classified; refuses pgid <= 1 before the syscall. */
@@ -83,7 +83,24 @@ export interface NativeBinding {
    * `constants.outSlot`). `localTypes`, when given, replaces the registered
    * list for this call only (a test seam).
    */
-  probeFacts(lockPath: string, localTypes?: Uint32Array | string[]): number;
+  probeFacts(lockPath: string | Buffer, localTypes?: Uint32Array | string[]): number;
+  /**
+   * probeFacts() for the entry `name` of the directory open as `dirfd`: the
+   * same stages and slots, with no path resolved at all.
+   */
+  probeFactsAt(dirfd: number, name: string | Buffer, localTypes?: Uint32Array | string[]): number;
+  /** open(path, O_RDONLY|O_DIRECTORY|O_NOFOLLOW|O_CLOEXEC); a Buffer path is taken byte for byte. Throws NativeError. */
+  openDirNoFollow(path: string | Buffer): number;
+  /** openat(dirfd, name, flags|O_NOFOLLOW|O_CLOEXEC, mode = 0o600); `name` is one entry (no '/', not '.' or '..'). Throws NativeError. */
+  openAt(dirfd: number, name: string | Buffer, flags: number, mode?: number): number;
+  /** fstatfs of an open descriptor (linux f_type; darwin f_fstypename). Throws NativeError. */
+  fsTypeFd(fd: number): number | string;
+  /** renameat(dirfd, from, dirfd, to). Throws NativeError. */
+  renameAt(dirfd: number, from: string | Buffer, to: string | Buffer): void;
+  /** unlinkat(dirfd, name, 0): true when removed, false when absent. Throws NativeError. */
+  unlinkAt(dirfd: number, name: string | Buffer): boolean;
+  /** fstatat(dirfd, name, AT_SYMLINK_NOFOLLOW) as [dev, ino], or null when absent. Throws NativeError. */
+  identityAt(dirfd: number, name: string | Buffer): [bigint, bigint] | null;
   readonly hasFlock: boolean;
   readonly platform: 'linux' | 'darwin' | 'other';
   /** Frozen; read through {@link nativeConstants}, which has checked it. */

@@ -8,18 +8,23 @@
  * - Never blocks: O_NONBLOCK, so a FIFO planted where a file should be opens
  *   at once instead of waiting for a writer; the fstat check then refuses it
  *   before any read could wait.
- * - Never follows a symlink at the last component (O_NOFOLLOW): a link in a
- *   run directory could point anywhere, including outside the runs root.
- * - Close-on-exec: libuv adds O_CLOEXEC to every open, so no child inherits it.
+ * - Never follows a symlink, neither at the file nor at the run directory:
+ *   the directory is opened once with O_DIRECTORY|O_NOFOLLOW and the file
+ *   relative to it with openat(2) and O_NOFOLLOW (kernel/dirfd.ts), so a
+ *   link, or a directory swapped for one while it is read, cannot send a
+ *   read outside the runs root.
+ * - Close-on-exec: the addon adds O_CLOEXEC to every open, so no child inherits it.
  * - Only regular files are read; anything else is an error naming what it is.
  *
  * Internal to runwarden (not exported from the package).
  */
-import { closeSync, constants, fstatSync, openSync, readSync, type Stats } from 'node:fs';
+import { closeSync, constants, fstatSync, readSync, type Stats } from 'node:fs';
+import { basename, dirname } from 'node:path';
 import { RunFileError } from '../contract/errors.js';
+import { closeFd, errnoCode, kindOfEntry, openAt, openDirNoFollow, runDirPath } from './dirfd.js';
 import { kindAt, kindOfStats } from './filekind.js';
 
-const READ_FLAGS = constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOFOLLOW;
+const READ_FLAGS = constants.O_RDONLY | constants.O_NONBLOCK;
 
 /** An open regular file: its descriptor and the size fstat reported at open. */
 export interface OpenFile {
@@ -29,24 +34,51 @@ export interface OpenFile {
 }
 
 /**
- * Opens `path` for reading under the rules above. Returns `undefined` when
- * nothing is there (ENOENT, or a parent that is not a directory: ENOTDIR),
- * because for a run's files absence is a fact, not an error. Throws
- * RunFileError (`ENOTREGULAR` or `EREAD`) for anything present but unreadable. `label` names the file in
+ * Opens `path` for reading under the rules above: its directory without
+ * following a link, then the file in it ({@link openForReadAt}), and closes
+ * the directory again. The directory's last component is a shown name
+ * (kernel/dirfd.ts runDirPath). Returns `undefined` when nothing is there (ENOENT, or
+ * a parent that is not a directory: ENOTDIR), because for a run's files
+ * absence is a fact, not an error. Throws RunFileError (`ENOTREGULAR` or
+ * `EREAD`) for anything present but unreadable, and (`ENOTREGULAR`, kind
+ * `symlink`) when the directory is a symlink. `label` names the file in
  * messages (e.g. "events.jsonl").
  */
 export function openForRead(path: string, label: string): OpenFile | undefined {
+  const dir = runDirPath(dirname(path));
+  let dirfd: number;
+  try {
+    dirfd = openDirNoFollow(dir);
+  } catch (err) {
+    const code = errnoCode(err);
+    const kind = code === 'ENOTDIR' || code === 'ELOOP' ? kindOfEntry(dir) : undefined;
+    if (kind === 'symlink') throw new RunFileError(`the directory of ${label} is a symlink; links under the runs root are not followed`, 'ENOTREGULAR', path, { kind });
+    if (code === 'ENOENT' || code === 'ENOTDIR') return undefined;
+    throw new RunFileError(`cannot open the directory of ${label}: ${code}`, 'EREAD', path, { errno: code });
+  }
+  try {
+    return openForReadAt(dirfd, basename(path), label, path);
+  } finally {
+    closeFd(dirfd);
+  }
+}
+
+/**
+ * Opens the entry `name` of the directory open as `dirfd` for reading, under
+ * the rules above (openat with O_NOFOLLOW). `path` names the file in errors
+ * (it is never opened). Answers as {@link openForRead}.
+ */
+export function openForReadAt(dirfd: number, name: string, label: string, path: string): OpenFile | undefined {
   let fd: number;
   try {
-    fd = openSync(path, READ_FLAGS);
+    fd = openAt(dirfd, name, READ_FLAGS);
   } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code ?? 'EIO';
+    const code = errnoCode(err);
     if (code === 'ENOENT' || code === 'ENOTDIR') return undefined;
-    if (code === 'ELOOP' || code === 'ENXIO' || code === 'EOPNOTSUPP' || code === 'EISDIR') {
-      const kind = kindAt(path);
-      if (kind !== undefined && kind !== 'file') {
-        throw new RunFileError(`${label} is a ${kind}, not a regular file`, 'ENOTREGULAR', path, { kind });
-      }
+    // With O_NOFOLLOW, ELOOP means the entry is a symlink; ENXIO, a socket.
+    const kind = code === 'ELOOP' ? 'symlink' : code === 'ENXIO' ? 'socket' : code === 'EOPNOTSUPP' ? kindAt(path) : undefined;
+    if (kind !== undefined && kind !== 'file') {
+      throw new RunFileError(`${label} is a ${kind}, not a regular file`, 'ENOTREGULAR', path, { kind });
     }
     throw new RunFileError(`cannot open ${label}: ${code}`, 'EREAD', path, { errno: code });
   }

@@ -16,10 +16,16 @@
  * - The marker selects the semantics: an unmarked, non-empty file was written
  *   by a pre-flock version whose live leg holds no flock, so taking the flock
  *   would prove nothing; it is refused under the legacy rules instead.
+ * - No link is followed: the run directory is opened once with
+ *   O_DIRECTORY|O_NOFOLLOW (a symlink there is refused, ENOTREGULAR), and
+ *   the lock file is opened, checked and retaken relative to that descriptor
+ *   (openat, fstatat), so a run directory swapped for a symlink cannot make
+ *   a leg create or lock a file outside the runs root.
  */
-import { closeSync, constants, fstatSync, ftruncateSync, lstatSync, mkdirSync, openSync, readSync, writeSync } from 'node:fs';
-import { dirname, resolve } from 'node:path';
-import { AbortError, LockFileError, LockHeldError, RunwardenError, UnsupportedPlatformError, WriteError } from '../contract/errors.js';
+import { closeSync, constants, fstatSync, ftruncateSync, mkdirSync, readSync, writeSync } from 'node:fs';
+import { basename, dirname, resolve } from 'node:path';
+import { AbortError, LockFileError, LockHeldError, NativeError, RunwardenError, UnsupportedPlatformError, WriteError } from '../contract/errors.js';
+import { closeFd, errnoCode, identityAt, kindOfEntry, openAt, openDirNoFollow, runDirPath } from '../kernel/dirfd.js';
 import { kindAt, kindOfStats, type FileKind } from '../kernel/filekind.js';
 import { monotonicMs } from '../kernel/clock.js';
 import { classifyHead, HEAD_BYTES, markedContent, markedPid, parseLegacyPid } from '../contract/marker.js';
@@ -99,7 +105,8 @@ const FIRST_PAUSE_MS = 2;
 /** The longest pause between two attempts of the async wait (ms). */
 const MAX_PAUSE_MS = 100;
 
-const OPEN_FLAGS = constants.O_RDWR | constants.O_CREAT | constants.O_NOFOLLOW | constants.O_NONBLOCK;
+// openAt adds O_NOFOLLOW and O_CLOEXEC to every open.
+const OPEN_FLAGS = constants.O_RDWR | constants.O_CREAT | constants.O_NONBLOCK;
 const sleeper = new Int32Array(new SharedArrayBuffer(4));
 
 function sleepSync(ms: number): void {
@@ -115,15 +122,37 @@ function notRegular(path: string, kind: FileKind): LockFileError {
   );
 }
 
-/** Opens the lock file for a leg, refusing anything that is not a regular file. */
-function openLockFile(path: string): number {
+/**
+ * Opens the run directory of the lock file at `lockPath` for a leg, without
+ * following a link there. A symlink is refused (ENOTREGULAR, kind
+ * `symlink`); the kernel's other refusals are thrown as they are (coded
+ * ELOCKIO by the caller).
+ */
+export function openLockDir(lockPath: string): number {
+  const dir = dirname(lockPath);
+  try {
+    return openDirNoFollow(runDirPath(dir));
+  } catch (err) {
+    const code = errnoCode(err);
+    if (code === 'ENOTDIR' || code === 'ELOOP') {
+      const kind = kindOfEntry(runDirPath(dir));
+      if (kind !== undefined && kind !== 'directory') {
+        throw new LockFileError(`the run directory "${dir}" is a ${kind}, not a directory; runwarden follows no links under the runs root and will not write through it`, 'ENOTREGULAR', dir, kind);
+      }
+    }
+    throw err;
+  }
+}
+
+/** Opens the lock file `path` (relative to the run directory open as `at`) for a leg, refusing anything that is not a regular file. */
+function openLockFile(at: number, path: string): number {
   let fd: number;
   try {
-    fd = openSync(path, OPEN_FLAGS, 0o600);
+    fd = openAt(at, basename(path), OPEN_FLAGS, 0o600);
   } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
+    const code = errnoCode(err);
     if (code === 'ELOOP' || code === 'EISDIR' || code === 'ENXIO' || code === 'EOPNOTSUPP') {
-      const kind = kindAt(path);
+      const kind = code === 'ELOOP' ? 'symlink' : kindAt(path);
       if (kind !== undefined && kind !== 'file') throw notRegular(path, kind);
     }
     throw err;
@@ -197,7 +226,29 @@ export function acquireLock(lockPath: string, options: AcquireOptions = {}): Hel
   if (!Number.isInteger(pid) || pid < 1 || pid > 2 ** 31 - 1) throw new RangeError('pid must be an integer from 1 to 2^31-1');
   if (!native().hasFlock) throw new UnsupportedPlatformError(`runwarden cannot take a lock on ${process.platform}: no flock(2)`);
   makeRunDir(lockPath);
-  return new Held(lockPath, pid, retryMs, lockOnceCoded(lockPath, pid, retryMs));
+  const at = coded(dirname(lockPath), 'open the run directory', () => openLockDir(lockPath));
+  try {
+    return new Held(lockPath, pid, retryMs, lockOnceCoded(at, lockPath, pid, retryMs), at, true);
+  } catch (err) {
+    closeFd(at);
+    throw err;
+  }
+}
+
+/**
+ * {@link acquireLock} for the lock file of the run directory open as `at`
+ * (kernel/dirfd.ts), which the caller opened and keeps open until the lock
+ * is released (the lock borrows it, never closes it). `lockPath` names the
+ * file in messages and for holder evidence. Internal: `exec`'s leg uses it,
+ * so its lock and its events are in the one directory it opened.
+ */
+export function acquireLockAt(at: number, lockPath: string, options: AcquireOptions = {}): HeldLock {
+  const retryMs = options.retryMs ?? 100;
+  const pid = options.pid ?? process.pid;
+  if (!Number.isInteger(retryMs) || retryMs < 0) throw new RangeError('retryMs must be a non-negative integer');
+  if (!Number.isInteger(pid) || pid < 1 || pid > 2 ** 31 - 1) throw new RangeError('pid must be an integer from 1 to 2^31-1');
+  if (!native().hasFlock) throw new UnsupportedPlatformError(`runwarden cannot take a lock on ${process.platform}: no flock(2)`);
+  return new Held(lockPath, pid, retryMs, lockOnceCoded(at, lockPath, pid, retryMs), at, false);
 }
 
 /**
@@ -225,20 +276,26 @@ export async function acquireLockAsync(lockPath: string, options: AcquireAsyncOp
   if (signal?.aborted) throw abortedWait(lockPath, signal);
   if (!native().hasFlock) throw new UnsupportedPlatformError(`runwarden cannot take a lock on ${process.platform}: no flock(2)`);
   makeRunDir(lockPath);
+  const at = coded(dirname(lockPath), 'open the run directory', () => openLockDir(lockPath));
   const start = performance.now();
   let pause = FIRST_PAUSE_MS;
-  for (;;) {
-    try {
-      return new Held(lockPath, pid, DEFAULT_RETRY_MS, lockOnceCoded(lockPath, pid, 0));
-    } catch (err) {
-      // Waiting helps only while a leg holds the lock; a legacy or future
-      // file needs a person or a newer version, not time.
-      if (!(err instanceof LockHeldError) || err.legacy || err.future) throw err;
-      const left = timeoutMs - (performance.now() - start);
-      if (left <= 0) throw err;
-      await waitOrAbort(Math.min(pause, left), lockPath, signal);
-      pause = Math.min(pause * 2, MAX_PAUSE_MS);
+  try {
+    for (;;) {
+      try {
+        return new Held(lockPath, pid, DEFAULT_RETRY_MS, lockOnceCoded(at, lockPath, pid, 0), at, true);
+      } catch (err) {
+        // Waiting helps only while a leg holds the lock; a legacy or future
+        // file needs a person or a newer version, not time.
+        if (!(err instanceof LockHeldError) || err.legacy || err.future) throw err;
+        const left = timeoutMs - (performance.now() - start);
+        if (left <= 0) throw err;
+        await waitOrAbort(Math.min(pause, left), lockPath, signal);
+        pause = Math.min(pause * 2, MAX_PAUSE_MS);
+      }
     }
+  } catch (err) {
+    closeFd(at);
+    throw err;
   }
 }
 
@@ -271,7 +328,8 @@ function coded<T>(path: string, action: string, fn: () => T): T {
   try {
     return fn();
   } catch (err) {
-    if (err instanceof RunwardenError || !(err instanceof Error)) throw err;
+    // A NativeError is the kernel's refusal too (from the addon's openat and friends).
+    if ((err instanceof RunwardenError && !(err instanceof NativeError)) || !(err instanceof Error)) throw err;
     const e = err as NodeJS.ErrnoException;
     if (typeof e.code !== 'string') throw err;
     throw new LockFileError(`cannot ${action} "${path}": ${e.message}`, 'ELOCKIO', path, undefined, { errno: e.code, syscall: e.syscall });
@@ -281,12 +339,12 @@ function coded<T>(path: string, action: string, fn: () => T): T {
 /** Creates the run directory (0700, parents too) if it is missing. */
 function makeRunDir(lockPath: string): void {
   const dir = dirname(lockPath);
-  coded(dir, 'create the run directory', () => mkdirSync(dir, { recursive: true, mode: 0o700 }));
+  coded(dir, 'create the run directory', () => mkdirSync(runDirPath(dir), { recursive: true, mode: 0o700 }));
 }
 
 /** {@link lockOnce}, with the kernel's refusals coded `ELOCKIO`. */
-function lockOnceCoded(lockPath: string, pid: number, retryMs: number): Taken {
-  return coded(lockPath, 'take the lock', () => lockOnce(lockPath, pid, retryMs));
+function lockOnceCoded(at: number, lockPath: string, pid: number, retryMs: number): Taken {
+  return coded(lockPath, 'take the lock', () => lockOnce(at, lockPath, pid, retryMs));
 }
 
 /** The held file's identity, to compare with what is at the path. */
@@ -300,10 +358,10 @@ interface Taken {
  * Opens, judges, locks, marks and checks the file at `lockPath` once (the
  * run directory must exist). Returns the held descriptor and its identity.
  */
-function lockOnce(lockPath: string, pid: number, retryMs: number): Taken {
+function lockOnce(at: number, lockPath: string, pid: number, retryMs: number): Taken {
   const n = native();
   const op = nativeConstants().flockOp;
-  const fd = openLockFile(lockPath);
+  const fd = openLockFile(at, lockPath);
   let locked = false;
   try {
     const head = Buffer.alloc(HEAD_BYTES);
@@ -339,7 +397,7 @@ function lockOnce(lockPath: string, pid: number, retryMs: number): Taken {
     const mine = fstatSync(fd, { bigint: true });
     let now;
     try {
-      now = lstatSync(lockPath, { bigint: true });
+      now = identityAt(at, basename(lockPath));
     } catch {
       now = undefined;
     }
@@ -387,6 +445,10 @@ class Held implements HeldLock {
     readonly pid: number,
     private readonly retryMs: number,
     taken: Taken,
+    /** The run directory, open without following links; every check and retake is relative to it. */
+    private readonly at: number,
+    /** Whether this lock opened `at` itself, and so closes it on release. */
+    private readonly ownsDir: boolean,
   ) {
     this.taken = taken;
   }
@@ -400,10 +462,11 @@ class Held implements HeldLock {
     if (t === undefined) throw new RangeError('verify(): this lock was released');
     let now;
     try {
-      now = lstatSync(this.path, { bigint: true });
+      now = identityAt(this.at, basename(this.path));
     } catch {
       return 'missing';
     }
+    if (now === undefined) return 'missing';
     return now.ino === t.ino && now.dev === t.dev ? 'ok' : 'replaced';
   }
 
@@ -411,7 +474,7 @@ class Held implements HeldLock {
     const before = this.verify();
     if (before !== 'replaced') return before;
     const old = this.taken as Taken;
-    this.taken = lockOnceCoded(this.path, this.pid, this.retryMs);
+    this.taken = lockOnceCoded(this.at, this.path, this.pid, this.retryMs);
     unlockAndClose(old.fd);
     return before;
   }
@@ -420,7 +483,11 @@ class Held implements HeldLock {
     const t = this.taken;
     if (t === undefined) return;
     this.taken = undefined;
-    unlockAndClose(t.fd);
+    try {
+      unlockAndClose(t.fd);
+    } finally {
+      if (this.ownsDir) closeFd(this.at);
+    }
   }
 
   [Symbol.dispose](): void {

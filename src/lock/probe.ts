@@ -13,10 +13,18 @@
  *   probe never contends with another probe.
  * - It never blocks: the open is non-blocking (a FIFO answers at once) and
  *   no-follow, the lock attempt is non-blocking.
- * - It never opens the file on a filesystem outside the known-local list.
+ * - It never opens the file on a filesystem outside the known-local list,
+ *   judged twice before any flock: the run directory's filesystem, then the
+ *   lock file's own (a single file can be bind-mounted from a FUSE or
+ *   network filesystem into a local directory), looked at without opening it
+ *   (linux O_PATH) and checked again on the opened descriptor.
+ * - It follows no link: the run directory is opened O_DIRECTORY|O_NOFOLLOW
+ *   and the lock file relative to it (openat, O_NOFOLLOW), so a directory
+ *   swapped for a symlink is refused, never probed through.
  */
 import { constants as osConstants } from 'node:os';
-import { dirname } from 'node:path';
+import { basename, dirname } from 'node:path';
+import { kindOfEntry, runDirPath, runFilePath } from '../kernel/dirfd.js';
 import { kindAt, kindOfMode } from '../kernel/filekind.js';
 import { describeFsType, nativeLocalList } from '../kernel/fsgate.js';
 import { classifyHead, HEAD_BYTES, parseLegacyPid } from '../contract/marker.js';
@@ -84,24 +92,60 @@ export function probeLock(lockPath: string, options?: ProbeOptions): ProbeResult
   if (lockPath.includes('\0')) return answer('unknown', 'open-error', 'path contains a NUL byte');
   const n = native();
   if (!n.hasFlock) return answer('unknown', 'unsupported-platform', `no flock(2) on ${process.platform}`);
-  if (k === undefined) {
-    const c = nativeConstants();
-    out = new Float64Array(c.outLength);
-    n.probeSetup(nativeLocalList(c.fsTypeKind), head, out);
-    k = c;
-  }
-  const { stage: S, outSlot: O } = k;
+  const k = setup();
+  // The run directory's last component is a shown name (kernel/dirfd.ts): probe its exact bytes.
+  const exact = runFilePath(dirname(lockPath), basename(lockPath));
   let stage: number;
   try {
     stage =
       options?.localFsTypes === undefined
-        ? n.probeFacts(lockPath)
-        : n.probeFacts(lockPath, nativeLocalList(k.fsTypeKind, options.localFsTypes));
+        ? n.probeFacts(exact)
+        : n.probeFacts(exact, nativeLocalList(k.fsTypeKind, options.localFsTypes));
   } catch (err) {
     // Only argument problems (e.g. an over-long path) throw from the addon.
     const code = (err as { code?: string }).code ?? 'error';
     return answer('unknown', 'open-error', code);
   }
+  return judge(k, stage, lockPath);
+}
+
+/**
+ * {@link probeLock} for the lock file `name` of the run directory open as
+ * `dirfd` (kernel/dirfd.ts), so that the directory a reader has open is the
+ * one probed, whatever is renamed meanwhile. `lockPath` names it in details
+ * and is never opened. Internal: the status layer's inspection calls it.
+ */
+export function probeLockAt(dirfd: number, name: string, lockPath: string, options?: ProbeOptions): ProbeResult {
+  const n = native();
+  if (!n.hasFlock) return answer('unknown', 'unsupported-platform', `no flock(2) on ${process.platform}`);
+  const k = setup();
+  let stage: number;
+  try {
+    stage =
+      options?.localFsTypes === undefined
+        ? n.probeFactsAt(dirfd, name)
+        : n.probeFactsAt(dirfd, name, nativeLocalList(k.fsTypeKind, options.localFsTypes));
+  } catch (err) {
+    const code = (err as { code?: string }).code ?? 'error';
+    return answer('unknown', 'open-error', code);
+  }
+  return judge(k, stage, lockPath);
+}
+
+/** Registers the probe's buffers with the addon once, and returns its checked constants. */
+function setup(): NativeConstants {
+  if (k === undefined) {
+    const c = nativeConstants();
+    out = new Float64Array(c.outLength);
+    native().probeSetup(nativeLocalList(c.fsTypeKind), head, out);
+    k = c;
+  }
+  return k;
+}
+
+/** Turns the addon's stage (and its `out` slots) into an answer. */
+function judge(k: NativeConstants, stage: number, lockPath: string): ProbeResult {
+  const { stage: S, outSlot: O } = k;
   switch (stage) {
     case S.SharedGranted:
     case S.SharedContended:
@@ -111,13 +155,18 @@ export function probeLock(lockPath: string, options?: ProbeOptions): ProbeResult
       return answer('unknown', 'fs-not-local', k.fsTypeKind === 'name' ? safeFsType(dirname(lockPath)) : describeFsType(out[O.fsType] as number));
     case S.FsError: {
       const name = errnoName(out[O.errno] as number);
-      return name === 'ENOENT' ? answer('unknown', 'missing', 'no run directory') : answer('unknown', 'fs-error', `statfs: ${name}`);
+      if (name === 'ENOENT') return answer('unknown', 'missing', 'no run directory');
+      // The run directory is opened O_DIRECTORY|O_NOFOLLOW: a symlink there answers ENOTDIR (linux) or ELOOP.
+      if ((name === 'ENOTDIR' || name === 'ELOOP') && kindOfEntry(runDirPath(dirname(lockPath))) === 'symlink') {
+        return answer('unknown', 'open-error', 'the run directory is a symlink; links are not followed');
+      }
+      return answer('unknown', 'fs-error', `${name === 'ENOTDIR' || name === 'ELOOP' ? 'open' : 'statfs'}: ${name}`);
     }
     case S.OpenError: {
       const name = errnoName(out[O.errno] as number);
       if (name === 'ENOENT') return answer('unknown', 'missing', 'no lock file');
       if (name === 'ELOOP' || name === 'ENXIO' || name === 'EISDIR') {
-        const kind = kindAt(lockPath);
+        const kind = name === 'ELOOP' ? 'symlink' : kindAt(lockPath);
         if (kind !== undefined && kind !== 'file') return answer('unknown', 'not-regular-file', kind);
       }
       return answer('unknown', 'open-error', `open: ${name}`);
@@ -135,7 +184,7 @@ export function probeLock(lockPath: string, options?: ProbeOptions): ProbeResult
 
 function safeFsType(dir: string): string {
   try {
-    return describeFsType(native().fsType(dir));
+    return describeFsType(native().fsType(runDirPath(dir)));
   } catch {
     return 'unknown type';
   }

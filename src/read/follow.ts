@@ -14,6 +14,8 @@
  * - It never blocks the event loop: it polls fstat on a timer.
  */
 import { fstatSync, lstatSync } from 'node:fs';
+import { basename, dirname } from 'node:path';
+import { runFilePath } from '../kernel/dirfd.js';
 import { StreamError } from '../contract/errors.js';
 import { parseLine, type StreamEvent } from '../contract/events.js';
 import { StreamFold } from '../contract/fold.js';
@@ -124,7 +126,7 @@ export async function followStream(eventsPath: string, handlers: FollowHandlers,
         }
         // The path must still name the file being followed.
         try {
-          const now = lstatSync(eventsPath);
+          const now = lstatSync(runFilePath(dirname(eventsPath), basename(eventsPath)));
           if (now.ino !== file.ino || now.dev !== file.dev) throw new StreamError('events.jsonl was replaced while it was followed', 'EREAD', eventsPath);
         } catch (err) {
           if (err instanceof StreamError) throw err;

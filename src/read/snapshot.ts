@@ -19,7 +19,8 @@
  */
 import { RunFileError } from '../contract/errors.js';
 import { STATE_FILE } from '../contract/files.js';
-import { closeQuietly, openForRead, readAt } from '../kernel/open.js';
+import { basename } from 'node:path';
+import { closeQuietly, openForRead, openForReadAt, readAt } from '../kernel/open.js';
 
 /** The snapshot schema this version reads, exactly. */
 export const SNAPSHOT_SCHEMA = 3;
@@ -160,11 +161,13 @@ export function interpretSnapshot(value: unknown): SnapshotRead {
 /**
  * Reads and interprets the snapshot at `statePath` (a run's `state.json`).
  * Never throws for file-system or content problems; see {@link SnapshotRead}.
+ * With `options.at` (a descriptor of the run directory, kernel/dirfd.ts) the
+ * file is opened relative to it and `statePath` only names it in messages.
  */
-export function readSnapshot(statePath: string): SnapshotRead {
+export function readSnapshot(statePath: string, options: { at?: number } = {}): SnapshotRead {
   let file;
   try {
-    file = openForRead(statePath, 'state.json');
+    file = options.at === undefined ? openForRead(statePath, 'state.json') : openForReadAt(options.at, basename(statePath), 'state.json', statePath);
   } catch (err) {
     if (err instanceof RunFileError) return { kind: 'error', error: err.message, errno: err.errno };
     throw err;

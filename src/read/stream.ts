@@ -10,7 +10,8 @@
 import { RunFileError, StreamError } from '../contract/errors.js';
 import { StreamFold, type FoldOptions } from '../contract/fold.js';
 import type { StreamFacts } from '../contract/types.js';
-import { closeQuietly, openForRead, readAt, type OpenFile } from '../kernel/open.js';
+import { basename } from 'node:path';
+import { closeQuietly, openForRead, openForReadAt, readAt, type OpenFile } from '../kernel/open.js';
 import { foldLines, LineSplitter, type FoldHooks } from './lines.js';
 
 const DEFAULT_CHUNK = 64 * 1024;
@@ -21,10 +22,14 @@ export function asStreamError(err: unknown, path: string): unknown {
   return err;
 }
 
-/** Opens the stream for reading; undefined when there is none. Throws StreamError. */
-export function openStream(path: string): OpenFile | undefined {
+/**
+ * Opens the stream for reading; undefined when there is none. Throws
+ * StreamError. With `at` (a descriptor of the run directory, kernel/dirfd.ts)
+ * the file is opened relative to it and `path` only names it in messages.
+ */
+export function openStream(path: string, at?: number): OpenFile | undefined {
   try {
-    return openForRead(path, 'events.jsonl');
+    return at === undefined ? openForRead(path, 'events.jsonl') : openForReadAt(at, basename(path), 'events.jsonl', path);
   } catch (err) {
     throw asStreamError(err, path);
   }
@@ -71,6 +76,8 @@ export function foldRange(fd: number, path: string, fold: StreamFold, from: numb
 export interface ReadStreamOptions extends FoldHooks, FoldOptions {
   /** Read size in bytes (default 64 KiB). A test seam for chunk boundaries. */
   chunkBytes?: number;
+  /** A descriptor of the run directory: the stream is opened relative to it (kernel/dirfd.ts). */
+  at?: number;
 }
 
 /**
@@ -87,7 +94,7 @@ export function readStream(eventsPath: string, options: ReadStreamOptions = {}):
 export function foldStream(eventsPath: string, options: ReadStreamOptions = {}): StreamFold {
   const chunkBytes = Math.max(1, Math.floor(options.chunkBytes ?? DEFAULT_CHUNK));
   const fold = new StreamFold(options);
-  const file = openStream(eventsPath);
+  const file = openStream(eventsPath, options.at);
   if (file === undefined) return fold;
   try {
     foldRange(file.fd, eventsPath, fold, 0, undefined, chunkBytes, options);

@@ -50,6 +50,8 @@ export interface TailFacts {
 export interface ReadLastLegOptions {
   /** First read size from the end (default 16 KiB; later reads double up to 1 MiB). A test seam. */
   chunkBytes?: number;
+  /** A descriptor of the run directory: the stream is opened relative to it (kernel/dirfd.ts). */
+  at?: number;
 }
 
 /** Could `buf[s, e)` be a `run_started` or `run_finished` line? False only when it certainly is not. */
@@ -129,7 +131,7 @@ function restartPoint(fd: number, size: number, path: string, firstChunk: number
 export function readLastLeg(eventsPath: string, options: ReadLastLegOptions = {}): TailFacts {
   const firstChunk = Math.max(1, Math.floor(options.chunkBytes ?? FIRST_TAIL_CHUNK));
   const fold = new StreamFold();
-  const file = openStream(eventsPath);
+  const file = openStream(eventsPath, options.at);
   if (file === undefined) return { leg: fold.lastLeg(), skippedLines: 0, from: 0, size: 0 };
   const { fd, size } = file;
   try {

@@ -4,13 +4,16 @@
  *
  * Invariant: a string that passes {@link checkRunId} names at most one
  * directory entry directly inside the root. It holds no path separator, no
- * NUL, and is not `.` or `..`, so `join(root, id)` cannot leave the root;
+ * NUL, and is not `.` or `..`, nor stands for one through an escape of the
+ * shown name (contract/names.ts), so `join(root, id)` cannot leave the root;
  * {@link resolveRunDir} then refuses anything that is not a real directory
  * there (a symlink could point anywhere, so it is refused too).
  */
 import { lstatSync } from 'node:fs';
 import { join } from 'node:path';
+import { nameBytes } from '../contract/names.js';
 import { runIdProblem } from '../contract/runid.js';
+import { runDirPath } from '../kernel/dirfd.js';
 
 /** Longest directory name most filesystems allow (NAME_MAX), in bytes. */
 const NAME_MAX = 255;
@@ -23,8 +26,8 @@ const NAME_MAX = 255;
 export function checkRunId(id: string): string | undefined {
   const problem = runIdProblem(id);
   if (problem !== undefined) return problem;
-  if (id.includes('\\')) return 'run id contains "\\"; only ids directly under the root are served';
-  if (Buffer.byteLength(id, 'utf8') > NAME_MAX) return 'run id is longer than a directory name can be';
+  // A backslash starts an escape of the shown name (contract/names.ts); runIdProblem checked what it stands for.
+  if (nameBytes(id).length > NAME_MAX) return 'run id is longer than a directory name can be';
   return undefined;
 }
 
@@ -54,7 +57,7 @@ export function resolveRunDir(root: string, id: string): RunDirLookup {
   if (bad !== undefined) return { ok: false, status: 400, code: 'bad-run-id', message: bad };
   const dir = join(root, id);
   try {
-    const st = lstatSync(dir);
+    const st = lstatSync(runDirPath(dir));
     if (st.isDirectory()) return { ok: true, dir };
     return { ok: false, status: 404, code: 'not-found', message: `no run "${id}" under the root (not a directory)` };
   } catch {

@@ -36,6 +36,7 @@ import { lstatSync } from 'node:fs';
 import { join } from 'node:path';
 import { EVENTS_FILE, STATE_FILE } from '../contract/files.js';
 import { monotonicMs } from '../kernel/clock.js';
+import { runFilePath } from '../kernel/dirfd.js';
 import { compareNewestFirst } from '../contract/runid.js';
 import type { Liveness, RunReport, RunsDocument, Status } from '../contract/types.js';
 import { probeLock } from '../lock/probe.js';
@@ -148,31 +149,32 @@ function clip(v: unknown, depth = 0): unknown {
   return v;
 }
 
-/** The identity of a run's stream and snapshot, with ctime (a restored mtime still changes ctime). */
+/** The identity of a run's stream and snapshot, with ctime (a restored mtime still changes ctime). Stats only: content is read through descriptors. */
 function runFilesSig(dir: string): string {
-  const one = (path: string): string => {
+  const one = (file: string): string => {
     try {
-      const st = lstatSync(path, { bigint: true });
+      const st = lstatSync(runFilePath(dir, file), { bigint: true });
       return `${st.dev}:${st.ino}:${st.size}:${st.mtimeNs}:${st.ctimeNs}:${st.mode}`;
     } catch (e) {
       return (e as NodeJS.ErrnoException).code ?? 'error';
     }
   };
-  return `${one(join(dir, EVENTS_FILE))}|${one(join(dir, STATE_FILE))}`;
+  return `${one(EVENTS_FILE)}|${one(STATE_FILE)}`;
 }
 
-function fileSig(path: string): string {
+// Stats only, for change detection; the content is read through the reading layer's descriptors.
+function fileSig(dir: string, file: string): string {
   try {
-    const st = lstatSync(path, { bigint: true });
+    const st = lstatSync(runFilePath(dir, file), { bigint: true });
     return `${st.dev}:${st.ino}:${st.size}:${st.mtimeNs}:${st.mode}`;
   } catch (e) {
     return `absent:${(e as NodeJS.ErrnoException).code ?? '?'}`;
   }
 }
 
-function fileSize(path: string): number {
+function fileSize(dir: string, file: string): number {
   try {
-    return lstatSync(path).size;
+    return lstatSync(runFilePath(dir, file)).size;
   } catch {
     return 0;
   }
@@ -521,7 +523,7 @@ export class DashboardModel {
     const base: RunCard = { run_id: report.run_id, state, section: sectionOf(state), report, error: null, checked_at: this.asOf.get(dir) ?? null, nodes: [], nodes_more: 0, ...EMPTY_TIMES };
     let chips: NodeChip[];
     let times: RunTimes = EMPTY_TIMES;
-    if (fileSize(join(dir, EVENTS_FILE)) > this.cardStreamMax) {
+    if (fileSize(dir, EVENTS_FILE) > this.cardStreamMax) {
       // Too large to fold for a card: the snapshot's settled verdicts only.
       const s = inspection.snapshot;
       chips =
@@ -544,7 +546,7 @@ export class DashboardModel {
   private fold(map: Map<string, FoldEntry>, inspection: Inspection, events: number): FoldEntry {
     const dir = inspection.runDir;
     const status = inspection.report.status;
-    const sig = fileSig(join(dir, EVENTS_FILE)) + '|' + fileSig(join(dir, STATE_FILE));
+    const sig = fileSig(dir, EVENTS_FILE) + '|' + fileSig(dir, STATE_FILE);
     const key = `${sig}|${status}`;
     const old = map.get(dir);
     const now = monotonicMs();

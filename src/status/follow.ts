@@ -16,7 +16,8 @@
  *   signal stops the follower and closes the file before the iterator
  *   settles.
  */
-import { statSync } from 'node:fs';
+import { lstatSync } from 'node:fs';
+import { runDirPath } from '../kernel/dirfd.js';
 import { join } from 'node:path';
 import { AbortError, RunUnreadableError, type StreamError } from '../contract/errors.js';
 import type { StreamEvent } from '../contract/events.js';
@@ -84,7 +85,7 @@ function derive(runDir: string): RunReport | undefined {
  */
 function runDirGone(runDir: string): boolean {
   try {
-    return !statSync(runDir).isDirectory();
+    return !lstatSync(runDirPath(runDir)).isDirectory();
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
     return code === 'ENOENT' || code === 'ENOTDIR';

@@ -19,12 +19,13 @@
  *   that search reached; where it cannot run, the line says that processes
  *   that left the group are not tracked.
  */
-import { statSync } from 'node:fs';
+import { lstatSync } from 'node:fs';
 import { join } from 'node:path';
 import { LEG_MARK_VAR, legMark, processesMarked, type MarkScan } from '../kernel/legmark.js';
 import { groupPresence, type ProcessPresence } from '../kernel/presence.js';
 import { RunFileError } from '../contract/errors.js';
 import { PGID_FILE } from '../contract/files.js';
+import { runDirPath } from '../kernel/dirfd.js';
 import { closeQuietly, openForRead, readAt } from '../kernel/open.js';
 
 /** A pgid file is a handful of digits; anything longer is not one. */
@@ -177,7 +178,7 @@ export function orphanEvidence(runDir: string): OrphanEvidence | undefined {
 function markedProcesses(runDir: string, pgid: number): MarkScan {
   let st;
   try {
-    st = statSync(runDir, { bigint: true });
+    st = lstatSync(runDirPath(runDir), { bigint: true });
   } catch (e) {
     return { kind: 'unavailable', detail: `the run directory: ${(e as NodeJS.ErrnoException).code ?? String(e)}` };
   }

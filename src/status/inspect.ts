@@ -18,16 +18,23 @@
  *   need only the stream and the lock; only rows 5–7 need the snapshot.
  * - Readers write nothing: every file is opened read-only (kernel/open.ts),
  *   and the probe takes only a shared, non-blocking lock.
+ * - One directory per inspection, never left: the run directory is opened
+ *   once, without following a link (a symlink is refused), and the stream,
+ *   the snapshot and the lock file are all opened relative to that
+ *   descriptor, so a directory renamed or swapped for a symlink while it is
+ *   read cannot make the report mix two directories or read outside the root.
+ *   The descriptor is closed before the inspection returns, however it ends.
  */
-import { lstatSync } from 'node:fs';
+import { fstatSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
 import { isPermissionErrno, RunUnreadableError, StreamError } from '../contract/errors.js';
 import { EVENTS_FILE, LOCK_FILE, STATE_FILE } from '../contract/files.js';
 import { classifyHead, HEAD_BYTES, markedPid } from '../contract/marker.js';
 import type { RunReport } from '../contract/types.js';
 import { foreignHolder } from '../kernel/holders.js';
-import { closeQuietly, openForRead, readAt } from '../kernel/open.js';
-import { probeLock, type ProbeResult } from '../lock/probe.js';
+import { closeFd, errnoCode, kindOfEntry, openDirNoFollow, runDirPath } from '../kernel/dirfd.js';
+import { closeQuietly, openForReadAt, readAt } from '../kernel/open.js';
+import { probeLockAt, type ProbeResult } from '../lock/probe.js';
 import { readSnapshot, type SnapshotRead } from '../read/snapshot.js';
 import { readLastLeg, type TailFacts } from '../read/tail.js';
 import { buildReport } from './report.js';
@@ -54,47 +61,53 @@ export interface Inspection {
 /**
  * A free lock at the path is not yet a dead leg: a restore or sync may have
  * replaced the file while a live leg holds the old one (CONTRACT §4.5). With
- * evidence of such a holder, or doubt about it, the answer is unknown.
+ * evidence of such a holder, or doubt about it, the answer is unknown. The
+ * file is looked at through the run directory's descriptor `dirfd`.
  */
-function unlessReplaced(lockPath: string, free: ProbeResult): ProbeResult {
-  let st;
+function unlessReplaced(dirfd: number, lockPath: string, free: ProbeResult): ProbeResult {
+  let file;
   try {
-    st = lstatSync(lockPath, { bigint: true });
+    file = openForReadAt(dirfd, LOCK_FILE, LOCK_FILE, lockPath);
   } catch {
     return free;
   }
-  const evidence = foreignHolder({ lockPath, dev: st.dev, currentIno: st.ino, labelPid: lockLabel(lockPath), exceptPid: -1 });
+  if (file === undefined) return free;
+  let dev: bigint;
+  let ino: bigint;
+  let label: number | undefined;
+  try {
+    const st = fstatSync(file.fd, { bigint: true });
+    dev = st.dev;
+    ino = st.ino;
+    label = lockLabel(file.fd, lockPath);
+  } catch {
+    return free;
+  } finally {
+    closeQuietly(file.fd);
+  }
+  const evidence = foreignHolder({ lockPath, dev, currentIno: ino, labelPid: label, exceptPid: -1 });
   if (evidence.kind === 'none-known') return free;
   const detail = evidence.kind === 'held-elsewhere' ? `pid ${evidence.holder.pid} holds the lock file that was at this path before it was replaced` : evidence.detail;
   return { liveness: 'unknown', reason: 'lock-replaced', detail };
 }
 
-/** The pid label of the marked lock file at `lockPath`, if it has one. */
-function lockLabel(lockPath: string): number | undefined {
-  let file;
-  try {
-    file = openForRead(lockPath, LOCK_FILE);
-  } catch {
-    return undefined;
-  }
-  if (file === undefined) return undefined;
+/** The pid label of the marked lock file open as `fd`, if it has one. */
+function lockLabel(fd: number, lockPath: string): number | undefined {
   try {
     const head = Buffer.alloc(HEAD_BYTES);
-    const len = readAt(file.fd, head, 0, HEAD_BYTES, 0, LOCK_FILE, lockPath);
+    const len = readAt(fd, head, 0, HEAD_BYTES, 0, LOCK_FILE, lockPath);
     return classifyHead(head, len) === 'marked' ? markedPid(head, len) : undefined;
   } catch {
     return undefined;
-  } finally {
-    closeQuietly(file.fd);
   }
 }
 
 /** How many times a probe that answered free may be followed by a changed leg before giving up. */
 const CONFIRM_ROUNDS = 5;
 
-function readTail(runId: string, eventsPath: string): TailFacts {
+function readTail(runId: string, eventsPath: string, at: number | undefined): TailFacts {
   try {
-    return readLastLeg(eventsPath);
+    return readLastLeg(eventsPath, at === undefined ? {} : { at });
   } catch (err) {
     if (err instanceof StreamError) {
       const denied = err.code === 'EREAD' && isPermissionErrno(err.errno);
@@ -105,16 +118,48 @@ function readTail(runId: string, eventsPath: string): TailFacts {
 }
 
 /**
+ * Opens the run directory `dir` for one inspection (kernel/dirfd.ts), or
+ * undefined when there is none (its files then read as absent, as before any
+ * leg). Throws RunUnreadableError for a symlink or a directory that cannot
+ * be opened.
+ */
+function openRunDir(runId: string, dir: string): number | undefined {
+  try {
+    return openDirNoFollow(runDirPath(dir));
+  } catch (err) {
+    const code = errnoCode(err);
+    if ((code === 'ENOTDIR' || code === 'ELOOP') && kindOfEntry(runDirPath(dir)) === 'symlink') {
+      throw new RunUnreadableError(runId, 'is a symlink; links under the runs root are not followed', 'symlink');
+    }
+    if (code === 'ENOENT') return undefined;
+    if (code === 'ENOTDIR') throw new RunUnreadableError(runId, 'is not a directory', 'not-a-directory');
+    throw new RunUnreadableError(runId, `cannot open the run directory: ${code}`, isPermissionErrno(code) ? 'permission-denied' : 'unreadable-stream');
+  }
+}
+
+/**
  * Reads, probes and confirms run `runDir` once. Throws RunUnreadableError
- * when no truthful report can be made.
+ * when no truthful report can be made. The last component of `runDir` is a
+ * shown name (contract/names.ts): `\xHH` stands for a byte that is not
+ * UTF-8, `\\` for a backslash.
  */
 export function inspectRun(runDir: string, options: RunStatusOptions = {}): Inspection {
   const dir = resolve(runDir);
   const runId = basename(dir);
+  const at = openRunDir(runId, dir);
+  try {
+    return inspectAt(dir, runId, at, options);
+  } finally {
+    if (at !== undefined) closeFd(at);
+  }
+}
+
+function inspectAt(dir: string, runId: string, at: number | undefined, options: RunStatusOptions): Inspection {
   const eventsPath = join(dir, EVENTS_FILE);
   const statePath = join(dir, STATE_FILE);
   const lockPath = join(dir, LOCK_FILE);
-  const probe = options.probe ?? probeLock;
+  const snapshotOptions = at === undefined ? {} : { at };
+  const probe = options.probe ?? ((path: string): ProbeResult => (at === undefined ? { liveness: 'unknown', reason: 'missing', detail: 'no run directory' } : probeLockAt(at, LOCK_FILE, path)));
   const done = (tail: TailFacts, snapshot: SnapshotRead, answer: ProbeResult | null, extra: string[] = []): Inspection => ({
     runDir: dir,
     report: buildReport(runId, dir, tail, snapshot, answer, extra),
@@ -122,19 +167,19 @@ export function inspectRun(runDir: string, options: RunStatusOptions = {}): Insp
     snapshot,
   });
 
-  let tail = readTail(runId, eventsPath);
-  let snapshot = readSnapshot(statePath);
+  let tail = readTail(runId, eventsPath, at);
+  let snapshot = readSnapshot(statePath, snapshotOptions);
   for (let round = 0; ; round++) {
     if (!tail.leg.open) return done(tail, snapshot, null);
     let answer = probe(lockPath);
-    if (answer.liveness === 'free') answer = unlessReplaced(lockPath, answer);
+    if (answer.liveness === 'free' && at !== undefined) answer = unlessReplaced(at, lockPath, answer);
     if (answer.liveness !== 'free') return done(tail, snapshot, answer);
     // Read, probe, confirm: free counts only if the same leg is still open now.
-    const again = readTail(runId, eventsPath);
+    const again = readTail(runId, eventsPath, at);
     if (again.leg.open && again.leg.legOffset === tail.leg.legOffset) return done(again, snapshot, answer);
     // The leg ended, or a new one began, between the read and the probe: derive again.
     tail = again;
-    snapshot = readSnapshot(statePath);
+    snapshot = readSnapshot(statePath, snapshotOptions);
     if (round + 1 >= CONFIRM_ROUNDS && tail.leg.open) {
       const doubt: ProbeResult = { liveness: 'unknown', reason: 'flock-error', detail: 'legs kept changing while the run was read' };
       const note = `legs kept starting and ending while this run was read (${CONFIRM_ROUNDS} rounds); its liveness is reported unknown`;

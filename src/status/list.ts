@@ -5,7 +5,7 @@
 import { readdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { RunIdError, RunUnreadableError, type SkipKind } from '../contract/errors.js';
-import { compareNewestFirst } from '../contract/runid.js';
+import { showName } from '../contract/names.js';
 import { IN_FLIGHT, JSON_SCHEMA, type RunReport, type RunsDocument, type SkippedRun } from '../contract/types.js';
 import { runStatus, type RunStatusOptions } from './inspect.js';
 import { checkSelection, needsReport, selectsName, selectsReport, type RunSelection } from './select.js';
@@ -51,7 +51,10 @@ export interface ListRunsOptions extends RunStatusOptions {
 }
 
 /**
- * Reports every run directory under `root`, newest first. Each entry ends as
+ * Reports every run directory under `root`, newest first (descending byte
+ * order of the names). A name that is not valid UTF-8 is reported by its
+ * shown form (`\xHH` per such byte, `\\` per backslash: contract/names.ts)
+ * and read by its exact bytes. Each entry ends as
  * a report or a named skip: a symlink (never followed: nothing outside the
  * root is read), a non-directory, or a run that cannot be read. One bad run
  * never costs another its row. A missing root is an empty list with
@@ -62,14 +65,16 @@ export function listRuns(root: string, options: ListRunsOptions = {}): RunList {
   const abs = resolve(root);
   let entries;
   try {
-    entries = readdirSync(abs, { withFileTypes: true });
+    // Names are bytes: read them as the kernel gives them, never decoded with replacement.
+    entries = readdirSync(abs, { withFileTypes: true, encoding: 'buffer' });
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     if (code === 'ENOENT') return { root: abs, missing: true, runs: [], skipped: [], more: false };
     if (code === 'ENOTDIR') throw new RunIdError(`runs root "${abs}" is not a directory`);
     throw new RunIdError(`cannot read runs root "${abs}": ${code ?? String(err)}`);
   }
-  entries.sort((a, b) => compareNewestFirst(a.name, b.name));
+  // Newest first is descending byte order of the names themselves.
+  entries.sort((a, b) => Buffer.compare(b.name, a.name));
   const sel = options.select ?? {};
   checkSelection(sel);
   const byReport = needsReport(sel);
@@ -77,7 +82,9 @@ export function listRuns(root: string, options: ListRunsOptions = {}): RunList {
   const skipped: SkippedEntry[] = [];
   let more = false;
   for (const e of entries) {
-    const name = e.name;
+    // The shown name (contract/names.ts): the run id every surface reports, and
+    // the one the reading layer turns back into these exact bytes.
+    const name = showName(e.name);
     if (!selectsName(sel, name)) continue;
     // Once the page is full, look ahead only far enough to say whether another selected run follows.
     const full = sel.limit !== undefined && runs.length >= sel.limit;

@@ -13,7 +13,7 @@
  *   for a run with no status yet; anything else is refused, never ignored:
  *   a misspelt filter that silently matched nothing would read as "no runs".
  */
-import { compareNewestFirst } from '../contract/runid.js';
+import { nameBytes } from '../contract/names.js';
 import { STATUSES, type RunReport, type Status } from '../contract/types.js';
 
 /** A selection of runs. Every field is optional; an empty selection selects every run. */
@@ -86,7 +86,8 @@ export function checkSelection(sel: RunSelection): void {
 
 /** Whether a run directory's name can be selected at all, before anything is read. */
 export function selectsName(sel: RunSelection, name: string): boolean {
-  if (sel.before !== undefined && compareNewestFirst(name, sel.before) <= 0) return false;
+  // Compared as the bytes the shown names stand for: the order listRuns sorts by.
+  if (sel.before !== undefined && Buffer.compare(nameBytes(sel.before), nameBytes(name)) <= 0) return false;
   if (sel.id !== undefined && !name.includes(sel.id)) return false;
   return true;
 }

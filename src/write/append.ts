@@ -14,11 +14,17 @@
  *   never blocking; anything but a regular file is refused.
  * - A line over the 1 MiB cap is refused before anything is written: one
  *   such line would make the whole stream unreadable (CONTRACT §2.2 rule 2).
+ * - No link is followed: the file is opened relative to a descriptor of the
+ *   run directory (the leg's own, or one opened here with O_NOFOLLOW), with
+ *   openat and O_NOFOLLOW, so a run directory swapped for a symlink cannot
+ *   send events outside the runs root.
  * - Each append first checks that the path still names the file it writes
  *   to; if a restore or sync replaced it, the writer reopens the path, so
  *   the leg's events land where readers look (CONTRACT §4.5).
  */
-import { closeSync, constants, fstatSync, fsyncSync, lstatSync, openSync, readSync, writeSync } from 'node:fs';
+import { closeSync, constants, fstatSync, fsyncSync, readSync, writeSync } from 'node:fs';
+import { basename, dirname } from 'node:path';
+import { closeFd, errnoCode, identityAt, openAt, openDirNoFollow, runDirPath } from '../kernel/dirfd.js';
 import { RunFileError, WriteError } from '../contract/errors.js';
 import { MAX_LINE_BYTES, STREAM_SCHEMA } from '../contract/events.js';
 
@@ -33,7 +39,8 @@ export interface StreamWriter {
   close(): void;
 }
 
-const FLAGS = constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NOFOLLOW | constants.O_NONBLOCK;
+// openAt adds O_NOFOLLOW and O_CLOEXEC to every open.
+const FLAGS = constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NONBLOCK;
 
 /** Drops keys whose values are empty, per "optional fields appear only when non-empty". */
 function compact(fields: Record<string, unknown>): Record<string, unknown> {
@@ -54,13 +61,13 @@ interface Target {
   needsNewline: boolean;
 }
 
-/** Opens the stream at `path` for appending, refusing anything but a regular file. */
-function openTarget(path: string): Target {
+/** Opens the stream at `path` (its entry in the directory open as `at`) for appending, refusing anything but a regular file. */
+function openTarget(at: number, path: string): Target {
   let fd: number;
   try {
-    fd = openSync(path, FLAGS, 0o600);
+    fd = openAt(at, basename(path), FLAGS, 0o600);
   } catch (e) {
-    const code = (e as NodeJS.ErrnoException).code;
+    const code = errnoCode(e);
     if (code === 'ELOOP' || code === 'EISDIR' || code === 'ENXIO') {
       throw new RunFileError(`"${path}" is not a regular file (${code}); refusing to write events to it`, 'ENOTREGULAR', path);
     }
@@ -74,7 +81,7 @@ function openTarget(path: string): Target {
   let needsNewline = false;
   if (st.size > 0) {
     const last = Buffer.alloc(1);
-    const rfd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+    const rfd = openAt(at, basename(path), constants.O_RDONLY | constants.O_NONBLOCK);
     try {
       readSync(rfd, last, 0, 1, st.size - 1);
       needsNewline = last[0] !== 0x0a;
@@ -90,18 +97,30 @@ function openTarget(path: string): Target {
  * replaced it). False when it is the same file, or when nothing is there:
  * then the only file to write to is the one already open.
  */
-function replacement(path: string, t: Target): boolean {
+function replacement(at: number, path: string, t: Target): boolean {
   try {
-    const now = lstatSync(path);
-    return now.ino !== t.ino || now.dev !== t.dev;
+    const now = identityAt(at, basename(path));
+    return now !== undefined && (now.ino !== BigInt(t.ino) || now.dev !== BigInt(t.dev));
   } catch {
     return false;
   }
 }
 
-/** Opens `path` for appending events of run `runId`. */
-export function openStreamWriter(path: string, runId: string): StreamWriter {
-  let t = openTarget(path);
+/**
+ * Opens `path` for appending events of run `runId`. With `at` (a descriptor
+ * of the run directory, which the caller keeps open until `close()`), the
+ * file is its entry there; without, the writer opens the directory itself
+ * (O_NOFOLLOW: a symlink is refused) and closes it on `close()`.
+ */
+export function openStreamWriter(path: string, runId: string, at?: number): StreamWriter {
+  const dirfd = at ?? openDirNoFollow(runDirPath(dirname(path)));
+  let t: Target;
+  try {
+    t = openTarget(dirfd, path);
+  } catch (e) {
+    if (at === undefined) closeFd(dirfd);
+    throw e;
+  }
   let open = true;
   return {
     append(fields: EventFields) {
@@ -113,8 +132,8 @@ export function openStreamWriter(path: string, runId: string): StreamWriter {
       if (size > MAX_LINE_BYTES) {
         throw new RangeError(`a ${event} event of ${size} bytes is over the stream's 1 MiB line cap; nothing was written (one such line would make the whole stream unreadable)`);
       }
-      if (replacement(path, t)) {
-        const next = openTarget(path);
+      if (replacement(dirfd, path, t)) {
+        const next = openTarget(dirfd, path);
         closeSync(t.fd);
         t = next;
       }
@@ -127,7 +146,11 @@ export function openStreamWriter(path: string, runId: string): StreamWriter {
     close() {
       if (!open) return;
       open = false;
-      closeSync(t.fd);
+      try {
+        closeSync(t.fd);
+      } finally {
+        if (at === undefined) closeFd(dirfd);
+      }
     },
   };
 }

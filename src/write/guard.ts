@@ -15,6 +15,7 @@
  */
 import { watch, lstatSync, type FSWatcher } from 'node:fs';
 import { LockHeldError } from '../contract/errors.js';
+import { runDirPath } from '../kernel/dirfd.js';
 import type { HeldLock } from '../lock/acquire.js';
 
 /** The safety re-check interval (ms), for a notification that never came. */
@@ -37,7 +38,8 @@ export interface LegGuard {
  * receives one line for each thing worth telling the user.
  */
 export function guardLeg(runDir: string, lock: HeldLock, notice: (line: string) => void): LegGuard {
-  const start = lstatSync(runDir, { bigint: true });
+  const exact = runDirPath(runDir); // names are bytes: the shown name's own bytes
+  const start = lstatSync(exact, { bigint: true });
   let runDirLost = false;
   let retaken = 0;
   let stopped = false;
@@ -48,7 +50,7 @@ export function guardLeg(runDir: string, lock: HeldLock, notice: (line: string) 
     if (stopped || runDirLost || !lock.held) return;
     let now;
     try {
-      now = lstatSync(runDir, { bigint: true });
+      now = lstatSync(exact, { bigint: true });
     } catch {
       now = undefined;
     }
@@ -78,7 +80,7 @@ export function guardLeg(runDir: string, lock: HeldLock, notice: (line: string) 
 
   let watcher: FSWatcher | undefined;
   try {
-    watcher = watch(runDir, { persistent: false }, () => check());
+    watcher = watch(exact, { persistent: false }, () => check());
     watcher.on('error', () => {
       watcher?.close();
       watcher = undefined;

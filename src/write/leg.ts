@@ -18,16 +18,17 @@
  * the group (setsid), and readers can still find it.
  */
 import { spawn } from 'node:child_process';
-import { closeSync, constants, fsyncSync, mkdirSync, openSync, renameSync, statSync, unlinkSync, writeSync } from 'node:fs';
+import { closeSync, constants, fstatSync, fsyncSync, mkdirSync, statSync, writeSync } from 'node:fs';
 import { constants as osConstants } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import type { Writable } from 'node:stream';
-import { WriteError } from '../contract/errors.js';
+import { NativeError, RunwardenError, WriteError } from '../contract/errors.js';
+import { closeFd, errnoCode, openAt, renameAt, runDirPath, unlinkAt } from '../kernel/dirfd.js';
 import { EVENTS_FILE, LOCK_FILE, PGID_FILE } from '../contract/files.js';
 import { LEG_MARK_VAR, legMark } from '../kernel/legmark.js';
 import { openStreamWriter } from './append.js';
 import { guardLeg } from './guard.js';
-import { acquireLock, type AcquireOptions } from '../lock/acquire.js';
+import { acquireLockAt, openLockDir, type AcquireOptions } from '../lock/acquire.js';
 
 
 /** The signals a leg forwards to its child's group. */
@@ -71,22 +72,21 @@ const GATE =
  * Writes exec.pgid atomically (temp file, fsync, rename), so a reader never
  * sees it empty or half-written.
  */
-function writePgid(runDir: string, pgid: number): void {
-  const path = join(runDir, PGID_FILE);
-  const tmp = `${path}.tmp`;
+function writePgid(at: number, pgid: number): void {
+  const tmp = `${PGID_FILE}.tmp`;
   try {
-    unlinkSync(tmp); // a leftover from a leg that died mid-write
+    unlinkAt(at, tmp); // a leftover from a leg that died mid-write
   } catch {
-    /* usually absent */
+    /* not ours to remove (a directory): the exclusive create below says so */
   }
-  const fd = openSync(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW | constants.O_NONBLOCK, 0o600);
+  const fd = openAt(at, tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NONBLOCK, 0o600);
   try {
     writeSync(fd, `${pgid}\n`);
     fsyncSync(fd);
   } finally {
     closeSync(fd);
   }
-  renameSync(tmp, path);
+  renameAt(at, tmp, PGID_FILE);
 }
 
 /** The kernel's words for an errno, from a Node fs error ("EROFS: read-only file system, mkdir …"), else the code. */
@@ -109,10 +109,13 @@ export function makeRunDir(runDir: string): void {
   const cannot = (at: string, why: string, errno: string | undefined): WriteError =>
     new WriteError(`cannot create the run directory ${runDir}: ${at === resolve(runDir) ? '' : `${at}: `}${why}${errno ? ` (${errno})` : ''}`, 'EWRITE', at, errno);
   const missing: string[] = [];
-  for (let p = resolve(runDir); ; ) {
+  const target = resolve(runDir);
+  // The run directory's own name is a shown name (names are bytes: kernel/dirfd.ts); its parents are as given.
+  const exact = (p: string): string | Buffer => (p === target ? runDirPath(p) : p);
+  for (let p = target; ; ) {
     let st;
     try {
-      st = statSync(p);
+      st = statSync(exact(p));
     } catch (e) {
       const err = e as NodeJS.ErrnoException;
       // ENOTDIR: some level above is not a directory; walking up finds and names it.
@@ -128,13 +131,13 @@ export function makeRunDir(runDir: string): void {
   }
   for (const p of missing.reverse()) {
     try {
-      mkdirSync(p, { mode: 0o700 });
+      mkdirSync(exact(p), { mode: 0o700 });
     } catch (e) {
       const err = e as NodeJS.ErrnoException;
       if (err.code === 'EEXIST') {
         let isDir = false;
         try {
-          isDir = statSync(p).isDirectory();
+          isDir = statSync(exact(p)).isDirectory();
         } catch {
           /* judged below */
         }
@@ -146,9 +149,9 @@ export function makeRunDir(runDir: string): void {
 }
 
 /** Removes a previous leg's record, so it can never be read as this leg's. */
-function forgetPgid(runDir: string): void {
+function forgetPgid(at: number): void {
   try {
-    unlinkSync(join(runDir, PGID_FILE));
+    unlinkAt(at, PGID_FILE);
   } catch {
     /* absent, or not ours to remove (a directory): readers validate it anyway */
   }
@@ -169,12 +172,24 @@ export async function runLeg(runDir: string, argv: readonly string[], opts: LegO
   if (argv.length === 0 || argv[0] === '') throw new TypeError('runLeg: a command is required');
   const nodeId = opts.nodeId ?? 'command';
   makeRunDir(runDir);
-  const lock = acquireLock(join(runDir, LOCK_FILE), opts.lock);
+  // The run directory, opened once without following a link (a symlink is
+  // refused): the lock, the events and exec.pgid are all written relative to
+  // it, so nothing this leg writes can land outside the runs root.
+  const lockPath = join(runDir, LOCK_FILE);
+  const at = openRunDirForLeg(runDir, lockPath);
+  let lock;
   let stream;
   try {
-    stream = openStreamWriter(join(runDir, EVENTS_FILE), opts.runId);
+    lock = acquireLockAt(at, lockPath, opts.lock);
+  } catch (e) {
+    closeFd(at);
+    throw e;
+  }
+  try {
+    stream = openStreamWriter(join(runDir, EVENTS_FILE), opts.runId, at);
   } catch (e) {
     lock.release();
+    closeFd(at);
     throw e;
   }
   let pgid: number | undefined;
@@ -200,8 +215,8 @@ export async function runLeg(runDir: string, argv: readonly string[], opts: LegO
   const guard = guardLeg(runDir, lock, opts.onNotice ?? ((line) => process.stderr.write(`runwarden: ${line}\n`)));
   try {
     // The run directory's identity, for the mark its command will carry (kernel/legmark.ts).
-    const dirId = statSync(runDir, { bigint: true });
-    forgetPgid(runDir);
+    const dirId = fstatSync(at, { bigint: true });
+    forgetPgid(at);
     stream.append({ event: 'run_started', command: [...argv] });
     stream.append({ event: 'node_started', node_id: nodeId });
 
@@ -217,7 +232,7 @@ export async function runLeg(runDir: string, argv: readonly string[], opts: LegO
     gate?.on('error', () => {}); // the child may die before reading; its exit says so
     if (child.pid !== undefined) {
       try {
-        writePgid(runDir, child.pid);
+        writePgid(at, child.pid);
       } catch (e) {
         process.kill(-child.pid, 'SIGKILL');
         pending ??= 'SIGKILL';
@@ -261,7 +276,22 @@ export async function runLeg(runDir: string, argv: readonly string[], opts: LegO
   } finally {
     guard.stop();
     for (const [sig, h] of handlers) process.off(sig, h);
-    stream.close();
-    lock.release();
+    try {
+      stream.close();
+      lock.release();
+    } finally {
+      closeFd(at);
+    }
+  }
+}
+
+/** Opens the run directory for a leg ({@link openLockDir}), with the kernel's refusals as WriteError `EWRITE`. */
+function openRunDirForLeg(runDir: string, lockPath: string): number {
+  try {
+    return openLockDir(lockPath);
+  } catch (e) {
+    if (e instanceof RunwardenError && !(e instanceof NativeError)) throw e;
+    const code = errnoCode(e);
+    throw new WriteError(`cannot open the run directory ${runDir}: ${code}`, 'EWRITE', runDir, code);
   }
 }

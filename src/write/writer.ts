@@ -27,6 +27,7 @@
  *   `node_id`), so what a library leg writes is what readers count.
  */
 import { lstatSync } from 'node:fs';
+import { runDirPath } from '../kernel/dirfd.js';
 import { basename, join, resolve } from 'node:path';
 import { LockHeldError, LockLostError, RunwardenError, WriteError, type LockLostReason } from '../contract/errors.js';
 import { EVENTS_FILE, LOCK_FILE } from '../contract/files.js';
@@ -252,7 +253,7 @@ class OpenLeg implements Leg {
     this.lockPath = lock.path;
     this.eventsPath = join(runDir, EVENTS_FILE);
     this.planning = opts.phase === 'planning';
-    const st = lstatSync(runDir, { bigint: true });
+    const st = lstatSync(runDirPath(runDir), { bigint: true });
     this.dirIdentity = { dev: st.dev, ino: st.ino };
     try {
       this.stream = writeCoded(this.eventsPath, () => openStreamWriter(this.eventsPath, runId));
@@ -293,7 +294,7 @@ class OpenLeg implements Leg {
     }
     let dir;
     try {
-      dir = lstatSync(this.runDir, { bigint: true });
+      dir = lstatSync(runDirPath(this.runDir), { bigint: true });
     } catch {
       dir = undefined;
     }

@@ -9,6 +9,7 @@ import type { Command } from 'commander';
 import { LockFileError, LockHeldError, RunFileError, RunUnreadableError, StreamError } from '../../contract/errors.js';
 import { EVENTS_FILE, LOCK_FILE } from '../../contract/files.js';
 import { readLastLeg } from '../../read/tail.js';
+import { runDirPath, runFilePath } from '../../kernel/dirfd.js';
 import { runStatus } from '../../status/inspect.js';
 import { runLeg } from '../../write/leg.js';
 import { err, Exit, UserError } from '../io.js';
@@ -27,12 +28,29 @@ function refuse(message: string): never {
 
 function lockFileExists(runDir: string): boolean {
   try {
-    lstatSync(join(runDir, LOCK_FILE));
+    lstatSync(runFilePath(runDir, LOCK_FILE));
     return true;
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code === 'ENOENT') return false;
     return true; // present but odd: acquire will name what it is
   }
+}
+
+/**
+ * A run directory under the root that is a symlink is refused (exit 2, a bad
+ * RUN, as `status` refuses it): its files would land wherever it points. The
+ * leg itself opens the directory without following links, so one that
+ * becomes a symlink after this check is refused there (exit 75), never
+ * written through.
+ */
+function refuseLinkedRunDir(run: string, root: string, runDir: string): void {
+  let linked = false;
+  try {
+    linked = lstatSync(runDirPath(runDir)).isSymbolicLink();
+  } catch {
+    return; // missing: the leg creates it
+  }
+  if (linked) throw new UserError(`run "${printable(run)}" under ${printable(root)} is a symlink; links under the runs root are not followed, and exec will not write through one`);
 }
 
 /** What must be said or refused before a leg may start on this run. */
@@ -91,9 +109,10 @@ export function registerExec(program: Command): void {
     .action(async (run: string, command: string[], opts: ExecOptions) => {
       if (command.length === 0) throw new UserError('exec needs a command after --');
       if (command[0] === '') throw new UserError('exec needs a command after --, and the command name given is empty');
-      const { runDir, runId } = runTarget(run, opts.root);
+      const { root, runDir, runId } = runTarget(run, opts.root);
       const nodeId = opts.name ?? 'command';
       if (nodeId === '') throw new UserError('--name must not be empty');
+      refuseLinkedRunDir(run, root, runDir);
       preflight(runDir, runId, opts.force === true);
       let result;
       try {

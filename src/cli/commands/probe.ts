@@ -1,8 +1,9 @@
 /** `runwarden probe PATH`: the three-valued answer for a lock file or run directory. */
-import { statSync } from 'node:fs';
+import { lstatSync, realpathSync, statSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { LOCK_FILE } from '../../contract/marker.js';
+import { runDirPath } from '../../kernel/dirfd.js';
 import { probeLock, type ProbeResult } from '../../lock/probe.js';
 import { JSON_SCHEMA } from '../../contract/types.js';
 import { out, printJson } from '../io.js';
@@ -19,10 +20,12 @@ const MEANING: Record<ProbeResult['liveness'], string> = {
  * resume.lock whatever it is, is the lock path itself.
  */
 export function lockPathFor(path: string): string {
-  const abs = resolve(path);
+  let abs = resolve(path);
   if (basename(abs) === LOCK_FILE) return abs;
   try {
-    if (statSync(abs).isDirectory()) return join(abs, LOCK_FILE);
+    // PATH is the user's own: a link to a run directory is resolved once here; the probe then follows none.
+    if (lstatSync(runDirPath(abs)).isSymbolicLink()) abs = realpathSync(abs);
+    if (statSync(runDirPath(abs)).isDirectory()) return join(abs, LOCK_FILE);
   } catch {
     /* missing or unreadable: probe it as given, which answers unknown */
   }
