@@ -59,6 +59,31 @@ function maybeLegEvent(buf: Buffer, s: number, e: number): boolean {
 }
 
 /**
+ * The last occurrence of one pattern before a point, remembered across the
+ * backward walk so that each byte is searched once per pattern: the walk
+ * only moves down, so an answer stays right until the walk passes it (or,
+ * when nothing was found, until the window grows further down).
+ */
+class LastMatch {
+  /** Absolute offset of the match found, or -1. */
+  private at = -1;
+  /** Window start when it was searched (Infinity: never). */
+  private lo = Infinity;
+
+  constructor(private readonly pattern: Buffer) {}
+
+  /** Absolute offset of the last match lying wholly before `end`, or -1; `win` holds bytes from `winStart`. */
+  before(win: Buffer, winStart: number, end: number): number {
+    if (this.lo !== Infinity && this.at < end && (this.at >= 0 || this.lo <= winStart)) return this.at;
+    const from = end - winStart - this.pattern.length;
+    const idx = from < 0 ? -1 : win.lastIndexOf(this.pattern, from);
+    this.at = idx < 0 ? -1 : winStart + idx;
+    this.lo = winStart;
+    return this.at;
+  }
+}
+
+/**
  * Step 1: the offset to fold from. Walks lines from the end of a file of
  * `size` bytes (size > 0).
  */
@@ -72,7 +97,17 @@ function restartPoint(fd: number, size: number, path: string, firstChunk: number
   // A file ending in '\n' has no final partial line.
   let lineEnd = win[len - 1] === NL ? size - 1 : size;
   let finishAfter = false; // a run_finished lies between this point and the start found after it
+  const marks = [new LastMatch(STARTED), new LastMatch(FINISHED), new LastMatch(Buffer.from([BACKSLASH]))];
   for (;;) {
+    // Lines after the last byte that could belong to a start or finish (the
+    // three patterns of maybeLegEvent) cannot be either: step over them in
+    // one move, never over more than MAX_LINE_BYTES at once, so a line over
+    // the cap among them is still met and refused.
+    let cand = -1;
+    for (const m of marks) cand = Math.max(cand, m.before(win, winStart, lineEnd));
+    const from = Math.max(cand, winStart, lineEnd - MAX_LINE_BYTES - 1);
+    const jumpTo = win.indexOf(NL, from - winStart);
+    if (jumpTo >= 0 && winStart + jumpTo < lineEnd) lineEnd = winStart + jumpTo;
     let nlAt: number;
     for (;;) {
       const rel = lineEnd - winStart;
