@@ -117,20 +117,20 @@ function fileSize(path: string): number {
 }
 
 /**
- * The reading layer's legs, numbered from 1. (runDetail already folds an
+ * The reading layer's legs, numbered from 1 (from `earlier + 1` when the
+ * first `earlier` legs were left out of a capped detail). (runDetail already folds an
  * auto run's planning start and the untagged start after it into one leg.)
  */
-export function numberLegs(legs: readonly DetailLeg[]): LegView[] {
-  return legs.map((l, i) => ({ ...l, n: i + 1 }));
+export function numberLegs(legs: readonly DetailLeg[], earlier = 0): LegView[] {
+  return legs.map((l, i) => ({ ...l, n: earlier + i + 1 }));
 }
 
 /** Times from the legs and the last event (ts is display only). */
-function timesOf(legs: readonly LegView[], lastEvent: { event: Record<string, unknown> } | undefined): RunTimes {
-  const first = legs[0];
+function timesOf(detail: RunDetail, legs: readonly LegView[], lastEvent: { event: Record<string, unknown> } | undefined): RunTimes {
   const last = legs[legs.length - 1];
   const ts = lastEvent?.event['ts'];
   return {
-    started_at: first?.started_ts ?? null,
+    started_at: detail.first_started_ts,
     ended_at: last !== undefined && last.state === 'closed' ? last.finished_ts : null,
     last_event_at: typeof ts === 'string' ? ts : null,
   };
@@ -280,7 +280,7 @@ export class DashboardModel {
     if (detail === null) {
       return { ...this.basePage(id, report), stream_error: fold.error, checked_at: checkedAt };
     }
-    const legs = numberLegs(detail.legs);
+    const legs = numberLegs(detail.legs, detail.legs_earlier);
     const timeline: TimelineItem[] = detail.events.map(({ offset, event }) => {
       let leg: number | null = null;
       for (const l of legs) if (l.offset <= offset) leg = l.n;
@@ -312,12 +312,13 @@ export class DashboardModel {
       nodes,
       layout: nodes.some((n) => n.depends_on.length > 0) ? 'layers' : 'list',
       legs,
+      legs_earlier: detail.legs_earlier,
       timeline,
       events_note: full ? `the last ${TIMELINE_MAX} events` : `${timeline.length} event${timeline.length === 1 ? '' : 's'}`,
       skipped_lines: detail.skipped_lines,
       stream_error: detail.stream_error ?? (fold.error !== null ? fold.error : null),
       checked_at: checkedAt,
-      ...timesOf(legs, detail.events[detail.events.length - 1]),
+      ...timesOf(detail, legs, detail.events[detail.events.length - 1]),
     };
   }
 
@@ -333,6 +334,7 @@ export class DashboardModel {
       nodes: [],
       layout: 'list',
       legs: [],
+      legs_earlier: 0,
       timeline: [],
       events_note: '',
       skipped_lines: 0,
@@ -366,7 +368,7 @@ export class DashboardModel {
       const fold = this.fold(this.cardFolds, inspection, 1);
       if (fold.detail === null) return base;
       chips = fold.detail.nodes.map((n) => ({ id: n.id, state: n.state }));
-      times = timesOf(numberLegs(fold.detail.legs), fold.detail.events[fold.detail.events.length - 1]);
+      times = timesOf(fold.detail, numberLegs(fold.detail.legs, fold.detail.legs_earlier), fold.detail.events[fold.detail.events.length - 1]);
     }
     return { ...base, ...times, nodes: chips.slice(0, STRIP_MAX), nodes_more: Math.max(0, chips.length - STRIP_MAX) };
   }

@@ -179,7 +179,10 @@ export interface RunPage extends RunTimes {
   nodes: NodeDetail[];
   /** `layers` when any node has depends_on (the page lays nodes out by dependency depth), else `list`. */
   layout: 'layers' | 'list';
+  /** The latest legs (at most DETAIL_LEGS_MAX, status/detail.ts), numbered from the run's first leg. */
   legs: LegView[];
+  /** Earlier legs not in `legs`: the page says "N earlier legs not shown". */
+  legs_earlier: number;
   /** The last events of the stream, oldest first, strings cut to a readable length. */
   timeline: TimelineItem[];
   /** A sentence on what the timeline leaves out, or "". */

@@ -28,12 +28,20 @@ export interface DetailNode {
  */
 export type DetailLeg = LegRecord;
 
+/** Most legs a detail lists (the latest ones); the rest are counted in `legs_earlier`. */
+export const DETAIL_LEGS_MAX = 200;
+
 /** Everything a run page shows: the shared report plus the stream's details. */
 export interface RunDetail {
   report: RunReport;
   /** Graph nodes in graph order (state `pending` when the stream has not named them), then nodes only the stream names. */
   nodes: DetailNode[];
+  /** The latest legs, oldest first: at most `legs` of them (default {@link DETAIL_LEGS_MAX}). */
   legs: DetailLeg[];
+  /** How many earlier legs are not in `legs` (0 when it holds them all); the run has `legs_earlier + legs.length` legs. */
+  legs_earlier: number;
+  /** When the run's first leg started (its `run_started` ts), also when that leg is not in `legs`. */
+  first_started_ts: string | null;
   /** The last events of the stream (at most `events` of them), oldest first, with their byte offsets. */
   events: { offset: number; event: StreamEvent }[];
   /** Lines skipped in the whole stream. */
@@ -46,18 +54,24 @@ export interface RunDetail {
 export interface RunDetailOptions extends RunStatusOptions {
   /** How many of the latest events to return (default 200). */
   events?: number;
+  /** How many of the latest legs to return (default {@link DETAIL_LEGS_MAX}). */
+  legs?: number;
 }
 
 /**
  * The detail for an inspection already made: one forward fold of the whole
- * stream with leg history, the last `events` events kept. In an ABANDONED
+ * stream with leg history, the last `events` events and the last `legs`
+ * legs kept (the fold walks every leg; only the answer is capped). In an ABANDONED
  * run, nodes still running and the open last leg are abandoned.
  */
-export function detailOf(inspection: Inspection, options: { events?: number } = {}): RunDetail {
+export function detailOf(inspection: Inspection, options: { events?: number; legs?: number } = {}): RunDetail {
   const keep = Math.max(0, options.events ?? 200);
+  const keepLegs = Math.max(0, options.legs ?? DETAIL_LEGS_MAX);
   const { report, snapshot, runDir } = inspection;
   const ring: { offset: number; event: StreamEvent }[] = [];
   let legs: DetailLeg[] = [];
+  let legsEarlier = 0;
+  let firstStarted: string | null = null;
   let nodes = new Map<string, NodeState>();
   let skipped = 0;
   let streamError: string | null = null;
@@ -71,7 +85,11 @@ export function detailOf(inspection: Inspection, options: { events?: number } = 
       },
     });
     if (report.status === 'ABANDONED') fold.markAbandoned();
-    legs = fold.history ?? [];
+    const all = fold.history ?? [];
+    // A run page stays small however many legs the run had: the latest ones, and a count of the rest.
+    legsEarlier = Math.max(0, all.length - keepLegs);
+    legs = all.slice(legsEarlier);
+    firstStarted = all[0]?.started_ts ?? null;
     nodes = fold.nodes;
     skipped = fold.skippedLines;
   } catch (err) {
@@ -88,7 +106,7 @@ export function detailOf(inspection: Inspection, options: { events?: number } = 
     }
   }
   for (const [id, state] of nodes) if (!listed.has(id)) out.push({ id, state, depends_on: [] });
-  return { report, nodes: out, legs, events: ring, skipped_lines: skipped, stream_error: streamError };
+  return { report, nodes: out, legs, legs_earlier: legsEarlier, first_started_ts: firstStarted, events: ring, skipped_lines: skipped, stream_error: streamError };
 }
 
 /**

@@ -8,7 +8,7 @@
  */
 import { statSync } from 'node:fs';
 import type { Command } from 'commander';
-import { DashboardModel } from '../../serve/model.js';
+import { OffThreadModel } from '../../serve/offthread.js';
 import { isLoopbackHost, startServer } from '../../serve/server.js';
 import { Exit, UserError, err, out } from '../io.js';
 import { rootFrom } from '../target.js';
@@ -60,7 +60,8 @@ export function registerServe(program: Command): void {
       checkRoot(root);
       const port = opts.port === undefined ? DEFAULT_PORT : parsePort(opts.port);
       if (opts.host.trim() === '') throw new UserError('--host must not be empty');
-      const model = new DashboardModel(root);
+      // Reads run on a worker thread, so one expensive run never stalls the server (serve/offthread.ts).
+      const model = new OffThreadModel(root);
       let server;
       try {
         server = await startServer({
@@ -68,7 +69,7 @@ export function registerServe(program: Command): void {
           host: opts.host,
           port,
           sources: {
-            runsJson: async (select) => model.runsDocument(select),
+            runsJson: (select) => model.runsDocument(select),
             dashboard: () => model.dashboard(),
             run: (id, dir) => model.page(id, dir),
           },
@@ -97,6 +98,7 @@ export function registerServe(program: Command): void {
       if (!isLoopbackHost(opts.host)) err(`runwarden: warning: listening on ${opts.host}; anyone who can reach it can read every run under ${root}`);
       const signal = await stopped;
       await server.close();
+      await model.close();
       process.exitCode = signal === 'SIGINT' ? Exit.Interrupted : Exit.Ok;
     });
 }

@@ -66,7 +66,7 @@
       fact('Started', d.started_at ? RW.when(d.started_at) : '—'),
       fact(d.section === 'in-flight' ? 'Elapsed' : 'Ran', took || '—', { 'data-elapsed': '1' }),
       fact('Ended', d.ended_at && d.section === 'settled' ? RW.when(d.ended_at) : '—'),
-      fact('Legs', String(d.legs.length)),
+      fact('Legs', String((d.legs_earlier || 0) + d.legs.length)),
       fact('Last event', d.last_event_at ? RW.ago(d.last_event_at) : '—'),
       fact('Lock', r.liveness ? r.liveness + ' (' + r.reason + ')' : 'not probed (last leg closed)'),
     ]);
@@ -111,10 +111,14 @@
         el('td', { text: end + (took ? ' (' + took + ')' : '') + (l.command ? '  — exec: ' + l.command.join(' ') : '') }),
       ]);
     });
-    return el('table', { class: 'legs' }, [
+    var table = el('table', { class: 'legs' }, [
       el('thead', null, [el('tr', null, [el('th', { text: 'Leg' }), el('th', { text: 'Started' }), el('th', { text: 'State' }), el('th', { text: 'End' })])]),
       el('tbody', null, rows),
     ]);
+    if (!d.legs_earlier) return table;
+    // The server sends the latest legs only (a run page stays small whatever the run's history).
+    var more = d.legs_earlier + ' earlier leg' + (d.legs_earlier === 1 ? '' : 's') + ' not shown';
+    return el('div', null, [table, el('p', { class: 'timeline-note', 'data-legs-earlier': String(d.legs_earlier), text: more })]);
   }
 
   /** @param {TimelineEntry} item */

@@ -1,0 +1,34 @@
+/**
+ * The worker thread behind {@link OffThreadModel} (offthread.ts): it owns
+ * one {@link DashboardModel} and answers the main thread's requests with it.
+ *
+ * Why a thread: every read under the root is synchronous (a tail walk, a
+ * whole-stream fold, a snapshot parse of up to 16 MiB), and a single hostile
+ * run makes one of those take seconds. Here they block only this thread; the
+ * server's event loop keeps accepting connections, serving the page and its
+ * assets, and beating live streams meanwhile. Requests are answered one at a
+ * time, in order, so the model's caches see the same sequence of calls as
+ * they would in one thread.
+ */
+import { parentPort, workerData } from 'node:worker_threads';
+import { DashboardModel, type ModelOptions } from './model.js';
+import type { ModelRequest, ModelReply } from './offthread.js';
+
+const port = parentPort;
+if (port === null) throw new Error('serve/model-worker.js must run as a worker thread');
+const { root, options } = workerData as { root: string; options: ModelOptions };
+const model = new DashboardModel(root, options);
+
+let queue: Promise<void> = Promise.resolve();
+port.on('message', (req: ModelRequest) => {
+  queue = queue.then(async () => {
+    let reply: ModelReply;
+    try {
+      const value = req.op === 'runs' ? model.runsDocument(req.select) : req.op === 'dashboard' ? await model.dashboard() : await model.page(req.id, req.dir);
+      reply = { seq: req.seq, ok: true, value };
+    } catch (e) {
+      reply = { seq: req.seq, ok: false, message: e instanceof Error ? e.message : String(e) };
+    }
+    port.postMessage(reply);
+  });
+});
