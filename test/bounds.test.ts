@@ -151,6 +151,23 @@ describe('junk lines (lines that cannot be events) cost a scan, and change no st
     }
   });
 
+  it('a stream of nothing but junk is counted by the tail walk alone, the same as by the forward fold', () => {
+    const dir = tempDir('rw-bounds-');
+    const path = join(dir, 'events.jsonl');
+    const variants = ['{}\n'.repeat(3000), '{}\n'.repeat(3000) + '{"partial', '\n\n{}\r\n[1]\n', 'x', '{"run_started":1}\n{"a":"run_finished"}\n{}\n', '{}\n{"ev":"\\u0065"}\n{}\n'];
+    for (const content of variants) {
+      writeFileSync(path, content);
+      const perLine: number[] = [];
+      const fwd = readStream(path, { onSkip: (o) => perLine.push(o) });
+      for (const chunkBytes of [1, 3, 64, 16 * 1024]) {
+        const tail = readLastLeg(path, { chunkBytes });
+        expect(tail.skippedLines, JSON.stringify(content.slice(0, 40)) + ` chunk ${chunkBytes}`).toBe(perLine.length);
+        expect(tail.leg).toMatchObject({ open: false, started: false, legOffset: -1 });
+        expect(fwd.skippedLines).toBe(perLine.length);
+      }
+    }
+  });
+
   it('a live run under megabytes of {} lines is RUNNING, a dead one ABANDONED, a closed one PASS', async () => {
     const root = tempDir('rw-bounds-');
     const live = openRun(root, '20261201-120000.000000003-1', 'live', DIAMOND, 2);
