@@ -102,6 +102,8 @@ function restartPoint(fd: number, size: number, path: string, firstChunk: number
   // The window holds bytes [winStart, winStart + win.length) of the file.
   let winStart = size - len;
   let win = Buffer.allocUnsafe(len);
+  let backing = win; // the whole buffer `win` is a view of
+  let spare = Buffer.allocUnsafe(0);
   if (readStreamBytes(fd, win, len, winStart, path) !== len) throw shrank(path);
   // Newlines among the bytes read so far (each byte is read once), and whether any could belong to an event.
   let newlines = countNewlines(win, 0, len);
@@ -139,10 +141,16 @@ function restartPoint(fd: number, size: number, path: string, firstChunk: number
       if (rel > MAX_LINE_BYTES + 1) throw lineTooLong(path, lineEnd);
       chunk = Math.min(chunk * 2, MAX_TAIL_CHUNK);
       const add = Math.min(winStart, chunk);
-      const next = Buffer.allocUnsafe(add + rel);
+      // Two buffers in turn (the window and the spare), reused as the walk goes down, so
+      // a long walk does not allocate (and fault in) fresh memory for every block.
+      if (spare.length < add + rel) spare = Buffer.allocUnsafe(Math.max(add + rel, 2 * spare.length));
+      const nextBacking = spare;
+      const next = nextBacking.subarray(0, add + rel);
       if (readStreamBytes(fd, next, add, winStart - add, path) !== add) throw shrank(path);
       newlines += countNewlines(next, 0, add);
       win.copy(next, add, 0, rel);
+      spare = backing;
+      backing = nextBacking;
       win = next;
       winStart -= add;
     }
@@ -172,6 +180,7 @@ function restartPoint(fd: number, size: number, path: string, firstChunk: number
     // Keep the window from growing without bound: drop what lies after the next line.
     if (win.length > 4 * MAX_TAIL_CHUNK && lineEnd - winStart < win.length / 2) {
       win = Buffer.from(win.subarray(0, lineEnd - winStart));
+      backing = win;
     }
   }
 }
