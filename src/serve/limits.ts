@@ -7,7 +7,8 @@
  * - At most {@link MAX_CONNECTIONS} connections are open at once (live
  *   streams included). A connection beyond that is answered at once with
  *   `503 Service Unavailable`, a short plain-text body and `Retry-After`, and
- *   closed; it never reaches a handler. A slot frees when a connection
+ *   closed (destroyed after {@link REFUSED_LINGER_MS} if the client keeps it
+ *   open); it never reaches a handler. A slot frees when a connection
  *   closes, so the server accepts again as soon as clients leave.
  * - A client must send its request headers within {@link HEADERS_TIMEOUT_MS}
  *   and its whole request within {@link REQUEST_TIMEOUT_MS}; an idle
@@ -26,6 +27,8 @@ export const HEADERS_TIMEOUT_MS = 10_000;
 export const REQUEST_TIMEOUT_MS = 20_000;
 /** An idle keep-alive connection is closed after this many ms. */
 export const KEEP_ALIVE_MS = 5_000;
+/** A refused connection is destroyed this many ms after its answer, if the client has not closed it. */
+export const REFUSED_LINGER_MS = 2_000;
 /** The refusal's body. */
 export const REFUSAL_BODY = 'runwarden serve: too many connections open; try again shortly\n';
 
@@ -70,6 +73,10 @@ export function capConnections(server: Server, max: number = MAX_CONNECTIONS): C
       refusedTotal++;
       socket.on('error', () => {}); // the client may already be gone
       socket.end(REFUSAL);
+      // A client that never closes its side must not keep the descriptor: give it a moment to read the answer.
+      const t = setTimeout(() => socket.destroy(), REFUSED_LINGER_MS);
+      t.unref();
+      socket.once('close', () => clearTimeout(t));
       return;
     }
     open++;

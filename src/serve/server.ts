@@ -11,6 +11,9 @@
  * - Requests whose Host header names neither a loopback name nor the address
  *   the server was asked to bind are refused, so a page on another site cannot
  *   read the API through a DNS-rebound name.
+ * - Bounded clients (limits.ts): at most MAX_CONNECTIONS open connections,
+ *   the next answered 503 before any handler runs; headers, request and
+ *   keep-alive timeouts close connections that hold a slot without using it.
  * - A failure inside a handler answers 500 with the stable error document and
  *   never takes the server down.
  * - The browser app (src/serve/public/, see static.ts) is read once when the
