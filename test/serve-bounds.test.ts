@@ -157,4 +157,20 @@ describe('capped run pages', () => {
     expect(p.body.legs[199].n).toBe(450);
     expect(p.body.started_at).toBe(events[0]!['ts']);
   });
+
+  it('a run whose graph has 1,500 nodes gets the first 1,000 and the count of the rest', async () => {
+    const root = tempDir('rw-sbounds-');
+    const id = '20261201-170000.000000001-1';
+    const graph = Array.from({ length: 1500 }, (_, i) => ({ id: `n${i}`, depends_on: i === 0 ? [] : Array.from({ length: Math.min(i, 150) }, (_, j) => `n${j}`) }));
+    const dir = passedRun(root, id, 'wide', graph);
+    expect(dir).toBe(join(root, id));
+    const { port } = await serve(root);
+    const p = await getJson(port, `/api/runs/${id}`);
+    expect(p.status).toBe(200);
+    expect(p.body.report.status).toBe('PASS');
+    expect(p.body.nodes.length).toBe(1000);
+    expect(p.body.nodes_more).toBe(500);
+    expect(p.body.nodes[999].id).toBe('n999');
+    expect(Math.max(...p.body.nodes.map((n: { depends_on: string[] }) => n.depends_on.length))).toBe(100);
+  });
 });

@@ -55,6 +55,10 @@ import {
 
 /** Most events a run page's timeline shows. */
 export const TIMELINE_MAX = 200;
+/** Most nodes a run page lists (graph order first); the rest are counted in `nodes_more`. */
+export const PAGE_NODES_MAX = 1000;
+/** Most `depends_on` ids a run page gives one node. */
+export const PAGE_DEPS_MAX = 100;
 /** Longest string kept in a timeline event or node detail. */
 export const FIELD_MAX = 2000;
 /** A changed stream waits this many times its last fold's duration before it is folded again. */
@@ -294,13 +298,14 @@ export class DashboardModel {
         lastVerdict.set(event['node_id'], typeof event['detail'] === 'string' ? event['detail'] : '');
       }
     }
-    const nodes: NodeDetail[] = detail.nodes.map((n) => {
+    // A page stays small whatever the graph's size: the first PAGE_NODES_MAX nodes, and a count of the rest.
+    const nodes: NodeDetail[] = detail.nodes.slice(0, PAGE_NODES_MAX).map((n) => {
       const rec = records.get(n.id);
       const d = lastVerdict.get(n.id);
       return {
         id: n.id,
         state: n.state,
-        depends_on: n.depends_on,
+        depends_on: n.depends_on.slice(0, PAGE_DEPS_MAX),
         cost_usd: rec?.cost_usd ?? null,
         cost_unknown: rec?.cost_unknown ?? false,
         detail: d === undefined || d === '' ? null : d,
@@ -310,6 +315,7 @@ export class DashboardModel {
     return {
       ...this.basePage(id, report),
       nodes,
+      nodes_more: Math.max(0, detail.nodes.length - PAGE_NODES_MAX),
       layout: nodes.some((n) => n.depends_on.length > 0) ? 'layers' : 'list',
       legs,
       legs_earlier: detail.legs_earlier,
@@ -332,6 +338,7 @@ export class DashboardModel {
       report,
       error,
       nodes: [],
+      nodes_more: 0,
       layout: 'list',
       legs: [],
       legs_earlier: 0,

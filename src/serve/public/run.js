@@ -259,7 +259,8 @@
   /** @param {RunPage} d */
   function nodeMap(d) {
     var legend = el('div', { class: 'legend' }, LEGEND.map(function (s) { return el('span', null, [el('i', { 'data-state': s }), s]); }));
-    var kids = [el('h2', null, ['Nodes', el('span', { class: 'note', text: d.nodes.length + ' node' + (d.nodes.length === 1 ? '' : 's') })]), legend];
+    var total = d.nodes.length + (d.nodes_more || 0);
+    var kids = [el('h2', null, ['Nodes', el('span', { class: 'note', text: total + ' node' + (total === 1 ? '' : 's') })]), legend];
     var map = el('div', { class: 'nodemap', 'data-layout': d.layout });
     if (!d.nodes.length) {
       map.appendChild(el('p', { class: 'nodemap-note', text: 'No nodes recorded yet.' }));
@@ -282,6 +283,8 @@
       map.appendChild(el('p', { class: 'nodemap-note', text: 'The snapshot records no dependencies, so nodes are listed in graph order.' }));
     }
     kids.push(map);
+    // The server sends the first nodes only (a run page stays small whatever the graph's size).
+    if (d.nodes_more) kids.push(el('p', { class: 'nodemap-note', 'data-nodes-more': String(d.nodes_more), text: d.nodes_more + ' more node' + (d.nodes_more === 1 ? '' : 's') + ' not shown' }));
     return el('section', { class: 'panel', 'data-panel': 'nodes' }, kids);
   }
 
