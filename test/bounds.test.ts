@@ -163,6 +163,8 @@ describe('junk lines (lines that cannot be events) cost a scan, and change no st
         const tail = readLastLeg(path, { chunkBytes });
         expect(tail.skippedLines, JSON.stringify(content.slice(0, 40)) + ` chunk ${chunkBytes}`).toBe(perLine.length);
         expect(tail.leg).toMatchObject({ open: false, started: false, legOffset: -1 });
+        // The escaped variant may hold an event; the others cannot.
+        expect(tail.mayHoldEvents).toBe(content.includes('\\'));
         expect(fwd.skippedLines).toBe(perLine.length);
       }
     }
@@ -183,6 +185,9 @@ describe('junk lines (lines that cannot be events) cost a scan, and change no st
     expect(runStatus(passed)).toMatchObject({ status: 'PASS' });
     // Nothing but junk: no leg has started.
     expect(runStatus(junk)).toMatchObject({ status: null, liveness: null });
+    // Nothing but junk: run detail takes the tail walk's count instead of folding again, and agrees with the fold.
+    expect(runDetail(junk)).toMatchObject({ nodes: [], legs: [], legs_earlier: 0, skipped_lines: readStream(join(junk, 'events.jsonl')).skippedLines, stream_error: null });
+    expect(runDetail(junk).skipped_lines).toBe(lineCount(junk));
     // The whole-stream fold (status's node list) agrees, and counts every junk line.
     const detail = runDetail(dead);
     expect(detail.report.status).toBe('ABANDONED');

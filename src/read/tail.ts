@@ -45,6 +45,13 @@ export interface TailFacts {
   from: number;
   /** The stream's size when it was opened. */
   size: number;
+  /**
+   * False only when the whole file was consulted (`from` 0) and no byte of
+   * it could belong to an event (CONTRACT §2.2 rule 3): every line is then
+   * skipped, so a whole-file fold would find no legs, no nodes and exactly
+   * `skippedLines` skips. True otherwise.
+   */
+  mayHoldEvents: boolean;
 }
 
 /** Options for {@link readLastLeg}. */
@@ -196,14 +203,14 @@ export function readLastLeg(eventsPath: string, options: ReadLastLegOptions = {}
   const firstChunk = Math.max(1, Math.floor(options.chunkBytes ?? FIRST_TAIL_CHUNK));
   const fold = new StreamFold();
   const file = openStream(eventsPath);
-  if (file === undefined) return { leg: fold.lastLeg(), skippedLines: 0, from: 0, size: 0 };
+  if (file === undefined) return { leg: fold.lastLeg(), skippedLines: 0, from: 0, size: 0, mayHoldEvents: false };
   const { fd, size } = file;
   try {
-    if (size === 0) return { leg: fold.lastLeg(), skippedLines: 0, from: 0, size: 0 };
+    if (size === 0) return { leg: fold.lastLeg(), skippedLines: 0, from: 0, size: 0, mayHoldEvents: false };
     const { from, allJunkLines } = restartPoint(fd, size, eventsPath, firstChunk);
     if (allJunkLines !== undefined) fold.skip(allJunkLines);
     else foldRange(fd, eventsPath, fold, from, size, Math.min(FOLD_CHUNK, Math.max(firstChunk, 4096)), {});
-    return { leg: fold.lastLeg(), skippedLines: fold.skippedLines, from, size };
+    return { leg: fold.lastLeg(), skippedLines: fold.skippedLines, from, size, mayHoldEvents: allJunkLines === undefined };
   } finally {
     closeQuietly(fd);
   }

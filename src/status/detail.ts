@@ -9,6 +9,7 @@ import type { LegRecord } from '../contract/fold.js';
 import type { StreamEvent } from '../contract/events.js';
 import { EVENTS_FILE } from '../contract/files.js';
 import type { NodeState, RunReport } from '../contract/types.js';
+import { lstatSync } from 'node:fs';
 import { join } from 'node:path';
 import { foldStream } from '../read/stream.js';
 import { inspectRun, type Inspection, type RunStatusOptions } from './inspect.js';
@@ -67,7 +68,7 @@ export interface RunDetailOptions extends RunStatusOptions {
 export function detailOf(inspection: Inspection, options: { events?: number; legs?: number } = {}): RunDetail {
   const keep = Math.max(0, options.events ?? 200);
   const keepLegs = Math.max(0, options.legs ?? DETAIL_LEGS_MAX);
-  const { report, snapshot, runDir } = inspection;
+  const { report, runDir } = inspection;
   const ring: { offset: number; event: StreamEvent }[] = [];
   let legs: DetailLeg[] = [];
   let legsEarlier = 0;
@@ -75,8 +76,14 @@ export function detailOf(inspection: Inspection, options: { events?: number; leg
   let nodes = new Map<string, NodeState>();
   let skipped = 0;
   let streamError: string | null = null;
+  const eventsPath = join(runDir, EVENTS_FILE);
+  // The inspection's tail walk already read the whole file and found nothing that could be an event:
+  // the fold would only count skips. Reused while the file is still that size (it may only grow).
+  if (!inspection.tail.mayHoldEvents && inspection.tail.size > 0 && sizeOf(eventsPath) === inspection.tail.size) {
+    return assemble(inspection, new Map(), [], 0, null, [], inspection.tail.skippedLines, null);
+  }
   try {
-    const fold = foldStream(join(runDir, EVENTS_FILE), {
+    const fold = foldStream(eventsPath, {
       history: true,
       onEvent(event, offset) {
         if (keep === 0) return;
@@ -97,6 +104,30 @@ export function detailOf(inspection: Inspection, options: { events?: number; leg
     streamError = err.message;
     ring.length = 0;
   }
+  return assemble(inspection, nodes, legs, legsEarlier, firstStarted, ring, skipped, streamError);
+}
+
+/** The size of the file at `path` without following a link, or -1. */
+function sizeOf(path: string): number {
+  try {
+    return lstatSync(path).size;
+  } catch {
+    return -1;
+  }
+}
+
+/** A {@link RunDetail} from the fold's results: graph nodes in graph order, then nodes only the stream names. */
+function assemble(
+  inspection: Inspection,
+  nodes: Map<string, NodeState>,
+  legs: DetailLeg[],
+  legsEarlier: number,
+  firstStarted: string | null,
+  ring: { offset: number; event: StreamEvent }[],
+  skipped: number,
+  streamError: string | null,
+): RunDetail {
+  const { report, snapshot } = inspection;
   const out: DetailNode[] = [];
   const listed = new Set<string>();
   if (snapshot.kind === 'ok') {
