@@ -7,15 +7,20 @@
  * - a connection cap refuses the 129th connection with 503 and accepts again
  *   once a slot frees; connections that never send their headers are closed
  *   by the server, so they cannot hold slots (or descriptors) for long;
- * - a run with many legs gets a capped page with the count of earlier legs.
+ * - a run with many legs gets a capped page with the count of earlier legs
+ *   (and a huge graph the count of nodes left out), which the page shows in
+ *   a real browser (Debian's chromium; skipped with the reason without it).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { openSync, writeSync, closeSync } from 'node:fs';
+import { closeSync, openSync, readFileSync, writeFileSync, writeSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { chromium } from 'playwright-core';
+import { afterAll, beforeEach, describe, expect, it } from 'vitest';
 import { MAX_CONNECTIONS, REFUSAL_BODY } from '../dist/serve/limits.js';
 import { CLI, cleanupTemp, killAll, tempDir, track, until } from './helpers/lock-procs.js';
+import { CHROMIUM, needs } from './helpers/prereq.js';
+import { startServeCli } from './helpers/serve-cli.js';
 import { getJson, raw } from './helpers/serve-client.js';
 import { DIAMOND, ev, passedRun, runDir, writeEvents } from './helpers/serve-fixtures.js';
 
@@ -173,4 +178,35 @@ describe('capped run pages', () => {
     expect(p.body.nodes[999].id).toBe('n999');
     expect(Math.max(...p.body.nodes.map((n: { depends_on: string[] }) => n.depends_on.length))).toBe(100);
   });
+});
+
+describe('capped run pages in a browser', () => {
+  beforeEach((ctx) => needs(ctx, 'chromium'));
+
+  it('the run page says how many earlier legs and further nodes it does not show', async () => {
+    const root = tempDir('rw-sbounds-');
+    const id = '20261201-180000.000000001-1';
+    const graph = Array.from({ length: 1010 }, (_, i) => ({ id: `n${i}` }));
+    const dir = passedRun(root, id, 'wide-and-long', graph);
+    // 300 earlier failed legs before the passing one passedRun wrote.
+    const earlier = [];
+    for (let i = 0; i < 300; i++) earlier.push(JSON.stringify(ev(id, 'run_started')), JSON.stringify(ev(id, 'run_finished', { outcome: 'failed' })));
+    writeFileSync(join(dir, 'events.jsonl'), earlier.join('\n') + '\n' + readFileSync(join(dir, 'events.jsonl'), 'utf8'));
+    const s = await startServeCli(root);
+    const context = await chromium.launchPersistentContext(tempDir('rw-chrome-'), {
+      executablePath: CHROMIUM,
+      args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    });
+    try {
+      const page = await context.newPage();
+      await page.goto(new URL(`/run/${id}`, s.url).href);
+      await page.locator('[data-legs-earlier]').waitFor({ timeout: 60_000 });
+      expect(await page.locator('[data-legs-earlier]').textContent()).toBe('101 earlier legs not shown');
+      expect(await page.locator('.legs tbody tr').count()).toBe(200);
+      expect(await page.locator('[data-nodes-more]').textContent()).toBe('10 more nodes not shown');
+      expect(await page.locator('.nodebox').count()).toBe(1000);
+    } finally {
+      await context.close();
+    }
+  }, 120_000);
 });
