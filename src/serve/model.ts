@@ -22,6 +22,11 @@
  *   a status change always refolds at once. A card never folds a stream over
  *   `cardStreamMax` bytes (its strip then shows the snapshot's verdicts).
  *   Timeline strings are cut to {@link FIELD_MAX} characters.
+ * - A run page's size does not follow the run's: it holds the latest legs
+ *   (DETAIL_LEGS_MAX, with `legs_earlier`), the last {@link TIMELINE_MAX}
+ *   events and the first {@link PAGE_NODES_MAX} nodes (with `nodes_more`), so
+ *   serialising it is cheap wherever it happens (`runwarden serve` runs this
+ *   model on a worker thread: offthread.ts).
  * - A run that cannot be read becomes an `unknown` card carrying the reason;
  *   no error from one run escapes to the others.
  * - Reads only: everything goes through the reading layer, which opens files
