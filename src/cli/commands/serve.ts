@@ -50,8 +50,8 @@ export function registerServe(program: Command): void {
         'Read-only: only GET and HEAD are answered, run ids are accepted only as names directly under the\n' +
         'root, and nothing is written anywhere. JSON: GET /api/runs (the `runs --json` document) and\n' +
         'GET /api/runs/<id> (the report plus node states, legs and last events).\n\n' +
-        'Bounded: runs are read on a worker thread, so a huge run never stalls the page; a run page lists\n' +
-        'its latest 200 legs and first 1,000 nodes; at most 128 connections are open at once (the next is\n' +
+        'Bounded: runs are read on a worker thread, so a huge run never stalls the page; a run page lists ' +
+        'its latest 200 legs and first 1,000 nodes; at most 128 connections are open at once (the next is ' +
         'answered 503), and a client has 10 s to send its request headers.\n\n' +
         'Runs until interrupted (Ctrl-C).',
     )
