@@ -80,6 +80,21 @@ function ensureBuilt() {
 }
 
 /** Runs bench/runs-scale.mjs if it exists, echoing its output; returns its section for RESULTS.md. */
+/** The section of `markdown` under the level-2 heading `heading` (compared lower-case), heading included; undefined when absent. */
+function sectionOf(markdown, heading) {
+  const lines = markdown.split('\n');
+  const start = lines.findIndex((l) => l.trim().toLowerCase() === heading);
+  if (start < 0) return undefined;
+  let end = lines.length;
+  for (let i = start + 1; i < lines.length; i++) {
+    if (/^#{1,2}\s/.test(lines[i])) {
+      end = i;
+      break;
+    }
+  }
+  return lines.slice(start, end).join('\n').trimEnd();
+}
+
 async function runsAtScale(resultsPath, extractRunsSection, RUNS_HEADING) {
   const script = join(benchDir, 'runs-scale.mjs');
   if (!existsSync(script)) {
@@ -171,7 +186,10 @@ async function main() {
     runsSection,
     svgLink: relative(dirname(resultsPath), svgPath),
   });
-  writeFileSync(resultsPath, md);
+  // Sections other benches write (bench/bounds.mjs: "## Hostile sizes") are kept as they were.
+  const previous = existsSync(resultsPath) ? readFileSync(resultsPath, 'utf8') : '';
+  const kept = ['## hostile sizes'].map((h) => sectionOf(previous, h)).filter((x) => x !== undefined);
+  writeFileSync(resultsPath, kept.length > 0 ? `${md.trimEnd()}\n\n${kept.join('\n\n')}\n` : md);
   writeFileSync(join(outDir, quick ? 'results-quick.json' : 'results.json'), JSON.stringify({ info, startedAt, cfg, cost, audit, peers, cells }, null, 1));
   log(`wrote ${relative(root, resultsPath)} (${durationS.toFixed(0)} s)`);
 }

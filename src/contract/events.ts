@@ -4,6 +4,7 @@
  * unreadable. Pure functions over bytes; every reader (forward, from the end,
  * following) parses lines here and nowhere else.
  */
+import { jsonDeeperThan } from './depth.js';
 import { StreamError } from './errors.js';
 
 /** The stream schema this version reads; a line with a greater `schema` makes the stream unreadable. */
@@ -13,6 +14,20 @@ export const MAX_LINE_BYTES = 1_048_576;
 
 const NL = 0x0a;
 const CR = 0x0d;
+const BACKSLASH = 0x5c;
+/**
+ * Every event has an `"event"` key. JSON can spell that key only as these
+ * seven bytes or with a `\` escape, so a line holding neither cannot be an
+ * event and is skipped without being parsed (read/lines.ts skips whole runs
+ * of such lines in bulk on the same rule).
+ */
+export const EVENT_KEY: Buffer = Buffer.from('"event"');
+
+/** Could the line `buf[start, end)` be an event? False only when it certainly is not (see {@link EVENT_KEY}). */
+export function mayBeEvent(buf: Buffer, start: number, end: number): boolean {
+  const line = buf.subarray(start, end);
+  return line.indexOf(EVENT_KEY) >= 0 || line.indexOf(BACKSLASH) >= 0;
+}
 
 /**
  * One event line that has the right shape: an object with an integer
@@ -81,6 +96,9 @@ function newerSchema(path: string, offset: number, schema: number): StreamError 
  * `path`. Returns the event, or null when the line is to be skipped. Throws
  * StreamError for a line over the cap (`ELINETOOLONG`) or of a newer schema
  * (`ENEWERSCHEMA`): after either, nothing about the stream can be trusted.
+ * A line nested deeper than MAX_JSON_DEPTH (contract/depth.ts) is skipped
+ * without being parsed, so no line costs more than one pass over its bytes
+ * plus a parse of bounded depth.
  */
 export function parseLine(buf: Buffer, start: number, end: number, path: string, offset: number): StreamEvent | null {
   if (end > start && buf[end - 1] === CR) end--;
@@ -93,6 +111,9 @@ export function parseLine(buf: Buffer, start: number, end: number, path: string,
     i++;
   }
   if (i >= end || buf[i] !== 0x7b) return null;
+  if (!mayBeEvent(buf, i, end)) return null;
+  // Nesting is bounded before parsing (contract/depth.ts): a deeper line is malformed.
+  if (jsonDeeperThan(buf, i, end)) return null;
   let value: unknown;
   try {
     value = JSON.parse(buf.toString('utf8', start, end));

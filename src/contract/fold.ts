@@ -113,9 +113,9 @@ export class StreamFold {
     }
   }
 
-  /** Counts one skipped line. */
-  skip(): void {
-    this.skippedLines++;
+  /** Counts `count` skipped lines (default one). */
+  skip(count = 1): void {
+    this.skippedLines += count;
   }
 
   private start(ev: StreamEvent, offset: number): void {

@@ -13,10 +13,13 @@
  *   a `"PASS"` record. A count match is not enough (a record for a node that
  *   is not in the graph must not stand in for one that is).
  * - Bounded: a snapshot larger than {@link SNAPSHOT_MAX_BYTES} is refused
- *   before it is read, so a hostile file cannot exhaust memory.
+ *   before it is read, and one nested deeper than {@link MAX_JSON_DEPTH} is
+ *   refused by a byte scan before it is parsed, so a hostile file cannot
+ *   exhaust memory either way (bytes, or objects per byte).
  * - Opened read-only, non-blocking, without following a symlink; only a
  *   regular file is read.
  */
+import { jsonDeeperThan, MAX_JSON_DEPTH } from '../contract/depth.js';
 import { RunFileError } from '../contract/errors.js';
 import { STATE_FILE } from '../contract/files.js';
 import { basename } from 'node:path';
@@ -173,26 +176,27 @@ export function readSnapshot(statePath: string, options: { at?: number } = {}): 
     throw err;
   }
   if (file === undefined) return { kind: 'missing' };
-  let text: string;
+  let buf: Buffer;
+  let n: number;
   try {
     if (file.size === 0) return fail('empty file');
     if (file.size > SNAPSHOT_MAX_BYTES) {
       return fail(`${file.size} bytes, over the ${SNAPSHOT_MAX_BYTES / 1024 / 1024} MiB limit for a snapshot`);
     }
     // Read one byte past the size fstat gave, to notice a file that grew.
-    const buf = Buffer.allocUnsafe(file.size + 1);
-    const n = readAt(file.fd, buf, 0, file.size + 1, 0, 'state.json', statePath);
+    buf = Buffer.allocUnsafe(file.size + 1);
+    n = readAt(file.fd, buf, 0, file.size + 1, 0, 'state.json', statePath);
     if (n !== file.size) return fail('changed while it was being read');
-    text = buf.toString('utf8', 0, n);
   } catch (err) {
     if (err instanceof RunFileError) return { kind: 'error', error: err.message, errno: err.errno };
     throw err;
   } finally {
     closeQuietly(file.fd);
   }
+  if (jsonDeeperThan(buf, 0, n)) return fail(`nested deeper than ${MAX_JSON_DEPTH} levels (refused before parsing)`);
   let value: unknown;
   try {
-    value = JSON.parse(text);
+    value = JSON.parse(buf.toString('utf8', 0, n));
   } catch (err) {
     return fail(`not valid JSON (${(err as Error).message})`);
   }

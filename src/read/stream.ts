@@ -56,7 +56,9 @@ export function shrank(path: string): StreamError {
  */
 export function foldRange(fd: number, path: string, fold: StreamFold, from: number, to: number | undefined, chunkBytes: number, hooks: FoldHooks = {}): void {
   const chunk = Buffer.allocUnsafe(chunkBytes);
-  const lines = new LineSplitter(path, foldLines(fold, path, hooks), from);
+  // Without a per-line skip hook, lines that cannot be events are counted in bulk (lines.ts).
+  const junk = hooks.onSkip === undefined ? (count: number) => fold.skip(count) : undefined;
+  const lines = new LineSplitter(path, foldLines(fold, path, hooks), from, junk);
   let pos = from;
   for (;;) {
     const want = to === undefined ? chunkBytes : Math.min(chunkBytes, to - pos);

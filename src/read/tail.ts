@@ -21,9 +21,10 @@
  * before the restart point (over the cap, newer schema), which the tail
  * never reads. test/stream-property.test.ts checks this over generated streams.
  */
-import { lineTooLong, MAX_LINE_BYTES, parseLine } from '../contract/events.js';
+import { EVENT_KEY, lineTooLong, MAX_LINE_BYTES, mayBeEvent, parseLine } from '../contract/events.js';
 import { StreamFold, type LastLeg } from '../contract/fold.js';
 import { closeQuietly } from '../kernel/open.js';
+import { countNewlines } from './lines.js';
 import { foldRange, openStream, readStreamBytes, shrank } from './stream.js';
 
 const NL = 0x0a;
@@ -44,6 +45,13 @@ export interface TailFacts {
   from: number;
   /** The stream's size when it was opened. */
   size: number;
+  /**
+   * False only when the whole file was consulted (`from` 0) and no byte of
+   * it could belong to an event (CONTRACT §2.2 rule 3): every line is then
+   * skipped, so a whole-file fold would find no legs, no nodes and exactly
+   * `skippedLines` skips. True otherwise.
+   */
+  mayHoldEvents: boolean;
 }
 
 /** Options for {@link readLastLeg}. */
@@ -61,20 +69,71 @@ function maybeLegEvent(buf: Buffer, s: number, e: number): boolean {
 }
 
 /**
+ * The last occurrence of one pattern before a point, remembered across the
+ * backward walk so that each byte is searched once per pattern: the walk
+ * only moves down, so an answer stays right until the walk passes it (or,
+ * when nothing was found, until the window grows further down).
+ */
+class LastMatch {
+  /** Absolute offset of the match found, or -1. */
+  private at = -1;
+  /** Window start when it was searched (Infinity: never). */
+  private lo = Infinity;
+
+  constructor(private readonly pattern: Buffer) {}
+
+  /** Absolute offset of the last match lying wholly before `end`, or -1; `win` holds bytes from `winStart`. */
+  before(win: Buffer, winStart: number, end: number): number {
+    if (this.lo !== Infinity && this.at < end && (this.at >= 0 || this.lo <= winStart)) return this.at;
+    const from = end - winStart - this.pattern.length;
+    const idx = from < 0 ? -1 : win.lastIndexOf(this.pattern, from);
+    this.at = idx < 0 ? -1 : winStart + idx;
+    this.lo = winStart;
+    return this.at;
+  }
+}
+
+/**
+ * Where step 2 starts: `from`, or, when the walk reached the start of a
+ * file in which no byte could belong to any event (no `"event"`, no
+ * backslash: contract/events.ts EVENT_KEY), the number of lines in it —
+ * folding such a file would only skip every line, so it is not read again.
+ */
+type Restart = { from: number; allJunkLines?: number };
+
+/**
  * Step 1: the offset to fold from. Walks lines from the end of a file of
  * `size` bytes (size > 0).
  */
-function restartPoint(fd: number, size: number, path: string, firstChunk: number): number {
+function restartPoint(fd: number, size: number, path: string, firstChunk: number): Restart {
   let chunk = firstChunk;
   let len = Math.min(size, chunk);
   // The window holds bytes [winStart, winStart + win.length) of the file.
   let winStart = size - len;
   let win = Buffer.allocUnsafe(len);
+  let backing = win; // the whole buffer `win` is a view of
+  let spare = Buffer.allocUnsafe(0);
   if (readStreamBytes(fd, win, len, winStart, path) !== len) throw shrank(path);
+  // Newlines among the bytes read so far (each byte is read once), and whether any could belong to an event.
+  let newlines = countNewlines(win, 0, len);
+  let mayHoldEvent = false;
+  const keyMark = new LastMatch(EVENT_KEY);
   // A file ending in '\n' has no final partial line.
-  let lineEnd = win[len - 1] === NL ? size - 1 : size;
+  const lastByte = win[len - 1];
+  let lineEnd = lastByte === NL ? size - 1 : size;
   let finishAfter = false; // a run_finished lies between this point and the start found after it
+  const marks = [new LastMatch(STARTED), new LastMatch(FINISHED), new LastMatch(Buffer.from([BACKSLASH]))];
   for (;;) {
+    // Lines after the last byte that could belong to a start or finish (the
+    // three patterns of maybeLegEvent) cannot be either: step over them in
+    // one move, never over more than MAX_LINE_BYTES at once, so a line over
+    // the cap among them is still met and refused.
+    let cand = -1;
+    for (const m of marks) cand = Math.max(cand, m.before(win, winStart, lineEnd));
+    if (!mayHoldEvent) mayHoldEvent = keyMark.before(win, winStart, lineEnd) >= 0 || (marks[2] as LastMatch).before(win, winStart, lineEnd) >= 0;
+    const from = Math.max(cand, winStart, lineEnd - MAX_LINE_BYTES - 1);
+    const jumpTo = win.indexOf(NL, from - winStart);
+    if (jumpTo >= 0 && winStart + jumpTo < lineEnd) lineEnd = winStart + jumpTo;
     let nlAt: number;
     for (;;) {
       const rel = lineEnd - winStart;
@@ -91,9 +150,16 @@ function restartPoint(fd: number, size: number, path: string, firstChunk: number
       if (rel > MAX_LINE_BYTES + 1) throw lineTooLong(path, lineEnd);
       chunk = Math.min(chunk * 2, MAX_TAIL_CHUNK);
       const add = Math.min(winStart, chunk);
-      const next = Buffer.allocUnsafe(add + rel);
+      // Two buffers in turn (the window and the spare), reused as the walk goes down, so
+      // a long walk does not allocate (and fault in) fresh memory for every block.
+      if (spare.length < add + rel) spare = Buffer.allocUnsafe(Math.max(add + rel, 2 * spare.length));
+      const nextBacking = spare;
+      const next = nextBacking.subarray(0, add + rel);
       if (readStreamBytes(fd, next, add, winStart - add, path) !== add) throw shrank(path);
+      newlines += countNewlines(next, 0, add);
       win.copy(next, add, 0, rel);
+      spare = backing;
+      backing = nextBacking;
       win = next;
       winStart -= add;
     }
@@ -102,21 +168,28 @@ function restartPoint(fd: number, size: number, path: string, firstChunk: number
     let e = lineEnd - winStart;
     if (e > s && win[e - 1] === CR) e--;
     if (e - s > MAX_LINE_BYTES) throw lineTooLong(path, lineStart);
+    // The searches above ran before this line was read whole; it is checked here.
+    if (!mayHoldEvent) mayHoldEvent = mayBeEvent(win, s, e);
     if (maybeLegEvent(win, s, e)) {
       const ev = parseLine(win, s, e, path, lineStart);
       if (ev?.event === 'run_finished') {
         finishAfter = true;
       } else if (ev?.event === 'run_started') {
         // Closed last leg, or the nearest closed leg before an open one: fold from here.
-        if (finishAfter) return lineStart;
+        if (finishAfter) return { from: lineStart };
       }
     }
     // Reached the start: the whole file was consulted, and is folded.
-    if (nlAt < 0) return 0;
+    if (nlAt < 0) {
+      if (mayHoldEvent) return { from: 0 };
+      // Every line is one the fold would skip: each newline ends one, and a final partial line is one more.
+      return { from: 0, allJunkLines: newlines + (size > 0 && lastByte !== NL ? 1 : 0) };
+    }
     lineEnd = nlAt;
     // Keep the window from growing without bound: drop what lies after the next line.
     if (win.length > 4 * MAX_TAIL_CHUNK && lineEnd - winStart < win.length / 2) {
       win = Buffer.from(win.subarray(0, lineEnd - winStart));
+      backing = win;
     }
   }
 }
@@ -132,13 +205,14 @@ export function readLastLeg(eventsPath: string, options: ReadLastLegOptions = {}
   const firstChunk = Math.max(1, Math.floor(options.chunkBytes ?? FIRST_TAIL_CHUNK));
   const fold = new StreamFold();
   const file = openStream(eventsPath, options.at);
-  if (file === undefined) return { leg: fold.lastLeg(), skippedLines: 0, from: 0, size: 0 };
+  if (file === undefined) return { leg: fold.lastLeg(), skippedLines: 0, from: 0, size: 0, mayHoldEvents: false };
   const { fd, size } = file;
   try {
-    if (size === 0) return { leg: fold.lastLeg(), skippedLines: 0, from: 0, size: 0 };
-    const from = restartPoint(fd, size, eventsPath, firstChunk);
-    foldRange(fd, eventsPath, fold, from, size, Math.min(FOLD_CHUNK, Math.max(firstChunk, 4096)), {});
-    return { leg: fold.lastLeg(), skippedLines: fold.skippedLines, from, size };
+    if (size === 0) return { leg: fold.lastLeg(), skippedLines: 0, from: 0, size: 0, mayHoldEvents: false };
+    const { from, allJunkLines } = restartPoint(fd, size, eventsPath, firstChunk);
+    if (allJunkLines !== undefined) fold.skip(allJunkLines);
+    else foldRange(fd, eventsPath, fold, from, size, Math.min(FOLD_CHUNK, Math.max(firstChunk, 4096)), {});
+    return { leg: fold.lastLeg(), skippedLines: fold.skippedLines, from, size, mayHoldEvents: allJunkLines === undefined };
   } finally {
     closeQuietly(fd);
   }

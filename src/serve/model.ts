@@ -22,6 +22,11 @@
  *   a status change always refolds at once. A card never folds a stream over
  *   `cardStreamMax` bytes (its strip then shows the snapshot's verdicts).
  *   Timeline strings are cut to {@link FIELD_MAX} characters.
+ * - A run page's size does not follow the run's: it holds the latest legs
+ *   (DETAIL_LEGS_MAX, with `legs_earlier`), the last {@link TIMELINE_MAX}
+ *   events and the first {@link PAGE_NODES_MAX} nodes (with `nodes_more`), so
+ *   serialising it is cheap wherever it happens (`runwarden serve` runs this
+ *   model on a worker thread: offthread.ts).
  * - A run that cannot be read becomes an `unknown` card carrying the reason;
  *   no error from one run escapes to the others.
  * - Reads only: everything goes through the reading layer, which opens files
@@ -64,6 +69,10 @@ import {
 
 /** Most events a run page's timeline shows. */
 export const TIMELINE_MAX = 200;
+/** Most nodes a run page lists (graph order first); the rest are counted in `nodes_more`. */
+export const PAGE_NODES_MAX = 1000;
+/** Most `depends_on` ids a run page gives one node. */
+export const PAGE_DEPS_MAX = 100;
 /** Longest string kept in a timeline event or node detail. */
 export const FIELD_MAX = 2000;
 /** A changed stream waits this many times its last fold's duration before it is folded again. */
@@ -181,20 +190,20 @@ function fileSize(dir: string, file: string): number {
 }
 
 /**
- * The reading layer's legs, numbered from 1. (runDetail already folds an
+ * The reading layer's legs, numbered from 1 (from `earlier + 1` when the
+ * first `earlier` legs were left out of a capped detail). (runDetail already folds an
  * auto run's planning start and the untagged start after it into one leg.)
  */
-export function numberLegs(legs: readonly DetailLeg[]): LegView[] {
-  return legs.map((l, i) => ({ ...l, n: i + 1 }));
+export function numberLegs(legs: readonly DetailLeg[], earlier = 0): LegView[] {
+  return legs.map((l, i) => ({ ...l, n: earlier + i + 1 }));
 }
 
 /** Times from the legs and the last event (ts is display only). */
-function timesOf(legs: readonly LegView[], lastEvent: { event: Record<string, unknown> } | undefined): RunTimes {
-  const first = legs[0];
+function timesOf(detail: RunDetail, legs: readonly LegView[], lastEvent: { event: Record<string, unknown> } | undefined): RunTimes {
   const last = legs[legs.length - 1];
   const ts = lastEvent?.event['ts'];
   return {
-    started_at: first?.started_ts ?? null,
+    started_at: detail.first_started_ts,
     ended_at: last !== undefined && last.state === 'closed' ? last.finished_ts : null,
     last_event_at: typeof ts === 'string' ? ts : null,
   };
@@ -451,7 +460,7 @@ export class DashboardModel {
     if (detail === null) {
       return { ...this.basePage(id, report), stream_error: fold.error, checked_at: checkedAt };
     }
-    const legs = numberLegs(detail.legs);
+    const legs = numberLegs(detail.legs, detail.legs_earlier);
     const timeline: TimelineItem[] = detail.events.map(({ offset, event }) => {
       let leg: number | null = null;
       for (const l of legs) if (l.offset <= offset) leg = l.n;
@@ -465,13 +474,14 @@ export class DashboardModel {
         lastVerdict.set(event['node_id'], typeof event['detail'] === 'string' ? event['detail'] : '');
       }
     }
-    const nodes: NodeDetail[] = detail.nodes.map((n) => {
+    // A page stays small whatever the graph's size: the first PAGE_NODES_MAX nodes, and a count of the rest.
+    const nodes: NodeDetail[] = detail.nodes.slice(0, PAGE_NODES_MAX).map((n) => {
       const rec = records.get(n.id);
       const d = lastVerdict.get(n.id);
       return {
         id: n.id,
         state: n.state,
-        depends_on: n.depends_on,
+        depends_on: n.depends_on.slice(0, PAGE_DEPS_MAX),
         cost_usd: rec?.cost_usd ?? null,
         cost_unknown: rec?.cost_unknown ?? false,
         detail: d === undefined || d === '' ? null : d,
@@ -481,14 +491,16 @@ export class DashboardModel {
     return {
       ...this.basePage(id, report),
       nodes,
+      nodes_more: Math.max(0, detail.nodes.length - PAGE_NODES_MAX),
       layout: nodes.some((n) => n.depends_on.length > 0) ? 'layers' : 'list',
       legs,
+      legs_earlier: detail.legs_earlier,
       timeline,
       events_note: full ? `the last ${TIMELINE_MAX} events` : `${timeline.length} event${timeline.length === 1 ? '' : 's'}`,
       skipped_lines: detail.skipped_lines,
       stream_error: detail.stream_error ?? (fold.error !== null ? fold.error : null),
       checked_at: checkedAt,
-      ...timesOf(legs, detail.events[detail.events.length - 1]),
+      ...timesOf(detail, legs, detail.events[detail.events.length - 1]),
     };
   }
 
@@ -502,8 +514,10 @@ export class DashboardModel {
       report,
       error,
       nodes: [],
+      nodes_more: 0,
       layout: 'list',
       legs: [],
+      legs_earlier: 0,
       timeline: [],
       events_note: '',
       skipped_lines: 0,
@@ -537,7 +551,7 @@ export class DashboardModel {
       const fold = this.fold(this.cardFolds, inspection, 1);
       if (fold.detail === null) return base;
       chips = fold.detail.nodes.map((n) => ({ id: n.id, state: n.state }));
-      times = timesOf(numberLegs(fold.detail.legs), fold.detail.events[fold.detail.events.length - 1]);
+      times = timesOf(fold.detail, numberLegs(fold.detail.legs, fold.detail.legs_earlier), fold.detail.events[fold.detail.events.length - 1]);
     }
     return { ...base, ...times, nodes: chips.slice(0, STRIP_MAX), nodes_more: Math.max(0, chips.length - STRIP_MAX) };
   }

@@ -11,6 +11,9 @@
  * - Requests whose Host header names neither a loopback name nor the address
  *   the server was asked to bind are refused, so a page on another site cannot
  *   read the API through a DNS-rebound name.
+ * - Bounded clients (limits.ts): at most MAX_CONNECTIONS open connections,
+ *   the next answered 503 before any handler runs; headers, request and
+ *   keep-alive timeouts close connections that hold a slot without using it.
  * - A failure inside a handler answers 500 with the stable error document and
  *   never takes the server down.
  * - The browser app (src/serve/public/, see static.ts) is read once when the
@@ -23,6 +26,7 @@ import type { AddressInfo } from 'node:net';
 import { LiveHub } from './hub.js';
 import { sendBody, sendError, sendJson, type ErrorBody } from './http.js';
 import { decodeSegment, resolveRunDir } from './ids.js';
+import { capConnections, limitedServerOptions, wasRefused, type ConnectionCap } from './limits.js';
 import { loadPublicFiles, type PublicFiles } from './static.js';
 import type { DashboardDoc, RunPage } from './view.js';
 
@@ -49,6 +53,8 @@ export interface ServeOptions {
   /** Live derivation interval in ms (default 1000). */
   intervalMs?: number;
   log?: (line: string) => void;
+  /** Most connections open at once before a 503 (default MAX_CONNECTIONS, serve/limits.ts). */
+  maxConnections?: number;
 }
 
 export interface DashboardServer {
@@ -58,6 +64,8 @@ export interface DashboardServer {
   readonly port: number;
   /** The page's address, e.g. http://127.0.0.1:7341/ */
   readonly url: string;
+  /** Open and refused connection counts (serve/limits.ts). */
+  readonly connections: ConnectionCap;
   /** Stops accepting, ends every live stream and closes every connection. */
   close(): Promise<void>;
 }
@@ -227,14 +235,16 @@ export async function startServer(opts: ServeOptions): Promise<DashboardServer> 
     { intervalMs: opts.intervalMs ?? 1000, log },
   );
   const handle = handler(opts, hub, host, files);
-  const server = createServer((req, res) => {
+  const server = createServer(limitedServerOptions(), (req, res) => {
+    // Refused by the connection cap (limits.ts), which already answered 503.
+    if (wasRefused(req.socket)) return;
     handle(req, res).catch((e: unknown) => {
       log(`runwarden serve: ${req.method} ${req.url}: ${e instanceof Error ? e.message : String(e)}`);
       if (!res.headersSent) sendError(req, res, 500, 'internal', 'the server failed to answer this request');
       else res.end();
     });
   });
-  server.keepAliveTimeout = 5000;
+  const connections = capConnections(server, opts.maxConnections);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(opts.port ?? 0, host, () => {
@@ -249,6 +259,7 @@ export async function startServer(opts: ServeOptions): Promise<DashboardServer> 
     host,
     port,
     url: urlFor(host, port),
+    connections,
     close: () =>
       new Promise<void>((resolve) => {
         hub.close();

@@ -189,10 +189,16 @@ export interface RunPage extends RunTimes {
   report: RunReport | null;
   /** Why the run cannot be reported (state `unknown`), else null. */
   error: string | null;
+  /** The first PAGE_NODES_MAX nodes (serve/model.ts), each with at most PAGE_DEPS_MAX `depends_on`. */
   nodes: NodeDetail[];
+  /** Nodes not in `nodes`: the page says "N more nodes not shown". */
+  nodes_more: number;
   /** `layers` when any node has depends_on (the page lays nodes out by dependency depth), else `list`. */
   layout: 'layers' | 'list';
+  /** The latest legs (at most DETAIL_LEGS_MAX, status/detail.ts), numbered from the run's first leg. */
   legs: LegView[];
+  /** Earlier legs not in `legs`: the page says "N earlier legs not shown". */
+  legs_earlier: number;
   /** The last events of the stream, oldest first, strings cut to a readable length. */
   timeline: TimelineItem[];
   /** A sentence on what the timeline leaves out, or "". */

@@ -9,6 +9,7 @@ import type { LegRecord } from '../contract/fold.js';
 import type { StreamEvent } from '../contract/events.js';
 import { EVENTS_FILE } from '../contract/files.js';
 import type { NodeState, RunReport } from '../contract/types.js';
+import { lstatSync } from 'node:fs';
 import { join } from 'node:path';
 import { foldStream } from '../read/stream.js';
 import { inspectRun, type Inspection, type RunStatusOptions } from './inspect.js';
@@ -28,12 +29,20 @@ export interface DetailNode {
  */
 export type DetailLeg = LegRecord;
 
+/** Most legs a detail lists (the latest ones); the rest are counted in `legs_earlier`. */
+export const DETAIL_LEGS_MAX = 200;
+
 /** Everything a run page shows: the shared report plus the stream's details. */
 export interface RunDetail {
   report: RunReport;
   /** Graph nodes in graph order (state `pending` when the stream has not named them), then nodes only the stream names. */
   nodes: DetailNode[];
+  /** The latest legs, oldest first: at most `legs` of them (default {@link DETAIL_LEGS_MAX}). */
   legs: DetailLeg[];
+  /** How many earlier legs are not in `legs` (0 when it holds them all); the run has `legs_earlier + legs.length` legs. */
+  legs_earlier: number;
+  /** When the run's first leg started (its `run_started` ts), also when that leg is not in `legs`. */
+  first_started_ts: string | null;
   /** The last events of the stream (at most `events` of them), oldest first, with their byte offsets. */
   events: { offset: number; event: StreamEvent }[];
   /** Lines skipped in the whole stream. */
@@ -46,23 +55,35 @@ export interface RunDetail {
 export interface RunDetailOptions extends RunStatusOptions {
   /** How many of the latest events to return (default 200). */
   events?: number;
+  /** How many of the latest legs to return (default {@link DETAIL_LEGS_MAX}). */
+  legs?: number;
 }
 
 /**
  * The detail for an inspection already made: one forward fold of the whole
- * stream with leg history, the last `events` events kept. In an ABANDONED
+ * stream with leg history, the last `events` events and the last `legs`
+ * legs kept (the fold walks every leg; only the answer is capped). In an ABANDONED
  * run, nodes still running and the open last leg are abandoned.
  */
-export function detailOf(inspection: Inspection, options: { events?: number } = {}): RunDetail {
+export function detailOf(inspection: Inspection, options: { events?: number; legs?: number } = {}): RunDetail {
   const keep = Math.max(0, options.events ?? 200);
-  const { report, snapshot, runDir } = inspection;
+  const keepLegs = Math.max(0, options.legs ?? DETAIL_LEGS_MAX);
+  const { report, runDir } = inspection;
   const ring: { offset: number; event: StreamEvent }[] = [];
   let legs: DetailLeg[] = [];
+  let legsEarlier = 0;
+  let firstStarted: string | null = null;
   let nodes = new Map<string, NodeState>();
   let skipped = 0;
   let streamError: string | null = null;
+  const eventsPath = join(runDir, EVENTS_FILE);
+  // The inspection's tail walk already read the whole file and found nothing that could be an event:
+  // the fold would only count skips. Reused while the file is still that size (it may only grow).
+  if (!inspection.tail.mayHoldEvents && inspection.tail.size > 0 && sizeOf(eventsPath) === inspection.tail.size) {
+    return assemble(inspection, new Map(), [], 0, null, [], inspection.tail.skippedLines, null);
+  }
   try {
-    const fold = foldStream(join(runDir, EVENTS_FILE), {
+    const fold = foldStream(eventsPath, {
       history: true,
       onEvent(event, offset) {
         if (keep === 0) return;
@@ -71,7 +92,11 @@ export function detailOf(inspection: Inspection, options: { events?: number } = 
       },
     });
     if (report.status === 'ABANDONED') fold.markAbandoned();
-    legs = fold.history ?? [];
+    const all = fold.history ?? [];
+    // A run page stays small however many legs the run had: the latest ones, and a count of the rest.
+    legsEarlier = Math.max(0, all.length - keepLegs);
+    legs = all.slice(legsEarlier);
+    firstStarted = all[0]?.started_ts ?? null;
     nodes = fold.nodes;
     skipped = fold.skippedLines;
   } catch (err) {
@@ -79,6 +104,30 @@ export function detailOf(inspection: Inspection, options: { events?: number } = 
     streamError = err.message;
     ring.length = 0;
   }
+  return assemble(inspection, nodes, legs, legsEarlier, firstStarted, ring, skipped, streamError);
+}
+
+/** The size of the file at `path` without following a link, or -1. */
+function sizeOf(path: string): number {
+  try {
+    return lstatSync(path).size;
+  } catch {
+    return -1;
+  }
+}
+
+/** A {@link RunDetail} from the fold's results: graph nodes in graph order, then nodes only the stream names. */
+function assemble(
+  inspection: Inspection,
+  nodes: Map<string, NodeState>,
+  legs: DetailLeg[],
+  legsEarlier: number,
+  firstStarted: string | null,
+  ring: { offset: number; event: StreamEvent }[],
+  skipped: number,
+  streamError: string | null,
+): RunDetail {
+  const { report, snapshot } = inspection;
   const out: DetailNode[] = [];
   const listed = new Set<string>();
   if (snapshot.kind === 'ok') {
@@ -88,7 +137,7 @@ export function detailOf(inspection: Inspection, options: { events?: number } = 
     }
   }
   for (const [id, state] of nodes) if (!listed.has(id)) out.push({ id, state, depends_on: [] });
-  return { report, nodes: out, legs, events: ring, skipped_lines: skipped, stream_error: streamError };
+  return { report, nodes: out, legs, legs_earlier: legsEarlier, first_started_ts: firstStarted, events: ring, skipped_lines: skipped, stream_error: streamError };
 }
 
 /**

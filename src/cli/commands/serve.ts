@@ -9,7 +9,8 @@
 import { statSync } from 'node:fs';
 import type { Command } from 'commander';
 import { RunwardenMetrics } from '../../serve/metrics.js';
-import { DashboardModel, type ReportsList } from '../../serve/model.js';
+import type { ReportsList } from '../../serve/model.js';
+import { OffThreadModel } from '../../serve/offthread.js';
 import { isLoopbackHost, startServer } from '../../serve/server.js';
 import { Exit, UserError, err, out } from '../io.js';
 import { rootFrom } from '../target.js';
@@ -56,6 +57,9 @@ export function registerServe(program: Command): void {
         'GET /api/runs/<id> (the report plus node states, legs and last events). ' +
         'Prometheus: GET /metrics (runs per status, runs in flight or abandoned by id, probe counts and ' +
         'durations, whether the root is readable; see `runwarden metrics --help`, and README "Many hosts").\n\n' +
+        'Bounded: runs are read on a worker thread, so a huge run never stalls the page; a run page lists ' +
+        'its latest 200 legs and first 1,000 nodes; at most 128 connections are open at once (the next is ' +
+        'answered 503), and a client has 10 s to send its request headers.\n\n' +
         'Runs until interrupted (Ctrl-C).',
     )
     .option('--root <dir>', 'runs root (default: $OMG_HOME/runs, else ~/.oh-my-graph/runs)')
@@ -66,9 +70,10 @@ export function registerServe(program: Command): void {
       checkRoot(root);
       const port = opts.port === undefined ? DEFAULT_PORT : parsePort(opts.port);
       if (opts.host.trim() === '') throw new UserError('--host must not be empty');
-      // A scrape reuses the model's list when it is no older than one live interval.
+      // Reads run on a worker thread, so one expensive run never stalls the server (serve/offthread.ts);
+      // a scrape reuses the model's list when it is no older than one live interval.
       const metrics: RunwardenMetrics = new RunwardenMetrics((): Promise<ReportsList> => model.currentReports(LIVE_INTERVAL_MS));
-      const model: DashboardModel = new DashboardModel(root, { observer: metrics.observer });
+      const model = new OffThreadModel(root, { observer: metrics.observer });
       let server;
       try {
         server = await startServer({
@@ -76,7 +81,7 @@ export function registerServe(program: Command): void {
           host: opts.host,
           port,
           sources: {
-            runsJson: async (select) => model.runsDocument(select),
+            runsJson: (select) => model.runsDocument(select),
             dashboard: () => model.dashboard(),
             run: (id, dir) => model.page(id, dir),
             metrics: async () => ({ contentType: metrics.contentType, body: await metrics.text() }),
@@ -107,6 +112,7 @@ export function registerServe(program: Command): void {
       if (!isLoopbackHost(opts.host)) err(`runwarden: warning: listening on ${opts.host}; anyone who can reach it can read every run under ${root}`);
       const signal = await stopped;
       await server.close();
+      await model.close();
       process.exitCode = signal === 'SIGINT' ? Exit.Interrupted : Exit.Ok;
     });
 }

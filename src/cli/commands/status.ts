@@ -29,7 +29,7 @@ export function renderStatus(d: RunDetail, color: boolean): string[] {
   if (d.legs.length > 0) {
     const last = d.legs[d.legs.length - 1]!;
     const extra = `${last.outcome ? `, ${last.outcome}` : ''}${last.phase ? `, ${last.phase}` : ''}`;
-    row('legs', `${d.legs.length} (last: ${last.state}${printable(extra)})`);
+    row('legs', `${d.legs_earlier + d.legs.length} (last: ${last.state}${printable(extra)})`);
   } else {
     row('legs', 'none');
   }

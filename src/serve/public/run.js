@@ -66,7 +66,7 @@
       fact('Started', d.started_at ? RW.when(d.started_at) : '—'),
       fact(d.section === 'in-flight' ? 'Elapsed' : 'Ran', took || '—', { 'data-elapsed': '1' }),
       fact('Ended', d.ended_at && d.section === 'settled' ? RW.when(d.ended_at) : '—'),
-      fact('Legs', String(d.legs.length)),
+      fact('Legs', String((d.legs_earlier || 0) + d.legs.length)),
       fact('Last event', d.last_event_at ? RW.ago(d.last_event_at) : '—'),
       fact('Lock', r.liveness ? r.liveness + ' (' + r.reason + ')' : 'not probed (last leg closed)'),
     ]);
@@ -111,10 +111,14 @@
         el('td', { text: end + (took ? ' (' + took + ')' : '') + (l.command ? '  — exec: ' + l.command.join(' ') : '') }),
       ]);
     });
-    return el('table', { class: 'legs' }, [
+    var table = el('table', { class: 'legs' }, [
       el('thead', null, [el('tr', null, [el('th', { text: 'Leg' }), el('th', { text: 'Started' }), el('th', { text: 'State' }), el('th', { text: 'End' })])]),
       el('tbody', null, rows),
     ]);
+    if (!d.legs_earlier) return table;
+    // The server sends the latest legs only (a run page stays small whatever the run's history).
+    var more = d.legs_earlier + ' earlier leg' + (d.legs_earlier === 1 ? '' : 's') + ' not shown';
+    return el('div', null, [table, el('p', { class: 'timeline-note', 'data-legs-earlier': String(d.legs_earlier), text: more })]);
   }
 
   /** @param {TimelineEntry} item */
@@ -255,7 +259,8 @@
   /** @param {RunPage} d */
   function nodeMap(d) {
     var legend = el('div', { class: 'legend' }, LEGEND.map(function (s) { return el('span', null, [el('i', { 'data-state': s }), s]); }));
-    var kids = [el('h2', null, ['Nodes', el('span', { class: 'note', text: d.nodes.length + ' node' + (d.nodes.length === 1 ? '' : 's') })]), legend];
+    var total = d.nodes.length + (d.nodes_more || 0);
+    var kids = [el('h2', null, ['Nodes', el('span', { class: 'note', text: total + ' node' + (total === 1 ? '' : 's') })]), legend];
     var map = el('div', { class: 'nodemap', 'data-layout': d.layout });
     if (!d.nodes.length) {
       map.appendChild(el('p', { class: 'nodemap-note', text: 'No nodes recorded yet.' }));
@@ -278,6 +283,8 @@
       map.appendChild(el('p', { class: 'nodemap-note', text: 'The snapshot records no dependencies, so nodes are listed in graph order.' }));
     }
     kids.push(map);
+    // The server sends the first nodes only (a run page stays small whatever the graph's size).
+    if (d.nodes_more) kids.push(el('p', { class: 'nodemap-note', 'data-nodes-more': String(d.nodes_more), text: d.nodes_more + ' more node' + (d.nodes_more === 1 ? '' : 's') + ' not shown' }));
     return el('section', { class: 'panel', 'data-panel': 'nodes' }, kids);
   }
 

@@ -1,0 +1,93 @@
+/**
+ * Bounds on what clients can make `serve` hold (issue 13, CONTRACT §5.3):
+ * a cap on open connections, answered with a clear refusal, and timeouts
+ * that close a connection which is slow to send its request.
+ *
+ * Invariants:
+ * - At most {@link MAX_CONNECTIONS} connections are open at once (live
+ *   streams included). A connection beyond that is answered at once with
+ *   `503 Service Unavailable`, a short plain-text body and `Retry-After`, and
+ *   closed (destroyed after {@link REFUSED_LINGER_MS} if the client keeps it
+ *   open); it never reaches a handler. A slot frees when a connection
+ *   closes, so the server accepts again as soon as clients leave.
+ * - A client must send its request headers within {@link HEADERS_TIMEOUT_MS}
+ *   and its whole request within {@link REQUEST_TIMEOUT_MS}; an idle
+ *   keep-alive connection closes after {@link KEEP_ALIVE_MS}. With the cap,
+ *   slow-header connections can delay others for at most that long, and can
+ *   never exhaust the process's file descriptors.
+ */
+import type { Server, ServerOptions } from 'node:http';
+import type { Socket } from 'node:net';
+
+/** Most connections open at once; the next is refused with 503. */
+export const MAX_CONNECTIONS = 128;
+/** A connection must have sent its request headers within this many ms. */
+export const HEADERS_TIMEOUT_MS = 10_000;
+/** A connection must have sent its whole request within this many ms. */
+export const REQUEST_TIMEOUT_MS = 20_000;
+/** An idle keep-alive connection is closed after this many ms. */
+export const KEEP_ALIVE_MS = 5_000;
+/** A refused connection is destroyed this many ms after its answer, if the client has not closed it. */
+export const REFUSED_LINGER_MS = 2_000;
+/** The refusal's body. */
+export const REFUSAL_BODY = 'runwarden serve: too many connections open; try again shortly\n';
+
+const REFUSAL = Buffer.from(
+  'HTTP/1.1 503 Service Unavailable\r\n' +
+    'Content-Type: text/plain; charset=utf-8\r\n' +
+    `Content-Length: ${Buffer.byteLength(REFUSAL_BODY)}\r\n` +
+    'Retry-After: 1\r\n' +
+    'Cache-Control: no-store\r\n' +
+    'Connection: close\r\n\r\n' +
+    REFUSAL_BODY,
+);
+
+/** Options for http.createServer that enforce the timeouts above (checked every second). */
+export function limitedServerOptions(): ServerOptions {
+  return { headersTimeout: HEADERS_TIMEOUT_MS, requestTimeout: REQUEST_TIMEOUT_MS, keepAliveTimeout: KEEP_ALIVE_MS, connectionsCheckingInterval: 1000 };
+}
+
+/** Sockets answered with the refusal: the server must not also answer a request read from one. */
+const refused = new WeakSet<Socket>();
+
+/** Whether `socket` was refused by the connection cap (its request, if any, is to be dropped). */
+export function wasRefused(socket: Socket): boolean {
+  return refused.has(socket);
+}
+
+/** The connection count {@link capConnections} keeps, for tests and the bench. */
+export interface ConnectionCap {
+  /** Connections open now (refused ones not counted). */
+  readonly open: number;
+  /** Connections refused so far. */
+  readonly refusedTotal: number;
+}
+
+/** Enforces {@link MAX_CONNECTIONS} (or `max`) on `server`; see the module comment. */
+export function capConnections(server: Server, max: number = MAX_CONNECTIONS): ConnectionCap {
+  let open = 0;
+  let refusedTotal = 0;
+  server.on('connection', (socket: Socket) => {
+    if (open >= max) {
+      refused.add(socket);
+      refusedTotal++;
+      socket.on('error', () => {}); // the client may already be gone
+      socket.end(REFUSAL);
+      // A client that never closes its side must not keep the descriptor: give it a moment to read the answer.
+      const t = setTimeout(() => socket.destroy(), REFUSED_LINGER_MS);
+      t.unref();
+      socket.once('close', () => clearTimeout(t));
+      return;
+    }
+    open++;
+    socket.once('close', () => open--);
+  });
+  return {
+    get open() {
+      return open;
+    },
+    get refusedTotal() {
+      return refusedTotal;
+    },
+  };
+}

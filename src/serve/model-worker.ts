@@ -1,0 +1,45 @@
+/**
+ * The worker thread behind {@link OffThreadModel} (offthread.ts): it owns
+ * one {@link DashboardModel} and answers the main thread's requests with it.
+ *
+ * Why a thread: every read under the root is synchronous (a tail walk, a
+ * whole-stream fold, a snapshot parse of up to 16 MiB), and a single hostile
+ * run makes one of those take seconds. Here they block only this thread; the
+ * server's event loop keeps accepting connections, serving the page and its
+ * assets, and beating live streams meanwhile. Requests are answered one at a
+ * time, in order, so the model's caches see the same sequence of calls as
+ * they would in one thread.
+ */
+import { parentPort, workerData } from 'node:worker_threads';
+import { DashboardModel, type ModelOptions } from './model.js';
+import type { ModelRequest, ModelReply, ObserverMessage, WorkerInit } from './offthread.js';
+
+const port = parentPort;
+if (port === null) throw new Error('serve/model-worker.js must run as a worker thread');
+const { root, options, observe } = workerData as WorkerInit;
+const tell = (m: ObserverMessage): void => port.postMessage(m);
+const full: ModelOptions = observe
+  ? { ...options, observer: { probed: (seconds, liveness) => tell({ observe: 'probed', seconds, liveness }), scanned: (errors) => tell({ observe: 'scanned', errors }) } }
+  : options;
+const model = new DashboardModel(root, full);
+
+let queue: Promise<void> = Promise.resolve();
+port.on('message', (req: ModelRequest) => {
+  queue = queue.then(async () => {
+    let reply: ModelReply;
+    try {
+      const value =
+        req.op === 'runs'
+          ? model.runsDocument(req.select)
+          : req.op === 'dashboard'
+            ? await model.dashboard()
+            : req.op === 'reports'
+              ? await model.currentReports(req.maxAgeMs)
+              : await model.page(req.id, req.dir);
+      reply = { seq: req.seq, ok: true, value };
+    } catch (e) {
+      reply = { seq: req.seq, ok: false, message: e instanceof Error ? e.message : String(e) };
+    }
+    port.postMessage(reply);
+  });
+});

@@ -1,0 +1,129 @@
+/**
+ * The dashboard's reading side, off the server's event loop (issue 13: one
+ * expensive run must never block `serve` for more than 50 ms at a time).
+ *
+ * {@link OffThreadModel} has the same three calls as {@link DashboardModel}
+ * and forwards each to a worker thread (model-worker.ts) that owns the real
+ * model. The main thread only posts a request and receives a finished,
+ * bounded document (a run page caps its legs and timeline), so its work per
+ * request does not grow with a stream's size or a snapshot's nesting.
+ *
+ * Invariants:
+ * - Answers are the model's, unchanged: the same derivations, caches and
+ *   bounds; only the thread differs.
+ * - A worker that dies (out of memory, a crash in the addon) fails the calls
+ *   in flight with an error, which the server turns into a 500 for that
+ *   request only; the next call starts a fresh worker.
+ * - The worker never keeps the process alive by itself (it is unref'd), and
+ *   {@link OffThreadModel.close} ends it.
+ */
+import { Worker } from 'node:worker_threads';
+import type { RunsDocument } from '../contract/types.js';
+import type { RunSelection } from '../status/select.js';
+import type { ModelObserver, ModelOptions, ReportsList } from './model.js';
+import type { DashboardDoc, RunPage } from './view.js';
+
+/** A request to the worker. */
+export type ModelRequest =
+  | { seq: number; op: 'runs'; select: RunSelection | undefined }
+  | { seq: number; op: 'dashboard' }
+  | { seq: number; op: 'page'; id: string; dir: string }
+  | { seq: number; op: 'reports'; maxAgeMs: number };
+
+/** What the worker's model tells the observer, forwarded as it happens (no `seq`: not an answer). */
+export type ObserverMessage = { observe: 'probed'; seconds: number; liveness: Parameters<ModelObserver['probed']>[1] } | { observe: 'scanned'; errors: number };
+
+/** What the worker is started with: the model's options without the observer (a function cannot cross threads), and whether to forward its calls. */
+export interface WorkerInit {
+  root: string;
+  options: Omit<ModelOptions, 'observer'>;
+  observe: boolean;
+}
+
+/** The worker's answer to the request with the same `seq`. */
+export type ModelReply = { seq: number; ok: true; value: unknown } | { seq: number; ok: false; message: string };
+
+interface Pending {
+  resolve: (v: unknown) => void;
+  reject: (e: Error) => void;
+}
+
+/** DashboardModel's calls, each answered by a worker thread. */
+export class OffThreadModel {
+  private worker: Worker | undefined;
+  private seq = 0;
+  private readonly pending = new Map<number, Pending>();
+  private closed = false;
+
+  constructor(
+    readonly root: string,
+    private readonly options: ModelOptions = {},
+  ) {}
+
+  /** The `runs --json` document for `select` (DashboardModel.runsDocument). */
+  runsDocument(select?: RunSelection): Promise<RunsDocument> {
+    return this.call({ seq: 0, op: 'runs', select }) as Promise<RunsDocument>;
+  }
+
+  /** The whole dashboard (DashboardModel.dashboard). */
+  dashboard(): Promise<DashboardDoc> {
+    return this.call({ seq: 0, op: 'dashboard' }) as Promise<DashboardDoc>;
+  }
+
+  /** The latest reports list, no older than `maxAgeMs` (DashboardModel.currentReports), for /metrics. */
+  currentReports(maxAgeMs: number): Promise<ReportsList> {
+    return this.call({ seq: 0, op: 'reports', maxAgeMs }) as Promise<ReportsList>;
+  }
+
+  /** One run's page (DashboardModel.page); `dir` is already validated. */
+  page(id: string, dir: string): Promise<RunPage> {
+    return this.call({ seq: 0, op: 'page', id, dir }) as Promise<RunPage>;
+  }
+
+  /** Ends the worker; calls in flight fail. */
+  async close(): Promise<void> {
+    this.closed = true;
+    const w = this.worker;
+    this.worker = undefined;
+    if (w !== undefined) await w.terminate();
+  }
+
+  private call(req: ModelRequest): Promise<unknown> {
+    if (this.closed) return Promise.reject(new Error('the dashboard model is closed'));
+    const w = this.worker ?? this.start();
+    const seq = ++this.seq;
+    return new Promise((resolve, reject) => {
+      this.pending.set(seq, { resolve, reject });
+      w.postMessage({ ...req, seq });
+    });
+  }
+
+  private start(): Worker {
+    const { observer, ...options } = this.options;
+    const init: WorkerInit = { root: this.root, options, observe: observer !== undefined };
+    const w = new Worker(new URL('./model-worker.js', import.meta.url), { workerData: init });
+    w.unref();
+    w.on('message', (reply: ModelReply | ObserverMessage) => {
+      if ('observe' in reply) {
+        if (reply.observe === 'probed') observer?.probed(reply.seconds, reply.liveness);
+        else observer?.scanned(reply.errors);
+        return;
+      }
+      const p = this.pending.get(reply.seq);
+      if (p === undefined) return;
+      this.pending.delete(reply.seq);
+      if (reply.ok) p.resolve(reply.value);
+      else p.reject(new Error(reply.message));
+    });
+    const fail = (why: string): void => {
+      if (this.worker === w) this.worker = undefined;
+      const err = new Error(`the dashboard's reader thread ${why}`);
+      for (const p of this.pending.values()) p.reject(err);
+      this.pending.clear();
+    };
+    w.on('error', (e) => fail(`failed: ${e.message}`));
+    w.on('exit', (code) => fail(`exited (code ${code})`));
+    this.worker = w;
+    return w;
+  }
+}
