@@ -34,6 +34,7 @@
 
 #include "facts.h"
 #include "platform.h"
+#include "reserve.h"
 
 namespace {
 
@@ -374,6 +375,8 @@ Napi::Object Register(Napi::Env env, Napi::Object exports) {
   exports.Set("groupProbe", Napi::Function::New(env, GroupProbe, "groupProbe"));
   exports.Set("probeSetup", Napi::Function::New(env, ProbeSetup, "probeSetup"));
   exports.Set("probeFacts", Napi::Function::New(env, ProbeFacts, "probeFacts"));
+  static const rw::Throwers kReserveThrowers = {ThrowErrno, ThrowUsage};  // native/reserve.cc
+  exports.Set("reserveSpace", Napi::Function::New(env, rw::ReserveSpace, "reserveSpace", const_cast<rw::Throwers*>(&kReserveThrowers)));
   exports.Set("hasFlock", Napi::Boolean::New(env, rw::kHasFlock));
   exports.Set("platform", Napi::String::New(env, rw::kPlatformName));
   exports.Set("constants", Constants(env));

@@ -25,7 +25,7 @@ import type { Writable } from 'node:stream';
 import { WriteError } from '../contract/errors.js';
 import { EVENTS_FILE, LOCK_FILE, PGID_FILE } from '../contract/files.js';
 import { LEG_MARK_VAR, legMark } from '../kernel/legmark.js';
-import { openStreamWriter } from './append.js';
+import { isDiskFull, openStreamWriter, type ClosingReserve, type EventFields, type StreamWriter } from './append.js';
 import { guardLeg } from './guard.js';
 import { acquireLock, type AcquireOptions } from '../lock/acquire.js';
 
@@ -56,6 +56,42 @@ export interface LegResult {
   pgid: number | undefined;
   /** The run directory was removed or replaced while the leg ran: its verdict is not where readers look. */
   runDirLost: boolean;
+  /**
+   * The closing events that could not be written because the disk (or the
+   * quota) was full, despite the room kept for them; undefined when all were
+   * written. The leg then reads ABANDONED.
+   */
+  unwritten?: Unwritten;
+}
+
+/** What a full disk kept out of the stream (see {@link LegResult.unwritten}). */
+export interface Unwritten {
+  /** The events not written, in order (`node_passed`, `run_finished`, …). */
+  events: string[];
+  /** The stream they were for. */
+  path: string;
+  errno: 'ENOSPC' | 'EDQUOT';
+  /** Whether room had been kept for them (false where the filesystem cannot reserve). */
+  reserve: ClosingReserve;
+}
+
+/**
+ * Appends a leg's closing events into the room kept for them. A full disk
+ * (ENOSPC, EDQUOT) is answered, not thrown: the leg still ends with its
+ * command's status, and the caller says what was lost.
+ */
+function appendClosing(stream: StreamWriter, path: string, events: EventFields[]): Unwritten | undefined {
+  for (let i = 0; i < events.length; i++) {
+    try {
+      stream.append(events[i] as EventFields, { closing: true });
+    } catch (e) {
+      if (e instanceof WriteError && isDiskFull(e.errno)) {
+        return { events: events.slice(i).map((ev) => ev.event), path, errno: e.errno, reserve: stream.reserve };
+      }
+      throw e;
+    }
+  }
+  return undefined;
 }
 
 // Waits for one line on fd 3 (the leg's mark), exports it, closes fd 3, then becomes the command.
@@ -202,8 +238,18 @@ export async function runLeg(runDir: string, argv: readonly string[], opts: LegO
     // The run directory's identity, for the mark its command will carry (kernel/legmark.ts).
     const dirId = statSync(runDir, { bigint: true });
     forgetPgid(runDir);
+    const eventsPath = join(runDir, EVENTS_FILE);
     stream.append({ event: 'run_started', command: [...argv] });
-    stream.append({ event: 'node_started', node_id: nodeId });
+    try {
+      stream.append({ event: 'node_started', node_id: nodeId });
+    } catch (e) {
+      // No room left beyond the kept room: the command never runs, and the
+      // leg is closed in that room, so it does not read ABANDONED.
+      if (e instanceof WriteError && isDiskFull(e.errno)) {
+        appendClosing(stream, eventsPath, [{ event: 'run_finished', outcome: 'failed', detail: `disk full before ${nodeId} could start` }]);
+      }
+      throw e;
+    }
 
     const child = spawn('/bin/sh', ['-c', GATE, 'runwarden-exec', ...argv], {
       detached: true,
@@ -236,27 +282,38 @@ export async function runLeg(runDir: string, argv: readonly string[], opts: LegO
     const r = await ended;
     guard.check();
 
+    let closing: EventFields[];
     let result: LegResult;
     if (r.error !== undefined) {
-      stream.append({ event: 'node_failed', node_id: nodeId, verdict: 'FAIL', detail: `could not start: ${r.error.message}` });
-      stream.append({ event: 'run_finished', outcome: 'failed', detail: `${nodeId} could not start` });
+      closing = [
+        { event: 'node_failed', node_id: nodeId, verdict: 'FAIL', detail: `could not start: ${r.error.message}` },
+        { event: 'run_finished', outcome: 'failed', detail: `${nodeId} could not start` },
+      ];
       result = { code: null, signal: null, exitCode: 127, pgid: undefined, runDirLost: guard.runDirLost };
     } else if (r.code === 0) {
-      stream.append({ event: 'node_passed', node_id: nodeId, verdict: 'PASS', detail: 'exit code 0' });
-      stream.append({ event: 'run_finished', outcome: 'passed' });
+      closing = [
+        { event: 'node_passed', node_id: nodeId, verdict: 'PASS', detail: 'exit code 0' },
+        { event: 'run_finished', outcome: 'passed' },
+      ];
       result = { code: 0, signal: null, exitCode: 0, pgid, runDirLost: guard.runDirLost };
     } else if (pending !== undefined && pgid === undefined) {
       const detail = `interrupted by ${pending} before it started`;
-      stream.append({ event: 'node_failed', node_id: nodeId, verdict: 'FAIL', detail });
-      stream.append({ event: 'run_finished', outcome: 'failed', detail: `${nodeId}: ${detail}` });
+      closing = [
+        { event: 'node_failed', node_id: nodeId, verdict: 'FAIL', detail },
+        { event: 'run_finished', outcome: 'failed', detail: `${nodeId}: ${detail}` },
+      ];
       result = { code: null, signal: pending, exitCode: 128 + signalNumber(pending), pgid: undefined, runDirLost: guard.runDirLost };
     } else {
       const detail = r.signal ? `signal ${r.signal}` : `exit code ${r.code}`;
-      stream.append({ event: 'node_failed', node_id: nodeId, verdict: 'FAIL', detail });
-      stream.append({ event: 'run_finished', outcome: 'failed', detail: `${nodeId} failed: ${detail}` });
+      closing = [
+        { event: 'node_failed', node_id: nodeId, verdict: 'FAIL', detail },
+        { event: 'run_finished', outcome: 'failed', detail: `${nodeId} failed: ${detail}` },
+      ];
       const exitCode = r.signal ? 128 + signalNumber(r.signal) : (r.code ?? 1);
       result = { code: r.code, signal: r.signal, exitCode, pgid, runDirLost: guard.runDirLost };
     }
+    const unwritten = appendClosing(stream, eventsPath, closing);
+    if (unwritten !== undefined) result.unwritten = unwritten;
     return result;
   } finally {
     guard.stop();

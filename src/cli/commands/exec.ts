@@ -6,11 +6,12 @@
 import { lstatSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Command } from 'commander';
-import { LockFileError, LockHeldError, RunFileError, RunUnreadableError, StreamError } from '../../contract/errors.js';
+import { LockFileError, LockHeldError, RunFileError, RunUnreadableError, StreamError, WriteError } from '../../contract/errors.js';
 import { EVENTS_FILE, LOCK_FILE } from '../../contract/files.js';
 import { readLastLeg } from '../../read/tail.js';
 import { runStatus } from '../../status/inspect.js';
-import { runLeg } from '../../write/leg.js';
+import { CLOSING_RESERVE_BYTES, isDiskFull } from '../../write/append.js';
+import { runLeg, type Unwritten } from '../../write/leg.js';
 import { err, Exit, UserError } from '../io.js';
 import { printable } from '../term.js';
 import { runTarget } from '../target.js';
@@ -69,6 +70,23 @@ function preflight(runDir: string, runId: string, force: boolean): void {
   }
 }
 
+/**
+ * The one line for closing events a full disk kept out of the stream: what
+ * was not written, where, and what readers will say. The exit status stays
+ * the command's own: the command did its work; only the record is missing.
+ */
+function diskFullLine(runId: string, u: Unwritten, exitCode: number): string {
+  const why = u.errno === 'EDQUOT' ? 'EDQUOT, the disk quota is exhausted' : 'ENOSPC';
+  const kept =
+    u.reserve.state === 'kept'
+      ? `they did not fit in the ${CLOSING_RESERVE_BYTES / 1024} KiB kept for them`
+      : `this filesystem cannot keep room for them (${u.reserve.why})`;
+  return (
+    `runwarden: disk full: could not write ${u.events.join(' and ')} to ${printable(u.path)} (${why}; ${kept}); ` +
+    `the command exited ${exitCode}, but run ${printable(runId)} will read ABANDONED.`
+  );
+}
+
 export function registerExec(program: Command): void {
   program
     .command('exec')
@@ -102,6 +120,13 @@ export function registerExec(program: Command): void {
         // ELOCKIO (the kernel refused the directory or file: EACCES, EROFS …) is no
         // refusal of a busy run; it stays an error (exit 1), as it always was.
         if (e instanceof LockHeldError || (e instanceof LockFileError && e.code !== 'ELOCKIO') || e instanceof RunFileError) refuse(e.message);
+        if (e instanceof WriteError && isDiskFull(e.errno)) {
+          throw new UserError(
+            `disk full: could not start a leg of run ${printable(runId)}: no room in ${printable(runDir)} for its first events and the ` +
+              `${CLOSING_RESERVE_BYTES / 1024} KiB kept for its closing events (${e.errno}); the command was not run.`,
+            Exit.Error,
+          );
+        }
         throw e;
       }
       if (result.runDirLost) {
@@ -110,6 +135,7 @@ export function registerExec(program: Command): void {
         process.exitCode = result.exitCode !== 0 ? result.exitCode : Exit.Error;
         return;
       }
+      if (result.unwritten !== undefined) err(diskFullLine(runId, result.unwritten, result.exitCode));
       process.exitCode = result.exitCode;
     });
 }
