@@ -117,12 +117,21 @@ function writePgid(runDir: string, pgid: number): void {
   }
   const fd = openSync(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW | constants.O_NONBLOCK, 0o600);
   try {
-    writeSync(fd, `${pgid}\n`);
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
+    try {
+      writeSync(fd, `${pgid}\n`);
+      fsyncSync(fd);
+    } finally {
+      closeSync(fd);
+    }
+    renameSync(tmp, path);
+  } catch (e) {
+    try {
+      unlinkSync(tmp); // a full disk must not leave a half-made record behind
+    } catch {
+      /* gone already */
+    }
+    throw e;
   }
-  renameSync(tmp, path);
 }
 
 /** The kernel's words for an errno, from a Node fs error ("EROFS: read-only file system, mkdir …"), else the code. */
@@ -215,6 +224,8 @@ export async function runLeg(runDir: string, argv: readonly string[], opts: LegO
   }
   let pgid: number | undefined;
   let pending: NodeJS.Signals | undefined;
+  /** Why the child's group could not be recorded (it is then killed before it runs). */
+  let unrecorded: NodeJS.ErrnoException | undefined;
   const handlers = new Map<NodeJS.Signals, () => void>();
   for (const sig of FORWARDED_SIGNALS) {
     // Installed before anything starts, so a signal can never kill runwarden
@@ -267,7 +278,7 @@ export async function runLeg(runDir: string, argv: readonly string[], opts: LegO
       } catch (e) {
         process.kill(-child.pid, 'SIGKILL');
         pending ??= 'SIGKILL';
-        process.stderr.write(`runwarden: could not record the child's process group: ${(e as Error).message}\n`);
+        unrecorded = e as NodeJS.ErrnoException;
       }
       if (pending !== undefined) {
         // Never let the command start: close the gate unreleased and end the child.
@@ -296,6 +307,17 @@ export async function runLeg(runDir: string, argv: readonly string[], opts: LegO
         { event: 'run_finished', outcome: 'passed' },
       ];
       result = { code: 0, signal: null, exitCode: 0, pgid, runDirLost: guard.runDirLost };
+    } else if (unrecorded !== undefined) {
+      // Not a signal anyone sent: runwarden could not write exec.pgid, so it
+      // never let the command start (readers could not judge its group).
+      const full = isDiskFull(unrecorded.code);
+      const detail = `not run: its process group could not be recorded in ${PGID_FILE} (${full ? `disk full, ${unrecorded.code}` : unrecorded.message})`;
+      closing = [
+        { event: 'node_failed', node_id: nodeId, verdict: 'FAIL', detail },
+        { event: 'run_finished', outcome: 'failed', detail: `${nodeId} ${detail}` },
+      ];
+      process.stderr.write(`runwarden: ${full ? 'disk full: ' : ''}could not record the command's process group in ${join(runDir, PGID_FILE)}: ${unrecorded.message}; the command was not run\n`);
+      result = { code: null, signal: null, exitCode: 1, pgid: undefined, runDirLost: guard.runDirLost };
     } else if (pending !== undefined && pgid === undefined) {
       const detail = `interrupted by ${pending} before it started`;
       closing = [
