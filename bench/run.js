@@ -171,9 +171,30 @@ async function main() {
     runsSection,
     svgLink: relative(dirname(resultsPath), svgPath),
   });
-  writeFileSync(resultsPath, md);
+  writeFileSync(resultsPath, keepReplacedLockSection(resultsPath, md));
   writeFileSync(join(outDir, quick ? 'results-quick.json' : 'results.json'), JSON.stringify({ info, startedAt, cfg, cost, audit, peers, cells }, null, 1));
   log(`wrote ${relative(root, resultsPath)} (${durationS.toFixed(0)} s)`);
+}
+
+/**
+ * The "## Replaced lock window" section is written by bench/replaced-lock.mjs,
+ * not by this run: carried over from the previous file, before "## Method".
+ */
+function keepReplacedLockSection(path, md) {
+  const heading = '## Replaced lock window';
+  const old = existsSync(path) ? readFileSync(path, 'utf8').split('\n') : [];
+  const start = old.findIndex((l) => l.trim() === heading);
+  if (start < 0) return md;
+  let end = old.length;
+  for (let i = start + 1; i < old.length; i++) {
+    if (/^#{1,2}\s/.test(old[i])) {
+      end = i;
+      break;
+    }
+  }
+  const section = old.slice(start, end).join('\n').trimEnd();
+  const at = md.indexOf('\n## Method');
+  return at < 0 ? `${md.trimEnd()}\n\n${section}\n` : `${md.slice(0, at)}\n${section}\n${md.slice(at)}`;
 }
 
 main().catch((err) => {
