@@ -10,7 +10,7 @@
  * Needs root and mount(8): skipped with the reason locally, failed under CI.
  */
 import { spawnSync } from 'node:child_process';
-import { closeSync, mkdirSync, openSync, readFileSync, rmSync, statfsSync, statSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, statfsSync, statSync, truncateSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { runStatus, startLeg, WriteError } from '../src/index.js';
@@ -201,6 +201,43 @@ describe('the closing events of a leg on a full disk', () => {
     const status = runStatus(runDir).status;
     expect(status === 'PASS' || status === 'FAIL').toBe(true);
     rmSync(join(mnt, 'fill'));
+  });
+
+  it('whatever room is left when a leg starts (0 to 10 pages), it either runs and closes, or says "disk full" and runs nothing; never ABANDONED', async (ctx) => {
+    needs(ctx, 'root', 'mount');
+    const mnt = mount('tmpfs', ['-o', 'size=64k']);
+    const root = join(mnt, 'runs');
+    const runDir = join(root, 'r');
+    const outcomes = new Set<number | null>();
+    for (let pages = 0; pages <= 10; pages++) {
+      rmSync(root, { recursive: true, force: true });
+      const first = await run(['exec', '--root', root, 'r', '--', 'true']);
+      expect(first.code).toBe(0);
+      const fill = join(mnt, 'fill');
+      const size = fillFromHere(fill);
+      truncateSync(fill, Math.max(0, size - pages * PAGE));
+      const marker = join(mnt, 'ran');
+      rmSync(marker, { force: true });
+      const r = await run(['exec', '--root', root, 'r', '--', 'sh', '-c', `echo > '${marker}' || exit 0`]);
+      outcomes.add(r.code);
+      const status = runStatus(runDir).status;
+      const why = `${pages} free pages: exit ${r.code}, ${status}, stderr ${r.stderr}`;
+      expect(status, why).not.toBe('ABANDONED');
+      expect(r.stderr, why).not.toMatch(/short write|\n\s+at /);
+      if (r.code === 0) {
+        expect(status, why).toBe('PASS');
+      } else {
+        expect(r.code, why).toBe(1);
+        expect(r.stderr, why).toMatch(/^runwarden: disk full: .*the command was not run/m);
+        expect(existsSync(marker), why).toBe(false);
+      }
+      // Every line complete and parsable: nothing half-written was left behind.
+      wellFormed(join(runDir, 'events.jsonl'));
+      expect(existsSync(join(runDir, 'exec.pgid.tmp')), why).toBe(false);
+      rmSync(fill);
+    }
+    // The range spans the boundary: some starts were refused, some ran.
+    expect([...outcomes].sort()).toEqual([0, 1]);
   });
 
   it('ramfs cannot reserve: the leg runs and closes as before, with nothing said about it', async (ctx) => {
