@@ -55,8 +55,15 @@ export interface Inspection {
  * A free lock at the path is not yet a dead leg: a restore or sync may have
  * replaced the file while a live leg holds the old one (CONTRACT §4.5). With
  * evidence of such a holder, or doubt about it, the answer is unknown.
+ *
+ * Without such evidence the path is probed once more, after the search: the
+ * leg may have taken the lock on the new file between the first probe and
+ * the search (its lock is then on the inode at the path, which the search
+ * does not count, and the old one is already let go). A leg retakes without
+ * a gap (new file locked before the old is released), so a leg alive
+ * throughout is seen by the search or by this second probe.
  */
-function unlessReplaced(lockPath: string, free: ProbeResult): ProbeResult {
+function unlessReplaced(lockPath: string, free: ProbeResult, probe: (lockPath: string) => ProbeResult): ProbeResult {
   let st;
   try {
     st = lstatSync(lockPath, { bigint: true });
@@ -64,7 +71,10 @@ function unlessReplaced(lockPath: string, free: ProbeResult): ProbeResult {
     return free;
   }
   const evidence = foreignHolder({ lockPath, dev: st.dev, currentIno: st.ino, labelPid: lockLabel(lockPath), exceptPid: -1 });
-  if (evidence.kind === 'none-known') return free;
+  if (evidence.kind === 'none-known') {
+    const again = probe(lockPath);
+    return again.liveness === 'free' ? free : again;
+  }
   const detail = evidence.kind === 'held-elsewhere' ? `pid ${evidence.holder.pid} holds the lock file that was at this path before it was replaced` : evidence.detail;
   return { liveness: 'unknown', reason: 'lock-replaced', detail };
 }
@@ -127,7 +137,7 @@ export function inspectRun(runDir: string, options: RunStatusOptions = {}): Insp
   for (let round = 0; ; round++) {
     if (!tail.leg.open) return done(tail, snapshot, null);
     let answer = probe(lockPath);
-    if (answer.liveness === 'free') answer = unlessReplaced(lockPath, answer);
+    if (answer.liveness === 'free') answer = unlessReplaced(lockPath, answer, probe);
     if (answer.liveness !== 'free') return done(tail, snapshot, answer);
     // Read, probe, confirm: free counts only if the same leg is still open now.
     const again = readTail(runId, eventsPath);
