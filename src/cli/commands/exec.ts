@@ -99,7 +99,11 @@ export function registerExec(program: Command): void {
         'RUN is a run id under the runs root, or a path containing "/"; the run directory is created if missing.\n\n' +
         'Refuses (exit 75, nothing appended, nothing run) when a leg of the run is in flight, when the ' +
         'lock file was written by a pre-flock or newer version, or when the stream shows an open leg and ' +
-        'the lock file is missing (override that last case only with --force). Warns first when the run is abandoned.',
+        'the lock file is missing (override that last case only with --force). Warns first when the run is abandoned.\n\n' +
+        'A full disk: the leg keeps 16 KiB allocated past the end of events.jsonl for its closing events, so a ' +
+        'command that fills the disk still gets its verdict recorded. If they cannot be written even so, exec says ' +
+        '"disk full" in one line and still exits with the command\'s status; a disk too full to start a leg exits 1 ' +
+        'and runs nothing.',
     )
     .argument('<run>', 'run id or run directory path')
     .argument('<command...>', 'the command and its arguments (after --)')
