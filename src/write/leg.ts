@@ -207,8 +207,12 @@ function signalNumber(sig: NodeJS.Signals): number {
  * Runs `argv` as one leg of the run in `runDir` (created, with its parents,
  * if missing: {@link makeRunDir}). Throws (before appending or spawning
  * anything) when the run directory cannot be created or the lock cannot be
- * taken; otherwise resolves when the child has ended and the leg is closed
- * in the stream.
+ * taken; throws WriteError with `.errno` ENOSPC/EDQUOT, before spawning,
+ * when the disk has no room for the opening events beside the room kept for
+ * the closing ones (a leg that got as far as `run_started` is closed as
+ * failed in that room). Otherwise resolves when the child has ended and the
+ * leg is closed in the stream, or with {@link LegResult.unwritten} saying
+ * which closing events a full disk kept out.
  */
 export async function runLeg(runDir: string, argv: readonly string[], opts: LegOptions): Promise<LegResult> {
   if (argv.length === 0 || argv[0] === '') throw new TypeError('runLeg: a command is required');
