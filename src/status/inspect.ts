@@ -55,15 +55,8 @@ export interface Inspection {
  * A free lock at the path is not yet a dead leg: a restore or sync may have
  * replaced the file while a live leg holds the old one (CONTRACT §4.5). With
  * evidence of such a holder, or doubt about it, the answer is unknown.
- *
- * Without such evidence the path is probed once more, after the search: the
- * leg may have taken the lock on the new file between the first probe and
- * the search (its lock is then on the inode at the path, which the search
- * does not count, and the old one is already let go). A leg retakes without
- * a gap (new file locked before the old is released), so a leg alive
- * throughout is seen by the search or by this second probe.
  */
-function unlessReplaced(lockPath: string, free: ProbeResult, probe: (lockPath: string) => ProbeResult): ProbeResult {
+function unlessReplaced(lockPath: string, free: ProbeResult): ProbeResult {
   let st;
   try {
     st = lstatSync(lockPath, { bigint: true });
@@ -71,10 +64,7 @@ function unlessReplaced(lockPath: string, free: ProbeResult, probe: (lockPath: s
     return free;
   }
   const evidence = foreignHolder({ lockPath, dev: st.dev, currentIno: st.ino, labelPid: lockLabel(lockPath), exceptPid: -1 });
-  if (evidence.kind === 'none-known') {
-    const again = probe(lockPath);
-    return again.liveness === 'free' ? free : again;
-  }
+  if (evidence.kind === 'none-known') return free;
   const detail = evidence.kind === 'held-elsewhere' ? `pid ${evidence.holder.pid} holds the lock file that was at this path before it was replaced` : evidence.detail;
   return { liveness: 'unknown', reason: 'lock-replaced', detail };
 }
@@ -137,11 +127,21 @@ export function inspectRun(runDir: string, options: RunStatusOptions = {}): Insp
   for (let round = 0; ; round++) {
     if (!tail.leg.open) return done(tail, snapshot, null);
     let answer = probe(lockPath);
-    if (answer.liveness === 'free') answer = unlessReplaced(lockPath, answer, probe);
+    if (answer.liveness === 'free') answer = unlessReplaced(lockPath, answer);
     if (answer.liveness !== 'free') return done(tail, snapshot, answer);
     // Read, probe, confirm: free counts only if the same leg is still open now.
     const again = readTail(runId, eventsPath);
-    if (again.leg.open && again.leg.legOffset === tail.leg.legOffset) return done(again, snapshot, answer);
+    if (again.leg.open && again.leg.legOffset === tail.leg.legOffset) {
+      // A live leg may have taken the lock on a replaced file between the probe
+      // and the search for a holder of the old one (its lock is then on the
+      // inode at the path, which the search does not count, and the old one is
+      // let go): probe the path once more. A leg retakes without a gap (the new
+      // file locked before the old is released), so a leg alive throughout is
+      // seen by the search or by this probe (CONTRACT §4.5). The kernel's own
+      // probe, not the test seam, which stands in for the first one.
+      const last = probeLock(lockPath);
+      return done(again, snapshot, last.liveness === 'free' ? answer : last);
+    }
     // The leg ended, or a new one began, between the read and the probe: derive again.
     tail = again;
     snapshot = readSnapshot(statePath);
