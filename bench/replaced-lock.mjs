@@ -248,11 +248,11 @@ async function main() {
       log(`  ${row.method} / ${row.mode}: p50 ${fmt(row.p50)}  p99 ${fmt(row.p99)}  max ${fmt(row.max)}  ABANDONED ${abandoned}  granted ${granted} (of ${asked} asks)`);
     }
   }
-  const retakes = (legErr.match(/resume\.lock was replaced while this leg ran \(a restore or sync\?\)/g) ?? []).length;
-  const conflicts = (legErr.match(/could not take the lock on the new file/g) ?? []).length;
   const alive = leg.exitCode === null;
   process.kill(-leg.pid, 'SIGTERM');
-  await new Promise((res) => leg.on('exit', res));
+  await new Promise((res) => leg.on('close', res)); // its stderr read to the end
+  const retakes = (legErr.match(/resume\.lock was replaced while this leg ran \(a restore or sync\?\)/g) ?? []).length;
+  const conflicts = (legErr.match(/could not take the lock on the new file/g) ?? []).length;
   const finalStatus = lib.runStatus(runDir).status;
   const durationS = (Date.now() - t0) / 1000;
 
