@@ -5,9 +5,11 @@
  * leg started and kept it as the stream grew. Where that room is not enough
  * (closing events larger than it), `exec` says "disk full" in one line and
  * still exits with the command's own status. Where the filesystem cannot
- * reserve at all (ramfs), the leg runs as before, quietly.
+ * reserve at all (ramfs; ext2 on a loop device, which the command fills), the
+ * leg runs as before, quietly, and a full disk is said in that one line.
  *
- * Needs root and mount(8): skipped with the reason locally, failed under CI.
+ * Needs root and mount(8) (the ext2 case also mkfs.ext2 and loop devices):
+ * skipped with the reason locally, failed under CI.
  */
 import { spawnSync } from 'node:child_process';
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, statfsSync, statSync, truncateSync, writeSync } from 'node:fs';
@@ -47,10 +49,10 @@ const PAGE = 4096;
  * A shell command that writes zeros into `file` until the disk refuses, then
  * exits `code`; padded with an ignored argument so that the stream's two
  * opening lines (`run_started` carries the command) end 16 bytes short of a
- * page. Then no closing event fits in the stream's first block: without
+ * page (or `block`). Then no closing event fits in the stream's first block: without
  * room kept for them, they would need a block the command has taken.
  */
-function fillThenExit(runId: string, file: string, code: number): string[] {
+function fillThenExit(runId: string, file: string, code: number, block = PAGE): string[] {
   const argv = (pad: string) => ['sh', '-c', `head -c 100000000 /dev/zero > '${file}'; exit ${code}`, 'pad', pad];
   const ts = new Date(0).toISOString(); // every ts has this length
   const opening = (pad: string) =>
@@ -60,7 +62,7 @@ function fillThenExit(runId: string, file: string, code: number): string[] {
         JSON.stringify({ schema: 3, ts, run_id: runId, event: 'node_started', node_id: 'command' }) +
         '\n',
     );
-  return argv('p'.repeat(PAGE - 16 - opening('')));
+  return argv('p'.repeat(block - 16 - opening('')));
 }
 
 /** Fills the filesystem of `dir` from this process until write(2) says ENOSPC; returns the bytes written. */
@@ -238,6 +240,27 @@ describe('the closing events of a leg on a full disk', () => {
     }
     // The range spans the boundary: some starts were refused, some ran.
     expect([...outcomes].sort()).toEqual([0, 1]);
+  });
+
+  it('ext2 cannot reserve, and its command fills it and exits 0: exec says "disk full" in one line and exits 0, not 1', async (ctx) => {
+    needs(ctx, 'root', 'mount', 'mkfs.ext2', 'loop');
+    const image = join(base, 'ext2.img');
+    const mk = spawnSync('sh', ['-c', `truncate -s 1M '${image}' && mkfs.ext2 -q -F -b 1024 '${image}'`], { encoding: 'utf8' });
+    expect(mk.status, mk.stderr).toBe(0);
+    const mnt = join(base, 'ext2');
+    mkdirSync(mnt);
+    const m = spawnSync('mount', ['-o', 'loop', image, mnt], { encoding: 'utf8' });
+    if (m.status !== 0) throw new Error(`mount -o loop ${image} failed: ${m.stderr}`);
+    mounts.push(mnt);
+    const root = join(mnt, 'runs');
+    const r = await run(['exec', '--root', root, 'r', '--', ...fillThenExit('r', join(mnt, 'fill'), 0, 1024)]);
+    expect(r.stderr).toMatch(/No space left on device/);
+    expect(r.code).toBe(0);
+    const ours = r.stderr.split('\n').filter((l) => l.startsWith('runwarden:'));
+    expect(ours).toHaveLength(1);
+    expect(ours[0]).toContain(`runwarden: disk full: could not write node_passed and run_finished to ${join(root, 'r', 'events.jsonl')} (ENOSPC; this filesystem cannot keep room for them (EOPNOTSUPP))`);
+    expect(ours[0]).toContain('the command exited 0');
+    expect(runStatus(join(root, 'r')).status).toBe('ABANDONED');
   });
 
   it('ramfs cannot reserve: the leg runs and closes as before, with nothing said about it', async (ctx) => {
