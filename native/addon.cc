@@ -35,6 +35,7 @@
 #include "addon_js.h"
 #include "facts.h"
 #include "platform.h"
+#include "reserve.h"
 
 namespace {
 
@@ -417,6 +418,8 @@ Napi::Object Register(Napi::Env env, Napi::Object exports) {
   exports.Set("probeFacts", Napi::Function::New(env, ProbeFacts, "probeFacts"));
   exports.Set("probeFactsAt", Napi::Function::New(env, ProbeFactsAt, "probeFactsAt"));
   rw::RegisterDirFd(env, exports);  // dirfd.cc
+  static const rw::Throwers kReserveThrowers = {ThrowErrno, ThrowUsage};  // native/reserve.cc
+  exports.Set("reserveSpace", Napi::Function::New(env, rw::ReserveSpace, "reserveSpace", const_cast<rw::Throwers*>(&kReserveThrowers)));
   exports.Set("hasFlock", Napi::Boolean::New(env, rw::kHasFlock));
   exports.Set("platform", Napi::String::New(env, rw::kPlatformName));
   exports.Set("constants", Constants(env));

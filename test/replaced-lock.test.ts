@@ -90,6 +90,48 @@ describe('a replaced lock under a live holder that does not heal it', () => {
   }
 });
 
+describe('a holder that retakes the new file while a reader is between its probe and its search', () => {
+  it('the reader probes again after finding no holder of the old file: in flight, never ABANDONED', async () => {
+    const root = tempDir();
+    const dir = join(root, 'r');
+    mkdirSync(dir);
+    const lockPath = join(dir, 'resume.lock');
+    const holder = await startHolder(lockPath, ['--retake-on-usr1']);
+    let said = '';
+    holder.proc.stdout?.on('data', (d: Buffer) => (said += d.toString()));
+    writeFileSync(join(dir, 'events.jsonl'), line({ event: 'run_started' }));
+    const old = ino(lockPath);
+    REPLACERS['cp then mv (a restore)']!(lockPath);
+    let first: ReturnType<typeof probeLock> | undefined;
+    let retakenFirst = false;
+    const pause = new Int32Array(new SharedArrayBuffer(4));
+    const report = runStatus(dir, {
+      probe: (p) => {
+        const answer = probeLock(p);
+        if (first === undefined) {
+          first = answer;
+          // Between this probe and the reader's search for a holder of the old
+          // file, the holder takes the new one and lets the old one go.
+          holder.proc.kill('SIGUSR1');
+          const end = Date.now() + 30_000;
+          while (Date.now() < end) {
+            const oldHeld = readFileSync('/proc/locks', 'latin1').split('\n').some((l) => l.includes('FLOCK') && l.includes(`:${old} `));
+            if (!oldHeld && probeLock(p).liveness === 'held') break;
+            Atomics.wait(pause, 0, 0, 5);
+          }
+          retakenFirst = true;
+        }
+        return answer;
+      },
+    });
+    expect(first?.liveness).toBe('free');
+    expect(retakenFirst).toBe(true);
+    expect(report.status).toBe('RUNNING');
+    expect(report.liveness).toBe('held');
+    await until(() => said.includes('RETAKEN'), 10_000);
+  });
+});
+
 describe('runwarden exec heals a replaced lock', () => {
   for (const [name, replace] of Object.entries(REPLACERS)) {
     it(`${name}: the leg takes the lock on the new file and every reader sees it held`, async () => {

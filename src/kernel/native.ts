@@ -101,6 +101,14 @@ export interface NativeBinding {
   unlinkAt(dirfd: number, name: string | Buffer): boolean;
   /** fstatat(dirfd, name, AT_SYMLINK_NOFOLLOW) as [dev, ino], or null when absent. Throws NativeError. */
   identityAt(dirfd: number, name: string | Buffer): [bigint, bigint] | null;
+  /**
+   * Allocates the blocks of `[offset, offset + length)` of the open file `fd`
+   * without changing its size (linux `fallocate(FALLOC_FL_KEEP_SIZE)`,
+   * darwin `F_PREALLOCATE`; native/reserve.cc). `unsupported` where the
+   * filesystem or platform cannot; `ENOSPC` / `EDQUOT` when there is no room.
+   * Throws NativeError for any other failure.
+   */
+  reserveSpace(fd: number, offset: number, length: number): 'reserved' | 'unsupported' | 'ENOSPC' | 'EDQUOT';
   readonly hasFlock: boolean;
   readonly platform: 'linux' | 'darwin' | 'other';
   /** Frozen; read through {@link nativeConstants}, which has checked it. */

@@ -176,7 +176,17 @@ function inspectAt(dir: string, runId: string, at: number | undefined, options: 
     if (answer.liveness !== 'free') return done(tail, snapshot, answer);
     // Read, probe, confirm: free counts only if the same leg is still open now.
     const again = readTail(runId, eventsPath, at);
-    if (again.leg.open && again.leg.legOffset === tail.leg.legOffset) return done(again, snapshot, answer);
+    if (again.leg.open && again.leg.legOffset === tail.leg.legOffset) {
+      // A live leg may have taken the lock on a replaced file between the probe
+      // and the search for a holder of the old one (its lock is then on the
+      // inode at the path, which the search does not count, and the old one is
+      // let go): probe the path once more. A leg retakes without a gap (the new
+      // file locked before the old is released), so a leg alive throughout is
+      // seen by the search or by this probe (CONTRACT §4.5). The kernel's own
+      // probe, not the test seam, which stands in for the first one.
+      const last = at === undefined ? answer : probeLockAt(at, LOCK_FILE, lockPath);
+      return done(again, snapshot, last.liveness === 'free' ? answer : last);
+    }
     // The leg ended, or a new one began, between the read and the probe: derive again.
     tail = again;
     snapshot = readSnapshot(statePath, snapshotOptions);

@@ -26,7 +26,7 @@ import { NativeError, RunwardenError, WriteError } from '../contract/errors.js';
 import { closeFd, errnoCode, openAt, renameAt, runDirPath, unlinkAt } from '../kernel/dirfd.js';
 import { EVENTS_FILE, LOCK_FILE, PGID_FILE } from '../contract/files.js';
 import { LEG_MARK_VAR, legMark } from '../kernel/legmark.js';
-import { openStreamWriter } from './append.js';
+import { isDiskFull, openStreamWriter, type ClosingReserve, type EventFields, type StreamWriter } from './append.js';
 import { guardLeg } from './guard.js';
 import { acquireLockAt, openLockDir, type AcquireOptions } from '../lock/acquire.js';
 
@@ -57,6 +57,42 @@ export interface LegResult {
   pgid: number | undefined;
   /** The run directory was removed or replaced while the leg ran: its verdict is not where readers look. */
   runDirLost: boolean;
+  /**
+   * The closing events that could not be written because the disk (or the
+   * quota) was full, despite the room kept for them; undefined when all were
+   * written. The leg then reads ABANDONED.
+   */
+  unwritten?: Unwritten;
+}
+
+/** What a full disk kept out of the stream (see {@link LegResult.unwritten}). */
+export interface Unwritten {
+  /** The events not written, in order (`node_passed`, `run_finished`, …). */
+  events: string[];
+  /** The stream they were for. */
+  path: string;
+  errno: 'ENOSPC' | 'EDQUOT';
+  /** Whether room had been kept for them (false where the filesystem cannot reserve). */
+  reserve: ClosingReserve;
+}
+
+/**
+ * Appends a leg's closing events into the room kept for them. A full disk
+ * (ENOSPC, EDQUOT) is answered, not thrown: the leg still ends with its
+ * command's status, and the caller says what was lost.
+ */
+function appendClosing(stream: StreamWriter, path: string, events: EventFields[]): Unwritten | undefined {
+  for (let i = 0; i < events.length; i++) {
+    try {
+      stream.append(events[i] as EventFields, { closing: true });
+    } catch (e) {
+      if (e instanceof WriteError && isDiskFull(e.errno)) {
+        return { events: events.slice(i).map((ev) => ev.event), path, errno: e.errno, reserve: stream.reserve };
+      }
+      throw e;
+    }
+  }
+  return undefined;
 }
 
 // Waits for one line on fd 3 (the leg's mark), exports it, closes fd 3, then becomes the command.
@@ -81,12 +117,21 @@ function writePgid(at: number, pgid: number): void {
   }
   const fd = openAt(at, tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NONBLOCK, 0o600);
   try {
-    writeSync(fd, `${pgid}\n`);
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
+    try {
+      writeSync(fd, `${pgid}\n`);
+      fsyncSync(fd);
+    } finally {
+      closeSync(fd);
+    }
+    renameAt(at, tmp, PGID_FILE);
+  } catch (e) {
+    try {
+      unlinkAt(at, tmp); // a full disk must not leave a half-made record behind
+    } catch {
+      /* gone already */
+    }
+    throw e;
   }
-  renameAt(at, tmp, PGID_FILE);
 }
 
 /** The kernel's words for an errno, from a Node fs error ("EROFS: read-only file system, mkdir …"), else the code. */
@@ -165,8 +210,12 @@ function signalNumber(sig: NodeJS.Signals): number {
  * Runs `argv` as one leg of the run in `runDir` (created, with its parents,
  * if missing: {@link makeRunDir}). Throws (before appending or spawning
  * anything) when the run directory cannot be created or the lock cannot be
- * taken; otherwise resolves when the child has ended and the leg is closed
- * in the stream.
+ * taken; throws WriteError with `.errno` ENOSPC/EDQUOT, before spawning,
+ * when the disk has no room for the opening events beside the room kept for
+ * the closing ones (a leg that got as far as `run_started` is closed as
+ * failed in that room). Otherwise resolves when the child has ended and the
+ * leg is closed in the stream, or with {@link LegResult.unwritten} saying
+ * which closing events a full disk kept out.
  */
 export async function runLeg(runDir: string, argv: readonly string[], opts: LegOptions): Promise<LegResult> {
   if (argv.length === 0 || argv[0] === '') throw new TypeError('runLeg: a command is required');
@@ -194,6 +243,8 @@ export async function runLeg(runDir: string, argv: readonly string[], opts: LegO
   }
   let pgid: number | undefined;
   let pending: NodeJS.Signals | undefined;
+  /** Why the child's group could not be recorded (it is then killed before it runs). */
+  let unrecorded: NodeJS.ErrnoException | undefined;
   const handlers = new Map<NodeJS.Signals, () => void>();
   for (const sig of FORWARDED_SIGNALS) {
     // Installed before anything starts, so a signal can never kill runwarden
@@ -217,8 +268,18 @@ export async function runLeg(runDir: string, argv: readonly string[], opts: LegO
     // The run directory's identity, for the mark its command will carry (kernel/legmark.ts).
     const dirId = fstatSync(at, { bigint: true });
     forgetPgid(at);
+    const eventsPath = join(runDir, EVENTS_FILE);
     stream.append({ event: 'run_started', command: [...argv] });
-    stream.append({ event: 'node_started', node_id: nodeId });
+    try {
+      stream.append({ event: 'node_started', node_id: nodeId });
+    } catch (e) {
+      // No room left beyond the kept room: the command never runs, and the
+      // leg is closed in that room, so it does not read ABANDONED.
+      if (e instanceof WriteError && isDiskFull(e.errno)) {
+        appendClosing(stream, eventsPath, [{ event: 'run_finished', outcome: 'failed', detail: `disk full before ${nodeId} could start` }]);
+      }
+      throw e;
+    }
 
     const child = spawn('/bin/sh', ['-c', GATE, 'runwarden-exec', ...argv], {
       detached: true,
@@ -236,7 +297,7 @@ export async function runLeg(runDir: string, argv: readonly string[], opts: LegO
       } catch (e) {
         process.kill(-child.pid, 'SIGKILL');
         pending ??= 'SIGKILL';
-        process.stderr.write(`runwarden: could not record the child's process group: ${(e as Error).message}\n`);
+        unrecorded = e as NodeJS.ErrnoException;
       }
       if (pending !== undefined) {
         // Never let the command start: close the gate unreleased and end the child.
@@ -251,27 +312,49 @@ export async function runLeg(runDir: string, argv: readonly string[], opts: LegO
     const r = await ended;
     guard.check();
 
+    let closing: EventFields[];
     let result: LegResult;
     if (r.error !== undefined) {
-      stream.append({ event: 'node_failed', node_id: nodeId, verdict: 'FAIL', detail: `could not start: ${r.error.message}` });
-      stream.append({ event: 'run_finished', outcome: 'failed', detail: `${nodeId} could not start` });
+      closing = [
+        { event: 'node_failed', node_id: nodeId, verdict: 'FAIL', detail: `could not start: ${r.error.message}` },
+        { event: 'run_finished', outcome: 'failed', detail: `${nodeId} could not start` },
+      ];
       result = { code: null, signal: null, exitCode: 127, pgid: undefined, runDirLost: guard.runDirLost };
     } else if (r.code === 0) {
-      stream.append({ event: 'node_passed', node_id: nodeId, verdict: 'PASS', detail: 'exit code 0' });
-      stream.append({ event: 'run_finished', outcome: 'passed' });
+      closing = [
+        { event: 'node_passed', node_id: nodeId, verdict: 'PASS', detail: 'exit code 0' },
+        { event: 'run_finished', outcome: 'passed' },
+      ];
       result = { code: 0, signal: null, exitCode: 0, pgid, runDirLost: guard.runDirLost };
+    } else if (unrecorded !== undefined) {
+      // Not a signal anyone sent: runwarden could not write exec.pgid, so it
+      // never let the command start (readers could not judge its group).
+      const full = isDiskFull(unrecorded.code);
+      const detail = `not run: its process group could not be recorded in ${PGID_FILE} (${full ? `disk full, ${unrecorded.code}` : unrecorded.message})`;
+      closing = [
+        { event: 'node_failed', node_id: nodeId, verdict: 'FAIL', detail },
+        { event: 'run_finished', outcome: 'failed', detail: `${nodeId} ${detail}` },
+      ];
+      process.stderr.write(`runwarden: ${full ? 'disk full: ' : ''}could not record the command's process group in ${join(runDir, PGID_FILE)}: ${unrecorded.message}; the command was not run\n`);
+      result = { code: null, signal: null, exitCode: 1, pgid: undefined, runDirLost: guard.runDirLost };
     } else if (pending !== undefined && pgid === undefined) {
       const detail = `interrupted by ${pending} before it started`;
-      stream.append({ event: 'node_failed', node_id: nodeId, verdict: 'FAIL', detail });
-      stream.append({ event: 'run_finished', outcome: 'failed', detail: `${nodeId}: ${detail}` });
+      closing = [
+        { event: 'node_failed', node_id: nodeId, verdict: 'FAIL', detail },
+        { event: 'run_finished', outcome: 'failed', detail: `${nodeId}: ${detail}` },
+      ];
       result = { code: null, signal: pending, exitCode: 128 + signalNumber(pending), pgid: undefined, runDirLost: guard.runDirLost };
     } else {
       const detail = r.signal ? `signal ${r.signal}` : `exit code ${r.code}`;
-      stream.append({ event: 'node_failed', node_id: nodeId, verdict: 'FAIL', detail });
-      stream.append({ event: 'run_finished', outcome: 'failed', detail: `${nodeId} failed: ${detail}` });
+      closing = [
+        { event: 'node_failed', node_id: nodeId, verdict: 'FAIL', detail },
+        { event: 'run_finished', outcome: 'failed', detail: `${nodeId} failed: ${detail}` },
+      ];
       const exitCode = r.signal ? 128 + signalNumber(r.signal) : (r.code ?? 1);
       result = { code: r.code, signal: r.signal, exitCode, pgid, runDirLost: guard.runDirLost };
     }
+    const unwritten = appendClosing(stream, eventsPath, closing);
+    if (unwritten !== undefined) result.unwritten = unwritten;
     return result;
   } finally {
     guard.stop();

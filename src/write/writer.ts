@@ -14,7 +14,8 @@
  *   without a held lock while the leg lives.
  * - Every line goes through the stream writer exec uses (write/append.ts):
  *   one write(2) of one complete line, fsync, the 1 MiB cap, a replaced
- *   events.jsonl followed.
+ *   events.jsonl followed, and room kept past the end for `run_finished`,
+ *   so a disk filled while the leg runs cannot keep its `finish` out.
  * - A leg never writes while it may not own the run: before each event it
  *   checks that the run directory is the one it started in and that the
  *   lock path still names the file it holds. A replaced file is retaken
@@ -124,10 +125,21 @@ export interface Leg extends Disposable, AsyncDisposable {
   /** How many times the lock was retaken on a replaced lock file. */
   readonly retaken: number;
   /**
+   * `kept` while room for `run_finished` is kept past the end of the stream
+   * (CONTRACT §2.6: every `append` keeps 16 KiB free after its event, and
+   * refuses with `EWRITE`/`ENOSPC` rather than eat into it);
+   * `unsupported` where the filesystem cannot reserve space (ramfs, ext2,
+   * many FUSE and network filesystems): the leg writes as before, and a full
+   * disk can then keep `finish` from being recorded.
+   */
+  readonly closingReserve: 'kept' | 'unsupported';
+  /**
    * Appends one node or gate event. Checks ownership first (see
    * {@link Leg.check}).
    * @throws LockLostError (`ELOCKLOST`) when the leg no longer owns the run; nothing is written.
-   * @throws WriteError `ECLOSED` after finish or release; `EWRITE` when the kernel refused the write.
+   * @throws WriteError `ECLOSED` after finish or release; `EWRITE` when the kernel refused the write,
+   *   with `.errno` `ENOSPC`/`EDQUOT` ("disk full") also when the room kept for `run_finished`
+   *   could not be kept after this event (nothing is written; `finish` still fits).
    * @throws TypeError / RangeError for an event readers would skip or a line over 1 MiB.
    */
   append(event: LegEvent): void;
@@ -241,6 +253,7 @@ class OpenLeg implements Leg {
   private guard: LegGuard | undefined;
   private planning: boolean;
   private retakes = 0;
+  private lastReserve: 'kept' | 'unsupported' = 'kept';
   private readonly dirIdentity: { dev: bigint; ino: bigint };
   private readonly eventsPath: string;
 
@@ -314,10 +327,15 @@ class OpenLeg implements Leg {
     if (state === 'replaced') this.retakes++;
   }
 
-  private write(fields: EventFields): void {
+  private write(fields: EventFields, closing = false): void {
     const stream = this.stream;
     if (stream === undefined) throw new WriteError(`this leg of run ${this.runId} is closed`, 'ECLOSED', this.eventsPath);
-    writeCoded(this.eventsPath, () => stream.append(fields));
+    writeCoded(this.eventsPath, () => stream.append(fields, { closing }));
+  }
+
+  get closingReserve(): 'kept' | 'unsupported' {
+    if (this.stream !== undefined) this.lastReserve = this.stream.reserve.state;
+    return this.lastReserve;
   }
 
   append(event: LegEvent): void {
@@ -338,7 +356,7 @@ class OpenLeg implements Leg {
     if (detail !== undefined && typeof detail !== 'string') throw new TypeError('finish(outcome, detail): detail must be a string');
     this.check();
     try {
-      this.write({ event: 'run_finished', outcome, detail });
+      this.write({ event: 'run_finished', outcome, detail }, true);
     } catch (e) {
       this.release();
       throw e;
@@ -357,6 +375,7 @@ class OpenLeg implements Leg {
       this.retakes += this.guard.retaken;
       this.guard = undefined;
     }
+    if (this.stream !== undefined) this.lastReserve = this.stream.reserve.state;
     try {
       this.stream?.close();
     } finally {

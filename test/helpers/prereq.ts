@@ -1,7 +1,7 @@
 /**
  * The one rule for tests that need something outside Node: root for mounts,
  * Debian tools (bindfs, strace, chromium, flock(1), script(1), a C compiler,
- * libfaketime, prometheus and promtool), /dev/fuse.
+ * libfaketime, prometheus and promtool, mkfs.ext2), /dev/fuse, loop devices.
  *
  * A test calls `needs(ctx, ...)` first thing (or from a beforeEach). When
  * everything is present nothing happens. When something is missing:
@@ -24,7 +24,7 @@ import { accessSync, constants, readdirSync, readFileSync, statSync } from 'node
 import { delimiter, join } from 'node:path';
 import type { TestContext } from 'vitest';
 
-export type Prereq = 'root' | 'mount' | 'bindfs' | 'fuse' | 'strace' | 'chromium' | 'flock' | 'script' | 'cc' | 'faketime' | 'prometheus';
+export type Prereq = 'root' | 'mount' | 'bindfs' | 'fuse' | 'strace' | 'chromium' | 'flock' | 'script' | 'cc' | 'faketime' | 'prometheus' | 'mkfs.ext2' | 'loop';
 
 /** What the reporter gets for a test that lacked something. */
 export interface PrereqRecord {
@@ -147,6 +147,17 @@ const CHECKS: Record<Prereq, Check> = {
     present: () => onPath('prometheus') !== undefined && onPath('promtool') !== undefined,
     missing: 'needs prometheus and promtool: apt-get install prometheus',
     pkg: 'prometheus',
+  },
+  'mkfs.ext2': tool('mkfs.ext2', 'e2fsprogs'),
+  loop: {
+    present: () => {
+      try {
+        return statSync('/dev/loop-control').isCharacterDevice();
+      } catch {
+        return false;
+      }
+    },
+    missing: 'needs loop devices (/dev/loop-control; in a container, the loop devices passed in)',
   },
 };
 

@@ -6,12 +6,13 @@
 import { lstatSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Command } from 'commander';
-import { LockFileError, LockHeldError, RunFileError, RunUnreadableError, StreamError } from '../../contract/errors.js';
+import { LockFileError, LockHeldError, RunFileError, RunUnreadableError, StreamError, WriteError } from '../../contract/errors.js';
 import { EVENTS_FILE, LOCK_FILE } from '../../contract/files.js';
 import { readLastLeg } from '../../read/tail.js';
 import { runDirPath, runFilePath } from '../../kernel/dirfd.js';
 import { runStatus } from '../../status/inspect.js';
-import { runLeg } from '../../write/leg.js';
+import { CLOSING_RESERVE_BYTES, isDiskFull } from '../../write/append.js';
+import { runLeg, type Unwritten } from '../../write/leg.js';
 import { err, Exit, UserError } from '../io.js';
 import { printable } from '../term.js';
 import { runTarget } from '../target.js';
@@ -87,6 +88,23 @@ function preflight(runDir: string, runId: string, force: boolean): void {
   }
 }
 
+/**
+ * The one line for closing events a full disk kept out of the stream: what
+ * was not written, where, and what readers will say. The exit status stays
+ * the command's own: the command did its work; only the record is missing.
+ */
+function diskFullLine(runId: string, u: Unwritten, exitCode: number): string {
+  const why = u.errno === 'EDQUOT' ? 'EDQUOT, the disk quota is exhausted' : 'ENOSPC';
+  const kept =
+    u.reserve.state === 'kept'
+      ? `they did not fit in the ${CLOSING_RESERVE_BYTES / 1024} KiB kept for them`
+      : `this filesystem cannot keep room for them (${u.reserve.why})`;
+  return (
+    `runwarden: disk full: could not write ${u.events.join(' and ')} to ${printable(u.path)} (${why}; ${kept}); ` +
+    `the command exited ${exitCode}, but run ${printable(runId)} will read ABANDONED.`
+  );
+}
+
 export function registerExec(program: Command): void {
   program
     .command('exec')
@@ -99,7 +117,11 @@ export function registerExec(program: Command): void {
         'RUN is a run id under the runs root, or a path containing "/"; the run directory is created if missing.\n\n' +
         'Refuses (exit 75, nothing appended, nothing run) when a leg of the run is in flight, when the ' +
         'lock file was written by a pre-flock or newer version, or when the stream shows an open leg and ' +
-        'the lock file is missing (override that last case only with --force). Warns first when the run is abandoned.',
+        'the lock file is missing (override that last case only with --force). Warns first when the run is abandoned.\n\n' +
+        'A full disk: the leg keeps 16 KiB allocated past the end of events.jsonl for its closing events, so a ' +
+        'command that fills the disk still gets its verdict recorded. If they cannot be written even so, exec says ' +
+        '"disk full" in one line and still exits with the command\'s status; a disk too full to start a leg exits 1 ' +
+        'and runs nothing.',
     )
     .argument('<run>', 'run id or run directory path')
     .argument('<command...>', 'the command and its arguments (after --)')
@@ -121,6 +143,13 @@ export function registerExec(program: Command): void {
         // ELOCKIO (the kernel refused the directory or file: EACCES, EROFS …) is no
         // refusal of a busy run; it stays an error (exit 1), as it always was.
         if (e instanceof LockHeldError || (e instanceof LockFileError && e.code !== 'ELOCKIO') || e instanceof RunFileError) refuse(e.message);
+        if (e instanceof WriteError && isDiskFull(e.errno)) {
+          throw new UserError(
+            `disk full: could not start a leg of run ${printable(runId)}: no room in ${printable(runDir)} for its first events and the ` +
+              `${CLOSING_RESERVE_BYTES / 1024} KiB kept for its closing events (${e.errno}); the command was not run.`,
+            Exit.Error,
+          );
+        }
         throw e;
       }
       if (result.runDirLost) {
@@ -129,6 +158,7 @@ export function registerExec(program: Command): void {
         process.exitCode = result.exitCode !== 0 ? result.exitCode : Exit.Error;
         return;
       }
+      if (result.unwritten !== undefined) err(diskFullLine(runId, result.unwritten, result.exitCode));
       process.exitCode = result.exitCode;
     });
 }
