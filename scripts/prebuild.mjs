@@ -6,7 +6,7 @@
 // than the sources it ships with and never shadows a fresh build/Release in a
 // working tree (the loader tries prebuilds first).
 //
-//   node scripts/prebuild.mjs [--arch x64,arm64] [--nodedir DIR]
+//   node scripts/prebuild.mjs [--arch x64,arm64] [--nodedir DIR]   (or RUNWARDEN_PREBUILD_ARCH=x64)
 //   node scripts/prebuild.mjs --clean
 //
 // Each architecture builds in its own temporary copy of binding.gyp + native/, so
@@ -117,7 +117,7 @@ function build(arch, gyp, headers) {
 const gyp = findNodeGyp(root);
 if (!gyp) fail('node-gyp not found (npm bundles one; is npm installed next to this node?)');
 const headers = nodedir();
-const arches = (arg('--arch') ?? 'x64,arm64').split(',').filter(Boolean);
+const arches = (arg('--arch') ?? process.env.RUNWARDEN_PREBUILD_ARCH ?? 'x64,arm64').split(',').filter(Boolean);
 for (const a of arches) if (!(a in TARGETS)) fail(`unknown arch ${a} (known: ${Object.keys(TARGETS).join(', ')})`);
 rmSync(out, { recursive: true, force: true });
 for (const a of arches) build(a, gyp, headers);
