@@ -127,7 +127,7 @@ function childProbe(lockPath: string): ProbeResult {
 
 const runDir = join(mkdtempSync(join(tmpdir(), 'rw-esm-')), 'run-1');
 const lockPath = join(runDir, LOCK_FILE);
-const out: { locked?: string; afterUsing?: string; duringLeg?: string; statusDuringLeg?: Status; status?: Status; after?: string } = {};
+const out: { locked?: string; afterUsing?: string; duringLeg?: string; statusDuringLeg?: Status | null; status?: Status | null; after?: string } = {};
 {
   using lock = acquireLock(lockPath);
   out.locked = lock.held ? childProbe(lockPath).liveness : 'not held';
