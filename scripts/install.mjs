@@ -30,7 +30,15 @@ function say(msg) {
 async function prebuildFits() {
   const loader = join(root, 'dist', 'kernel', 'native.js');
   if (!existsSync(loader)) return { ok: false, why: 'no dist/ yet (a source checkout)' };
-  const { prebuildFor, openAddonFile } = await import(pathToFileURL(loader).href);
+  let mod;
+  try {
+    mod = await import(pathToFileURL(loader).href);
+  } catch (err) {
+    return { ok: false, why: `dist/kernel/native.js does not load: ${err instanceof Error ? err.message : String(err)}` };
+  }
+  const { prebuildFor, openAddonFile } = mod;
+  // A checkout whose dist/ predates the prebuild loader: compile, as it always did.
+  if (typeof prebuildFor !== 'function' || typeof openAddonFile !== 'function') return { ok: false, why: 'dist/ has no prebuild loader (an older build)' };
   const pre = prebuildFor(root);
   if ('why' in pre) return { ok: false, why: pre.why };
   try {
