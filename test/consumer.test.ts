@@ -13,9 +13,9 @@
  * a condition (a line on a pipe, a tick count).
  */
 import { spawn, spawnSync, type SpawnSyncOptions, type SpawnSyncReturns } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { dirname, join, relative, sep } from 'node:path';
 import { createInterface } from 'node:readline';
 import { afterAll, describe, expect, it, type TestContext } from 'vitest';
 import { arm64NodeRoot, lacking, needs } from './helpers/prereq.js';
@@ -58,8 +58,21 @@ function pack(): Packed {
   const dest = join(work, 'tarballs');
   mkdirSync(dest);
   const arches = lacking('cc-arm64').length === 0 ? ['x64', 'arm64'] : ['x64'];
+  // Packed from a copy of the checkout: pack rebuilds dist/ (prepare) and puts
+  // prebuilds/ in the package directory for a while (prepack), and test files
+  // running beside this one load this checkout's dist/ and build/Release.
+  const checkout = join(work, 'checkout');
+  const skip = new Set(['node_modules', 'build', 'dist', 'prebuilds', '.git', 'test-results']);
+  cpSync(ROOT, checkout, {
+    recursive: true,
+    filter: (from) => {
+      const rel = relative(ROOT, from);
+      return !skip.has(rel.split(sep)[0] as string) && !rel.startsWith(join('bench', 'out')) && !rel.endsWith('.tgz');
+    },
+  });
+  symlinkSync(join(ROOT, 'node_modules'), join(checkout, 'node_modules'), 'dir');
   const out = ok(
-    run('npm', ['pack', '--json', '--pack-destination', dest], { cwd: ROOT, env: { ...process.env, RUNWARDEN_PREBUILD_ARCH: arches.join(',') } }),
+    run('npm', ['pack', '--json', '--pack-destination', dest], { cwd: checkout, env: { ...process.env, RUNWARDEN_PREBUILD_ARCH: arches.join(',') } }),
     'npm pack',
   );
   const info = JSON.parse(out.slice(out.indexOf('['))) as Array<{ filename: string; files: Array<{ path: string }> }>;
@@ -442,7 +455,7 @@ describe('consumers of the installed tarball', () => {
       const without = lastJson<{ name: string; code: string; addonLoadError: boolean; message: string }>(ok(run(process.execPath, [bundle], { cwd: out, env }), `${bundle} alone`));
       expect(without, bundle).toMatchObject({ name: 'AddonLoadError', code: 'ERR_RUNWARDEN_NATIVE', addonLoadError: true });
       expect(without.message, bundle).toMatch(/RUNWARDEN_ADDON/);
-      expect(without.message, bundle).toMatch(bundle === 'app.cjs' ? /package directory is unknown/ : /prebuild .*runwarden\.node: no such file[\s\S]*compiled build/);
+      expect(without.message, bundle).toMatch(bundle === 'app.cjs' ? /package directory is unknown/ : /prebuild: .*runwarden\.node is not there[\s\S]*compiled build/);
       const wrong = lastJson<{ code: string; message: string }>(ok(run(process.execPath, [bundle], { cwd: out, env: { ...env, RUNWARDEN_ADDON: './nope.node' } }), `${bundle} + a wrong path`));
       expect(wrong.code).toBe('ERR_RUNWARDEN_NATIVE');
       expect(wrong.message).toContain(join(out, 'nope.node'));
@@ -527,4 +540,37 @@ describe('the linux-arm64 prebuild', () => {
     expect(await exited, stderr).toBe(0);
     expect(probe()).toBe('free');
   }, SLOW);
+});
+
+describe('the loader, in this checkout', () => {
+  const index = join(ROOT, 'dist', 'index.js');
+  const built = join(ROOT, 'build', 'Release', 'runwarden.node');
+  const script = (body: string): string => `const m = await import(${JSON.stringify(index)}); const out = {}; ${body}; console.log(JSON.stringify(out));`;
+  const node = (body: string, env: NodeJS.ProcessEnv = {}): Record<string, unknown> =>
+    lastJson(ok(run(process.execPath, ['--input-type=module', '-e', script(body)], { env: { ...process.env, RUNWARDEN_ADDON: '', ...env } }), 'loader script'));
+
+  it('setAddonPath: before the first load it chooses; after it, the same path is a no-op and another throws AddonLoadError', () => {
+    const out = node(`
+      m.setAddonPath(${JSON.stringify(built)});
+      out.first = m.probeLock('/nonexistent-rw/resume.lock').liveness;
+      m.setAddonPath(${JSON.stringify(built)});
+      try { m.setAddonPath('/elsewhere/runwarden.node'); out.other = 'accepted'; } catch (e) { out.other = e.code; out.says = e.message; }
+      try { m.setAddonPath(''); } catch (e) { out.empty = e.name; }`);
+    expect(out).toMatchObject({ first: 'unknown', other: 'ERR_RUNWARDEN_NATIVE', empty: 'TypeError' });
+    expect(out['says']).toContain(built);
+  });
+
+  it('RUNWARDEN_ADDON naming a file that is not an addon fails with that path, and nothing else is tried', () => {
+    const notAddon = join(work, 'not-an-addon.node');
+    writeFileSync(notAddon, 'not ELF\n');
+    const out = node(`try { m.probeLock('/nonexistent-rw/resume.lock'); out.loaded = true; } catch (e) { out.code = e.code; out.message = e.message; }`, { RUNWARDEN_ADDON: notAddon });
+    expect(out['code']).toBe('ERR_RUNWARDEN_NATIVE');
+    expect(out['message']).toContain(notAddon);
+    expect(out['message']).toMatch(/chosen by RUNWARDEN_ADDON; nothing else was tried/);
+  });
+
+  it('without a choice or a prebuild it loads the compiled build through bindings', () => {
+    const out = node(`m.probeLock('/nonexistent-rw/resume.lock'); out.addon = (await import(${JSON.stringify(join(ROOT, 'dist', 'kernel', 'native.js'))})).loadedAddonPath();`);
+    expect(out).toEqual({ addon: built });
+  });
 });

@@ -30,7 +30,7 @@
  * AddonLoadError (`ERR_RUNWARDEN_NATIVE`) naming what differs, never a probe
  * that reads a stage by the wrong number.
  */
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -158,11 +158,20 @@ export function loadedAddonPath(): string | undefined {
 }
 
 /**
- * The C library this process runs on, as far as the prebuild question needs:
- * Node's diagnostic report carries glibc's runtime version and nothing on
- * musl. Asked once, when a prebuild is considered.
+ * Whether this process runs on glibc, which the prebuilds are linked against.
+ * The libraries mapped into the process say it cheaply (glibc's libc.so.6,
+ * musl's ld-musl-*.so.1); when they do not, Node's diagnostic report (about
+ * 20 ms) carries glibc's runtime version, and nothing on musl. Asked only when a
+ * prebuild file is there to be loaded.
  */
 function runsOnGlibc(): boolean {
+  try {
+    const maps = readFileSync('/proc/self/maps', 'utf8');
+    if (/\/ld-musl-[^/\s]*\.so/.test(maps)) return false;
+    if (/\/libc\.so\.6$/m.test(maps)) return true;
+  } catch {
+    /* no /proc: ask the report */
+  }
   try {
     const report = process.report?.getReport() as { header?: { glibcVersionRuntime?: unknown } } | undefined;
     return typeof report?.header?.glibcVersionRuntime === 'string';
@@ -180,8 +189,10 @@ export function prebuildFor(root: string): { path: string } | { why: string } {
   if (!(PREBUILD_TARGETS as readonly string[]).includes(target)) {
     return { why: `no prebuild is shipped for ${target} (only ${PREBUILD_TARGETS.join(', ')})` };
   }
+  const path = join(root, 'prebuilds', target, 'runwarden.node');
+  if (!existsSync(path)) return { why: `${path} is not there (a source checkout, or a package without prebuilds)` };
   if (!runsOnGlibc()) return { why: `the prebuild for ${target} needs glibc; this process runs on another C library` };
-  return { path: join(root, 'prebuilds', target, 'runwarden.node') };
+  return { path };
 }
 
 /**
