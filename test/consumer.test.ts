@@ -104,19 +104,25 @@ function bareBin(): string {
  * A fresh project that installs the tarball offline (with runwarden's install
  * script allowed, as a consumer who reviewed it would), plus `files`.
  */
-function consumer(name: string, files: Record<string, string>, env: NodeJS.ProcessEnv = process.env): { dir: string; install: SpawnSyncReturns<string> } {
+function consumer(
+  name: string,
+  files: Record<string, string>,
+  env: NodeJS.ProcessEnv = process.env,
+  scripts: { allow: boolean; strict?: boolean } = { allow: true },
+): { dir: string; install: SpawnSyncReturns<string> } {
   const p = pack();
   const dir = join(work, name);
   mkdirSync(dir);
   writeFileSync(
     join(dir, 'package.json'),
-    JSON.stringify({ name: `consumer-${name}`, version: '1.0.0', private: true, type: 'module', dependencies: p.deps, allowScripts: { runwarden: true } }, null, 2),
+    // npm keys allowScripts by a dependency's resolved identity: for a tarball, its file: spec.
+    JSON.stringify({ name: `consumer-${name}`, version: '1.0.0', private: true, type: 'module', dependencies: p.deps, allowScripts: { [p.deps['runwarden'] as string]: scripts.allow } }, null, 2),
   );
   for (const [f, text] of Object.entries(files)) {
     mkdirSync(dirname(join(dir, f)), { recursive: true });
     writeFileSync(join(dir, f), text);
   }
-  const install = run('npm', ['install', '--offline', '--no-audit', '--no-fund', '--foreground-scripts'], { cwd: dir, env });
+  const install = run('npm', ['install', '--offline', '--no-audit', '--no-fund', '--foreground-scripts', ...(scripts.strict ? ['--strict-allow-scripts'] : [])], { cwd: dir, env });
   return { dir, install };
 }
 
@@ -485,6 +491,15 @@ describe('installing without a compiler, and compiling without node-gyp in the d
     expect(install.stdout + install.stderr).toMatch(/using the prebuilt addon prebuilds\/linux-x64\/runwarden\.node/);
     expect(existsSync(join(dir, 'node_modules', 'runwarden', 'build'))).toBe(false);
     const out = lastJson<{ addon: string; liveness: string }>(ok(run(process.execPath, ['which-addon.mjs'], { cwd: dir, env }), 'probe'));
+    expect(out).toEqual({ addon: join(realpathSync(dir), 'node_modules', 'runwarden', 'prebuilds', `linux-${process.arch}`, 'runwarden.node'), liveness: 'unknown' });
+  }, SLOW);
+
+  it('under --strict-allow-scripts with runwarden\'s install script denied, the install succeeds and the prebuild still loads', () => {
+    const { dir, install } = consumer('strict-denied', { 'which-addon.mjs': WHICH_ADDON }, process.env, { allow: false, strict: true });
+    ok(install, 'strict install with the script denied');
+    expect(install.stdout + install.stderr).not.toMatch(/using the prebuilt addon/);
+    expect(existsSync(join(dir, 'node_modules', 'runwarden', 'build'))).toBe(false);
+    const out = lastJson<{ addon: string; liveness: string }>(ok(run(process.execPath, ['which-addon.mjs'], { cwd: dir }), 'probe'));
     expect(out).toEqual({ addon: join(realpathSync(dir), 'node_modules', 'runwarden', 'prebuilds', `linux-${process.arch}`, 'runwarden.node'), liveness: 'unknown' });
   }, SLOW);
 
