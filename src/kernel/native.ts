@@ -324,17 +324,18 @@ export function native(): NativeBinding {
         attempts.push({ what: `prebuild ${pre.path}`, why: reason(err) });
       }
     }
-    const compiled = join(root, 'build', 'Release', 'runwarden.node');
     try {
       // Required lazily, relative to this file: a bundler does not pull
       // `bindings` (and its require of 'fs') into the bundle.
-      const bindings = createRequire(import.meta.url)('bindings') as (opts: { bindings: string; module_root: string }) => unknown;
+      const req = createRequire(import.meta.url);
+      const bindings = req('bindings') as (opts: { bindings: string; module_root: string }) => unknown;
       const binding = bindings({ bindings: 'runwarden.node', module_root: root }) as NativeBinding;
-      // bindings found a file: its constants must match (the same check as the prebuild's).
-      const constants = checkNativeConstants(binding.constants, compiled);
-      return use(binding, constants, compiled);
+      // bindings does not say which of its paths it loaded; require's cache does.
+      const from = Object.keys(req.cache).find((k) => req.cache[k]?.exports === binding) ?? join(root, 'build', 'Release', 'runwarden.node');
+      // The same check as the prebuild's: a build from other sources is refused.
+      const constants = checkNativeConstants(binding.constants, from);
+      return use(binding, constants, from);
     } catch (err) {
-      if (err instanceof AddonLoadError) throw err;
       attempts.push({ what: `compiled build (bindings, package root ${root})`, why: reason(err) });
     }
   }
