@@ -61,7 +61,10 @@ let status = 1;
 if (gyp) {
   say(`no usable prebuilt addon (${pre.why}); compiling it with node-gyp`);
   const args = [gyp, 'rebuild', ...(nodedir ? [`--nodedir=${nodedir}`] : [])];
-  const r = spawnSync(process.execPath, args, { cwd: root, stdio: 'inherit' });
+  // node-gyp lets npm_config_* in its environment override its flags, so the
+  // headers' directory goes there too (npm may have set it empty).
+  const env = nodedir ? { ...process.env, npm_config_nodedir: nodedir } : process.env;
+  const r = spawnSync(process.execPath, args, { cwd: root, stdio: 'inherit', env });
   status = r.status ?? 1;
 }
 if (status === 0) process.exit(0);

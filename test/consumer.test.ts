@@ -503,15 +503,21 @@ describe('installing without a compiler, and compiling without node-gyp in the d
     expect(out).toEqual({ addon: join(realpathSync(dir), 'node_modules', 'runwarden', 'prebuilds', `linux-${process.arch}`, 'runwarden.node'), liveness: 'unknown' });
   }, SLOW);
 
-  it('with no prebuild, `npm rebuild` compiles with npm\'s own node-gyp; with no compiler either it names what is missing and fails', (ctx: TestContext) => {
+  it('with no prebuild, `npm rebuild` compiles with npm\'s own node-gyp against local headers (no nodedir setting, nothing downloaded); with no compiler either it names what is missing and fails', (ctx: TestContext) => {
     needs(ctx, 'cc');
     const { dir, install } = consumer('compile', { 'which-addon.mjs': WHICH_ADDON });
     ok(install, 'install');
     const pkgDir = join(dir, 'node_modules', 'runwarden');
     rmSync(join(pkgDir, 'prebuilds'), { recursive: true });
     expect(existsSync(join(dir, 'node_modules', 'node-gyp'))).toBe(false);
-    const rebuilt = run('npm', ['rebuild', 'runwarden', '--foreground-scripts'], { cwd: dir });
+    // A HOME without ~/.npmrc: no nodedir setting, so only the install step's own
+    // search for local headers keeps node-gyp from downloading them.
+    const home = join(work, 'home-without-npmrc');
+    mkdirSync(home);
+    const { npm_config_nodedir: _unset, ...inherited } = process.env;
+    const rebuilt = run('npm', ['rebuild', 'runwarden', '--foreground-scripts', '--offline'], { cwd: dir, env: { ...inherited, HOME: home } });
     ok(rebuilt, 'npm rebuild');
+    expect(existsSync(join(home, '.cache', 'node-gyp')), 'node-gyp downloaded headers').toBe(false);
     expect(rebuilt.stdout + rebuilt.stderr).toMatch(/no usable prebuilt addon .*compiling it with node-gyp/);
     const out = lastJson<{ addon: string; liveness: string }>(ok(run(process.execPath, ['which-addon.mjs'], { cwd: dir }), 'probe'));
     expect(out).toEqual({ addon: join(realpathSync(dir), 'node_modules', 'runwarden', 'build', 'Release', 'runwarden.node'), liveness: 'unknown' });
