@@ -64,7 +64,7 @@ function newestMtime(dir) {
 /** The addon must be built (npm ci does it); dist/ is rebuilt when missing or older than src/. */
 function ensureBuilt() {
   if (!existsSync(join(root, 'build', 'Release', 'runwarden.node'))) {
-    console.error('bench: the native addon is not built (build/Release/runwarden.node). Run `npm ci` (or `npx node-gyp rebuild`) first.');
+    console.error('bench: the native addon is not built (build/Release/runwarden.node). Run `npm ci` (or `node scripts/install.mjs`) first.');
     process.exit(1);
   }
   const distIndex = join(root, 'dist', 'index.js');

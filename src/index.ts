@@ -59,6 +59,7 @@ export {
 } from './contract/errors.js';
 
 // Kernel facts.
+export { setAddonPath } from './kernel/native.js';
 export { processPresence, groupPresence, filesystemType, type ProcessPresence } from './kernel/presence.js';
 export { LINUX_LOCAL_FS, DARWIN_LOCAL_FS, describeFsType } from './kernel/fsgate.js';
 export type { FileKind } from './kernel/filekind.js';

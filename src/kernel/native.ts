@@ -5,7 +5,22 @@
  *
  * Loading is lazy: importing runwarden has no side effects, and the addon is
  * loaded (and handed the error class) on the first call that needs the kernel.
- * A load failure names every path that was tried.
+ * Where it comes from, in order (README "Install"):
+ *
+ * 1. a path given by `setAddonPath()`, else the `RUNWARDEN_ADDON` environment
+ *    variable: an explicit choice, and the only one tried — if it fails, the
+ *    loader says so rather than quietly loading some other file;
+ * 2. the prebuilt binary shipped in the tarball for this platform
+ *    (`prebuilds/<platform>-<arch>/runwarden.node`, linux x64 and arm64 with
+ *    glibc), if it loads and its constants match;
+ * 3. the compiled build, found by `bindings` (build/Release and the other
+ *    places node-gyp may put it).
+ *
+ * A load failure is an AddonLoadError naming every candidate and why each
+ * one failed. The explicit path and the prebuild are opened with
+ * `process.dlopen` and `bindings` is required lazily, so a bundler that
+ * cannot follow either still produces a bundle that runs with
+ * `RUNWARDEN_ADDON`.
  *
  * The numbers the addon answers with (probe stages, flock operations, the
  * slots of the probe's `out` array) are not copied here: the addon exports
@@ -15,8 +30,9 @@
  * AddonLoadError (`ERR_RUNWARDEN_NATIVE`) naming what differs, never a probe
  * that reads a stage by the wrong number.
  */
-import bindings from 'bindings';
-import { dirname, join } from 'node:path';
+import { existsSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { AddonLoadError, NativeError } from '../contract/errors.js';
 
@@ -117,12 +133,116 @@ export interface NativeBinding {
 
 let loaded: NativeBinding | undefined;
 let checked: NativeConstants | undefined;
+/** The absolute path the loaded addon came from. */
+let loadedFrom: string | undefined;
+/** Set by {@link setAddonPath}; wins over `RUNWARDEN_ADDON`. */
+let chosenPath: string | undefined;
 
-/** The package root: dist/kernel/native.js lives two levels below it. */
-function packageRoot(): string {
-  return dirname(dirname(dirname(fileURLToPath(import.meta.url))));
+/** The environment variable that names an addon file (bundled apps). */
+export const ADDON_ENV = 'RUNWARDEN_ADDON';
+
+/** The architectures a prebuilt binary is shipped for (linux, glibc). */
+export const PREBUILD_TARGETS = ['linux-x64', 'linux-arm64'] as const;
+
+/**
+ * The package root (dist/kernel/native.js and src/kernel/native.ts both live
+ * two levels below it), or undefined when this code runs without a file URL
+ * of its own (a CommonJS bundle, where import.meta is empty).
+ */
+function packageRoot(): string | undefined {
+  const url: unknown = import.meta.url;
+  if (typeof url !== 'string' || !url.startsWith('file:')) return undefined;
+  return dirname(dirname(dirname(fileURLToPath(url))));
 }
 
+/**
+ * Points the loader at an addon file (absolute, or relative to the current
+ * directory) instead of the prebuilt and compiled ones; `undefined` goes back
+ * to the default order. It wins over `RUNWARDEN_ADDON`. Call it before the
+ * first call that needs the kernel: once an addon is loaded it stays loaded,
+ * so a different path then throws AddonLoadError (the same path is a no-op).
+ */
+export function setAddonPath(path: string | undefined): void {
+  if (path !== undefined && (typeof path !== 'string' || path === '')) {
+    throw new TypeError('setAddonPath: path must be a non-empty string or undefined');
+  }
+  const want = path === undefined ? undefined : resolve(path);
+  if (loaded !== undefined) {
+    if (want === loadedFrom) return;
+    throw new AddonLoadError(
+      `runwarden: its native addon is already loaded from ${loadedFrom as string}; ` +
+        `setAddonPath(${want === undefined ? 'undefined' : JSON.stringify(want)}) must come before the first call that needs the kernel.`,
+    );
+  }
+  chosenPath = want;
+}
+
+/** The absolute path of the loaded addon, or undefined before the first load. */
+export function loadedAddonPath(): string | undefined {
+  return loadedFrom;
+}
+
+/**
+ * Whether this process runs on glibc, which the prebuilds are linked against.
+ * The libraries mapped into the process say it cheaply (glibc's libc.so.6,
+ * musl's ld-musl-*.so.1); when they do not, Node's diagnostic report (about
+ * 20 ms) carries glibc's runtime version, and nothing on musl. Asked only when a
+ * prebuild file is there to be loaded.
+ */
+function runsOnGlibc(): boolean {
+  try {
+    const maps = readFileSync('/proc/self/maps', 'utf8');
+    if (/\/ld-musl-[^/\s]*\.so/.test(maps)) return false;
+    if (/\/libc\.so\.6$/m.test(maps)) return true;
+  } catch {
+    /* no /proc: ask the report */
+  }
+  try {
+    const report = process.report?.getReport() as { header?: { glibcVersionRuntime?: unknown } } | undefined;
+    return typeof report?.header?.glibcVersionRuntime === 'string';
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The prebuilt binary for this process under `root`, or why there is none to
+ * try (another platform, architecture or C library).
+ */
+export function prebuildFor(root: string): { path: string } | { why: string } {
+  const target = `${process.platform}-${process.arch}`;
+  if (!(PREBUILD_TARGETS as readonly string[]).includes(target)) {
+    return { why: `no prebuild is shipped for ${target} (only ${PREBUILD_TARGETS.join(', ')})` };
+  }
+  const path = join(root, 'prebuilds', target, 'runwarden.node');
+  if (!existsSync(path)) return { why: `${path} is not there (a source checkout, or a package without prebuilds)` };
+  if (!runsOnGlibc()) return { why: `the prebuild for ${target} needs glibc; this process runs on another C library` };
+  return { path };
+}
+
+/**
+ * Opens one addon file with `process.dlopen` and checks its constants; throws
+ * (an Error from the dynamic loader, or AddonLoadError for a mismatch) when it
+ * cannot be used. Exported for the install script.
+ */
+export function openAddonFile(path: string): { binding: NativeBinding; constants: NativeConstants } {
+  if (!existsSync(path)) throw new Error('no such file');
+  const mod = { exports: {} as unknown };
+  process.dlopen(mod as unknown as NodeJS.Module, path);
+  const binding = mod.exports as NativeBinding;
+  return { binding, constants: checkNativeConstants(binding.constants, path) };
+}
+
+/** One place the loader looked, and why it did not use it. */
+interface Attempt {
+  readonly what: string;
+  readonly why: string;
+}
+
+function reason(err: unknown): string {
+  const msg = err instanceof Error ? err.message : String(err);
+  return msg.replace(/\n/g, '\n      ');
+}
 function isPlainObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
@@ -189,22 +309,67 @@ export function checkNativeConstants(raw: unknown, where: string): NativeConstan
 /** Returns the addon, loading it (and checking its constants) on first use. */
 export function native(): NativeBinding {
   if (loaded !== undefined) return loaded;
-  const root = packageRoot();
-  let binding: NativeBinding;
-  try {
-    binding = bindings({ bindings: 'runwarden.node', module_root: root }) as NativeBinding;
-  } catch (err) {
-    const why = err instanceof Error ? err.message : String(err);
-    throw new AddonLoadError(
-      `runwarden: its native addon could not be loaded (package root ${root}).\n${why}\n` +
-        `Build it with \`npm rebuild runwarden\` (needs python3, make and a C++ compiler), ` +
-        `or expect ${join(root, 'build', 'Release', 'runwarden.node')}.`,
-    );
+  const attempts: Attempt[] = [];
+  const use = (binding: NativeBinding, constants: NativeConstants, from: string): NativeBinding => {
+    binding.init(NativeError);
+    checked = constants;
+    loadedFrom = from;
+    loaded = binding;
+    return binding;
+  };
+
+  const envPath = process.env[ADDON_ENV];
+  const explicit = chosenPath ?? (envPath !== undefined && envPath !== '' ? resolve(envPath) : undefined);
+  if (explicit !== undefined) {
+    const by = chosenPath !== undefined ? 'setAddonPath()' : ADDON_ENV;
+    try {
+      const { binding, constants } = openAddonFile(explicit);
+      return use(binding, constants, explicit);
+    } catch (err) {
+      throw new AddonLoadError(
+        `runwarden: its native addon could not be loaded from ${explicit} (chosen by ${by}; nothing else was tried):\n` +
+          `  ${reason(err)}\n` +
+          `Point ${by} at the runwarden.node of this runwarden version, built for this platform.`,
+      );
+    }
   }
-  checked = checkNativeConstants(binding.constants, join(root, 'build', 'Release', 'runwarden.node'));
-  binding.init(NativeError);
-  loaded = binding;
-  return binding;
+
+  const root = packageRoot();
+  if (root === undefined) {
+    attempts.push({ what: 'prebuild and compiled build', why: 'this code has no file URL (a CommonJS bundle?), so the package directory is unknown' });
+  } else {
+    const pre = prebuildFor(root);
+    if ('why' in pre) {
+      attempts.push({ what: 'prebuild', why: pre.why });
+    } else {
+      try {
+        const { binding, constants } = openAddonFile(pre.path);
+        return use(binding, constants, pre.path);
+      } catch (err) {
+        attempts.push({ what: `prebuild ${pre.path}`, why: reason(err) });
+      }
+    }
+    try {
+      // Required lazily, relative to this file: a bundler does not pull
+      // `bindings` (and its require of 'fs') into the bundle.
+      const req = createRequire(import.meta.url);
+      const bindings = req('bindings') as (opts: { bindings: string; module_root: string }) => unknown;
+      const binding = bindings({ bindings: 'runwarden.node', module_root: root }) as NativeBinding;
+      // bindings does not say which of its paths it loaded; require's cache does.
+      const from = Object.keys(req.cache).find((k) => req.cache[k]?.exports === binding) ?? join(root, 'build', 'Release', 'runwarden.node');
+      // The same check as the prebuild's: a build from other sources is refused.
+      const constants = checkNativeConstants(binding.constants, from);
+      return use(binding, constants, from);
+    } catch (err) {
+      attempts.push({ what: `compiled build (bindings, package root ${root})`, why: reason(err) });
+    }
+  }
+  throw new AddonLoadError(
+    `runwarden: its native addon could not be loaded. Tried, in order:\n` +
+      attempts.map((a) => `  - ${a.what}: ${a.why}`).join('\n') +
+      `\nBuild it with \`npm rebuild runwarden\` (needs python3, make and a C++ compiler), ` +
+      `or set ${ADDON_ENV} to an addon file.`,
+  );
 }
 
 /** The addon's checked constants (loads the addon on first use). */

@@ -24,7 +24,23 @@ import { accessSync, constants, readdirSync, readFileSync, statSync } from 'node
 import { delimiter, join } from 'node:path';
 import type { TestContext } from 'vitest';
 
-export type Prereq = 'root' | 'mount' | 'bindfs' | 'fuse' | 'strace' | 'chromium' | 'flock' | 'script' | 'cc' | 'faketime' | 'prometheus' | 'mkfs.ext2' | 'loop';
+export type Prereq =
+  | 'root'
+  | 'mount'
+  | 'bindfs'
+  | 'fuse'
+  | 'strace'
+  | 'chromium'
+  | 'flock'
+  | 'script'
+  | 'cc'
+  | 'faketime'
+  | 'prometheus'
+  | 'mkfs.ext2'
+  | 'loop'
+  | 'cc-arm64'
+  | 'qemu-arm64'
+  | 'node-arm64';
 
 /** What the reporter gets for a test that lacked something. */
 export interface PrereqRecord {
@@ -67,6 +83,14 @@ export function libfaketime(): string | undefined {
     }
   }
   return undefined;
+}
+
+/**
+ * Where Debian's arm64 node is unpacked for the prebuild test under qemu
+ * (scripts/arm64-node.sh; RUNWARDEN_ARM64_ROOT overrides).
+ */
+export function arm64NodeRoot(): string {
+  return process.env['RUNWARDEN_ARM64_ROOT'] || '/opt/runwarden-arm64-node';
 }
 
 /** True when a missing prerequisite must fail the test instead of skipping it. */
@@ -158,6 +182,12 @@ const CHECKS: Record<Prereq, Check> = {
       }
     },
     missing: 'needs loop devices (/dev/loop-control; in a container, the loop devices passed in)',
+  },
+  'cc-arm64': tool('aarch64-linux-gnu-g++', 'g++-aarch64-linux-gnu'),
+  'qemu-arm64': tool('qemu-aarch64-static', 'qemu-user-static'),
+  'node-arm64': {
+    present: () => isExecutableFile(join(arm64NodeRoot(), 'usr', 'bin', 'node')),
+    missing: `needs Debian's arm64 node unpacked at ${arm64NodeRoot()}: run scripts/arm64-node.sh (as root)`,
   },
 };
 

@@ -1,0 +1,123 @@
+#!/usr/bin/env node
+// Builds the prebuilt addons the tarball ships: prebuilds/linux-x64/runwarden.node
+// and prebuilds/linux-arm64/runwarden.node (glibc), from binding.gyp exactly as it
+// is (whatever sources it lists), with node-gyp. `npm pack` runs it (prepack) and
+// removes the result afterwards (postpack, `--clean`), so a prebuild is never older
+// than the sources it ships with and never shadows a fresh build/Release in a
+// working tree (the loader tries prebuilds first).
+//
+//   node scripts/prebuild.mjs [--arch x64,arm64] [--nodedir DIR]   (or RUNWARDEN_PREBUILD_ARCH=x64)
+//   node scripts/prebuild.mjs --clean
+//
+// Each architecture builds in its own temporary copy of binding.gyp + native/, so
+// the developer's build/ is untouched. arm64 is cross-compiled with Debian's
+// g++-aarch64-linux-gnu (aarch64-linux-gnu-g++). Node headers come from the local
+// nodedir (npm's `nodedir` setting, else /usr when /usr/include/node has them):
+// nothing is downloaded. N-API (NAPI_VERSION in binding.gyp) keeps one binary good
+// for every Node version `engines` admits; the headers' own architecture does not
+// matter for N-API.
+//
+// After each build the script checks the ELF machine of the result, strips it, and
+// prints the newest glibc symbol version it needs (the README's glibc floor).
+import { spawnSync } from 'node:child_process';
+import { copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { findNodeGyp, localNodedir, which } from './node-gyp.mjs';
+
+const root = dirname(dirname(fileURLToPath(import.meta.url)));
+const out = join(root, 'prebuilds');
+
+/** What each architecture needs: its ELF e_machine, and the tool prefix when cross-compiling from x64. */
+const TARGETS = {
+  x64: { machine: 0x3e, machineName: 'x86-64', cross: 'x86_64-linux-gnu-' },
+  arm64: { machine: 0xb7, machineName: 'AArch64', cross: 'aarch64-linux-gnu-' },
+};
+
+function fail(msg) {
+  process.stderr.write(`prebuild: ${msg}\n`);
+  process.exit(1);
+}
+
+function arg(name) {
+  const i = process.argv.indexOf(name);
+  return i === -1 ? undefined : process.argv[i + 1];
+}
+
+if (process.argv.includes('--clean')) {
+  rmSync(out, { recursive: true, force: true });
+  process.exit(0);
+}
+if (process.platform !== 'linux') fail(`prebuilds are made on linux (this is ${process.platform})`);
+
+function nodedir() {
+  const given = arg('--nodedir') ?? localNodedir();
+  if (given) return given;
+  const r = spawnSync('npm', ['config', 'get', 'nodedir'], { encoding: 'utf8' });
+  const v = r.status === 0 ? r.stdout.trim() : '';
+  if (v && v !== 'undefined' && v !== 'null') return v;
+  fail('no local Node headers: set npm config nodedir (or pass --nodedir DIR); this script never downloads them');
+}
+
+function elfMachine(file) {
+  const b = readFileSync(file);
+  if (b.length < 20 || b.readUInt32BE(0) !== 0x7f454c46) fail(`${file} is not an ELF file`);
+  return b.readUInt16LE(18);
+}
+
+/** The newest GLIBC_x.y symbol version the file references (its glibc floor). */
+function glibcFloor(file, prefix) {
+  const objdump = which(`${prefix}objdump`) ?? which('objdump');
+  if (!objdump) return 'unknown (no objdump)';
+  const r = spawnSync(objdump, ['-T', file], { encoding: 'utf8' });
+  const versions = [...r.stdout.matchAll(/GLIBC_(\d+)\.(\d+)(?:\.(\d+))?/g)].map((m) => [Number(m[1]), Number(m[2]), Number(m[3] ?? 0)]);
+  if (versions.length === 0) return 'none';
+  versions.sort((a, b) => a[0] - b[0] || a[1] - b[1] || a[2] - b[2]);
+  const v = versions[versions.length - 1];
+  return `${v[0]}.${v[1]}${v[2] ? `.${v[2]}` : ''}`;
+}
+
+function build(arch, gyp, headers) {
+  const t = TARGETS[arch];
+  const cross = process.arch !== arch;
+  const env = { ...process.env };
+  if (cross) {
+    const cxx = which(`${t.cross}g++`);
+    if (!cxx) {
+      fail(`cross-compiling for linux-${arch} needs ${t.cross}g++ (Debian: apt-get install g++-${t.cross.slice(0, -1)})`);
+    }
+    Object.assign(env, { CC: `${t.cross}gcc`, CXX: `${t.cross}g++`, LINK: `${t.cross}g++`, AR: `${t.cross}ar` });
+  }
+  const work = mkdtempSync(join(tmpdir(), `runwarden-prebuild-${arch}-`));
+  try {
+    copyFileSync(join(root, 'binding.gyp'), join(work, 'binding.gyp'));
+    cpSync(join(root, 'native'), join(work, 'native'), { recursive: true });
+    // binding.gyp asks node for node-addon-api's include dir from its own directory.
+    symlinkSync(join(root, 'node_modules'), join(work, 'node_modules'), 'dir');
+    process.stdout.write(`prebuild: linux-${arch}${cross ? ` (cross, ${t.cross}g++)` : ''} with ${gyp}, nodedir ${headers}\n`);
+    const r = spawnSync(process.execPath, [gyp, 'rebuild', `--arch=${arch}`, `--nodedir=${headers}`], { cwd: work, env, stdio: 'inherit' });
+    if (r.status !== 0) fail(`node-gyp failed for linux-${arch} (exit ${r.status ?? r.signal})`);
+    const built = join(work, 'build', 'Release', 'runwarden.node');
+    if (!existsSync(built)) fail(`node-gyp left no ${built}`);
+    const m = elfMachine(built);
+    if (m !== t.machine) fail(`linux-${arch}: the build is ELF machine 0x${m.toString(16)}, not ${t.machineName}`);
+    const strip = which(`${cross ? t.cross : ''}strip`) ?? (cross ? undefined : which('strip'));
+    if (strip) spawnSync(strip, ['--strip-unneeded', built], { stdio: 'inherit' });
+    const dest = join(out, `linux-${arch}`);
+    mkdirSync(dest, { recursive: true });
+    copyFileSync(built, join(dest, 'runwarden.node'));
+    const size = readFileSync(join(dest, 'runwarden.node')).length;
+    process.stdout.write(`prebuild: prebuilds/linux-${arch}/runwarden.node ${t.machineName}, ${size} bytes, needs glibc >= ${glibcFloor(built, cross ? t.cross : '')}\n`);
+  } finally {
+    rmSync(work, { recursive: true, force: true });
+  }
+}
+
+const gyp = findNodeGyp(root);
+if (!gyp) fail('node-gyp not found (npm bundles one; is npm installed next to this node?)');
+const headers = nodedir();
+const arches = (arg('--arch') ?? process.env.RUNWARDEN_PREBUILD_ARCH ?? 'x64,arm64').split(',').filter(Boolean);
+for (const a of arches) if (!(a in TARGETS)) fail(`unknown arch ${a} (known: ${Object.keys(TARGETS).join(', ')})`);
+rmSync(out, { recursive: true, force: true });
+for (const a of arches) build(a, gyp, headers);

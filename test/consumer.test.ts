@@ -1,0 +1,598 @@
+/**
+ * runwarden as other Node tools get it: `npm pack`, the tarball installed
+ * OFFLINE into fresh projects, and real programs run against it.
+ *
+ * The runtime dependencies are packed from this checkout's node_modules and
+ * handed to the consumer as file: tarballs next to runwarden's, so `npm install
+ * --offline` resolves everything without a registry, while runwarden's own
+ * install script, "files" list, exports map and dependency ranges are the
+ * published ones.
+ *
+ * Slow on purpose (a pack cross-compiles the arm64 prebuild; each consumer is
+ * an npm install and a tsc run); nothing here measures time: every wait is for
+ * a condition (a line on a pipe, a tick count).
+ */
+import { spawn, spawnSync, type SpawnSyncOptions, type SpawnSyncReturns } from 'node:child_process';
+import { copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, relative, sep } from 'node:path';
+import { createInterface } from 'node:readline';
+import { afterAll, describe, expect, it, type TestContext } from 'vitest';
+import { arm64NodeRoot, lacking, needs } from './helpers/prereq.js';
+import { ROOT } from './helpers/lock-procs.js';
+
+const SLOW = 900_000;
+const work = mkdtempSync(join(tmpdir(), 'rw-consumer-'));
+afterAll(() => rmSync(work, { recursive: true, force: true }));
+
+const RUNTIME_DEPS = ['bindings', 'file-uri-to-path', 'commander', 'node-addon-api'];
+
+function run(cmd: string, args: string[], opts: SpawnSyncOptions = {}): SpawnSyncReturns<string> {
+  return spawnSync(cmd, args, { encoding: 'utf8', timeout: SLOW, maxBuffer: 64 << 20, ...opts }) as SpawnSyncReturns<string>;
+}
+
+function ok(r: SpawnSyncReturns<string>, what: string): string {
+  expect(r.error, `${what}: ${String(r.error)}`).toBeUndefined();
+  expect(r.status, `${what} failed:\n${r.stdout}\n${r.stderr}`).toBe(0);
+  return r.stdout;
+}
+
+/** The last line of a program's stdout, parsed. */
+function lastJson<T>(out: string): T {
+  const lines = out.trim().split('\n');
+  return JSON.parse(lines[lines.length - 1] as string) as T;
+}
+
+interface Packed {
+  tarball: string;
+  files: string[];
+  arches: string[];
+  /** name -> file: spec of every tarball a consumer depends on. */
+  deps: Record<string, string>;
+}
+
+let packed: Packed | undefined;
+/** Packs runwarden once (prepack builds the prebuilds) and its runtime dependencies. */
+function pack(): Packed {
+  if (packed) return packed;
+  const dest = join(work, 'tarballs');
+  mkdirSync(dest);
+  const arches = lacking('cc-arm64').length === 0 ? ['x64', 'arm64'] : ['x64'];
+  // Packed from a copy of the checkout: pack rebuilds dist/ (prepare) and puts
+  // prebuilds/ in the package directory for a while (prepack), and test files
+  // running beside this one load this checkout's dist/ and build/Release.
+  const checkout = join(work, 'checkout');
+  const skip = new Set(['node_modules', 'build', 'dist', 'prebuilds', '.git', 'test-results']);
+  cpSync(ROOT, checkout, {
+    recursive: true,
+    filter: (from) => {
+      const rel = relative(ROOT, from);
+      return !skip.has(rel.split(sep)[0] as string) && !rel.startsWith(join('bench', 'out')) && !rel.endsWith('.tgz');
+    },
+  });
+  symlinkSync(join(ROOT, 'node_modules'), join(checkout, 'node_modules'), 'dir');
+  const out = ok(
+    run('npm', ['pack', '--json', '--pack-destination', dest], { cwd: checkout, env: { ...process.env, RUNWARDEN_PREBUILD_ARCH: arches.join(',') } }),
+    'npm pack',
+  );
+  const info = JSON.parse(out.slice(out.indexOf('['))) as Array<{ filename: string; files: Array<{ path: string }> }>;
+  const first = info[0] as (typeof info)[number];
+  const deps: Record<string, string> = { runwarden: `file:${join(dest, first.filename)}` };
+  for (const name of RUNTIME_DEPS) {
+    const r = ok(run('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', dest, join(ROOT, 'node_modules', name)], { cwd: dest }), `npm pack ${name}`);
+    const [d] = JSON.parse(r.slice(r.indexOf('['))) as Array<{ filename: string }>;
+    deps[name] = `file:${join(dest, (d as { filename: string }).filename)}`;
+  }
+  packed = { tarball: join(dest, first.filename), files: first.files.map((f) => f.path).sort(), arches, deps };
+  return packed;
+}
+
+/** A PATH of symlinks to node, npm and sh only: no C++ compiler, no make, no python. */
+function bareBin(): string {
+  const bin = join(work, 'bare-bin');
+  if (!existsSync(bin)) {
+    mkdirSync(bin);
+    const npm = ok(run('sh', ['-c', 'command -v npm']), 'which npm').trim();
+    symlinkSync(process.execPath, join(bin, 'node'));
+    symlinkSync(realpathSync(npm), join(bin, 'npm'));
+    symlinkSync('/bin/sh', join(bin, 'sh'));
+  }
+  return bin;
+}
+
+/**
+ * A fresh project that installs the tarball offline (with runwarden's install
+ * script allowed, as a consumer who reviewed it would), plus `files`.
+ */
+function consumer(
+  name: string,
+  files: Record<string, string>,
+  env: NodeJS.ProcessEnv = process.env,
+  scripts: { allow: boolean; strict?: boolean } = { allow: true },
+): { dir: string; install: SpawnSyncReturns<string> } {
+  const p = pack();
+  const dir = join(work, name);
+  mkdirSync(dir);
+  writeFileSync(
+    join(dir, 'package.json'),
+    // npm keys allowScripts by a dependency's resolved identity: for a tarball, its file: spec.
+    JSON.stringify({ name: `consumer-${name}`, version: '1.0.0', private: true, type: 'module', dependencies: p.deps, allowScripts: { [p.deps['runwarden'] as string]: scripts.allow } }, null, 2),
+  );
+  for (const [f, text] of Object.entries(files)) {
+    mkdirSync(dirname(join(dir, f)), { recursive: true });
+    writeFileSync(join(dir, f), text);
+  }
+  const install = run('npm', ['install', '--offline', '--no-audit', '--no-fund', '--foreground-scripts', ...(scripts.strict ? ['--strict-allow-scripts'] : [])], { cwd: dir, env });
+  return { dir, install };
+}
+
+// ---------------------------------------------------------------- programs
+
+/** (a) ESM TypeScript: a lock with `using`, a leg through startLeg, probes from a child, PASS. */
+const ESM_TS = `
+import { acquireLock, startLeg, runStatus, LOCK_FILE, type ProbeResult, type Status } from 'runwarden';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+/** What another process sees: a probe run by a child node, never this process. */
+function childProbe(lockPath: string): ProbeResult {
+  const code = \`import('runwarden').then((m) => process.stdout.write(JSON.stringify(m.probeLock(\${JSON.stringify(lockPath)}))))\`;
+  const r = spawnSync(process.execPath, ['-e', code], { encoding: 'utf8' });
+  if (r.status !== 0) throw new Error(r.stderr);
+  return JSON.parse(r.stdout) as ProbeResult;
+}
+
+const runDir = join(mkdtempSync(join(tmpdir(), 'rw-esm-')), 'run-1');
+const lockPath = join(runDir, LOCK_FILE);
+const out: { locked?: string; afterUsing?: string; duringLeg?: string; statusDuringLeg?: Status | null; status?: Status | null; after?: string } = {};
+{
+  using lock = acquireLock(lockPath);
+  out.locked = lock.held ? childProbe(lockPath).liveness : 'not held';
+}
+out.afterUsing = childProbe(lockPath).liveness;
+{
+  using leg = startLeg(runDir);
+  leg.append({ event: 'node_started', node_id: 'build' });
+  leg.append({ event: 'node_passed', node_id: 'build' });
+  out.duringLeg = childProbe(lockPath).liveness;
+  out.statusDuringLeg = runStatus(runDir).status;
+  leg.finish('passed');
+}
+out.status = runStatus(runDir).status;
+out.after = childProbe(lockPath).liveness;
+console.log(JSON.stringify(out));
+`;
+
+const ESM_TSCONFIG = (typeRoots: string) =>
+  JSON.stringify({
+    compilerOptions: {
+      strict: true,
+      target: 'ES2022',
+      module: 'nodenext',
+      moduleResolution: 'nodenext',
+      lib: ['ES2022', 'ESNext.Disposable'],
+      types: ['node'],
+      typeRoots: [typeRoots],
+      outDir: 'out',
+      skipLibCheck: false,
+    },
+    files: ['main.ts'],
+  });
+
+/** (b) CommonJS, plain: require(), a lock, a second owner refused in a child with the documented code. */
+const CJS_MAIN = `
+const rw = require('runwarden');
+const { spawnSync } = require('node:child_process');
+const { mkdtempSync } = require('node:fs');
+const { join } = require('node:path');
+const { tmpdir } = require('node:os');
+const lockPath = join(mkdtempSync(join(tmpdir(), 'rw-cjs-')), 'run', rw.LOCK_FILE);
+const lock = rw.acquireLock(lockPath);
+const code = \`const rw = require('runwarden');
+try { rw.acquireLock(\${JSON.stringify(lockPath)}); console.log(JSON.stringify({ took: true })); }
+catch (e) { console.log(JSON.stringify({ name: e.name, code: e.code, base: e instanceof rw.RunwardenError, held: e instanceof rw.LockHeldError })); }\`;
+const child = spawnSync(process.execPath, ['-e', code], { encoding: 'utf8' });
+lock.release();
+console.log(JSON.stringify({ child: JSON.parse(child.stdout), probeAfter: rw.probeLock(lockPath).liveness, exports: typeof rw.startLeg }));
+`;
+
+/** (b) TypeScript CommonJS (module node16): type-checks, emits require(), runs. */
+const CJS_TS = `
+import { probeLock, RunwardenError, type ProbeResult } from 'runwarden';
+const r: ProbeResult = probeLock(process.argv[2] ?? '/nonexistent-rw/resume.lock');
+if (r.liveness === 'unknown') {
+  console.log(JSON.stringify({ liveness: r.liveness, reason: r.reason, base: typeof RunwardenError }));
+}
+`;
+/** The same project with a type error: tsc must reject it, or the types were never read. */
+const CJS_TS_BAD = `
+import { probeLock } from 'runwarden';
+const n: number = probeLock('/nonexistent-rw/resume.lock');
+console.log(n);
+`;
+const CJS_TSCONFIG = (typeRoots: string, file: string) =>
+  JSON.stringify({
+    compilerOptions: { strict: true, target: 'ES2022', module: 'node16', moduleResolution: 'node16', types: ['node'], typeRoots: [typeRoots], outDir: 'out', skipLibCheck: false },
+    files: [file],
+  });
+
+/** (c) Worker threads: an ESM worker holds, a CommonJS worker and the main thread probe. */
+const WORKER_MAIN = `
+import { Worker } from 'node:worker_threads';
+import { once } from 'node:events';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { probeLock } from 'runwarden';
+const lockPath = join(mkdtempSync(join(tmpdir(), 'rw-worker-')), 'run', 'resume.lock');
+const holder = new Worker(new URL('./holder-worker.mjs', import.meta.url), { workerData: { lockPath } });
+const [first] = await once(holder, 'message');
+const cjs = new Worker(new URL('./probe-worker.cjs', import.meta.url), { workerData: { lockPath } });
+const [fromCjsWorker] = await once(cjs, 'message');
+const fromMain = probeLock(lockPath).liveness;
+holder.postMessage('release');
+const [released] = await once(holder, 'message');
+const afterRelease = probeLock(lockPath).liveness;
+await holder.terminate();
+await cjs.terminate();
+console.log(JSON.stringify({ first, fromCjsWorker, fromMain, released, afterRelease }));
+`;
+const HOLDER_WORKER = `
+import { parentPort, workerData } from 'node:worker_threads';
+import { acquireLock } from 'runwarden';
+const lock = acquireLock(workerData.lockPath);
+parentPort.postMessage(lock.held ? 'held' : 'not held');
+parentPort.once('message', () => { lock.release(); parentPort.postMessage('released'); });
+`;
+const PROBE_WORKER = `
+const { parentPort, workerData } = require('node:worker_threads');
+const { probeLock } = require('runwarden');
+parentPort.postMessage(probeLock(workerData.lockPath).liveness);
+`;
+
+/** (d) The app an esbuild bundle is made of. */
+const BUNDLE_APP = `
+import { acquireLock, probeLock, setAddonPath, AddonLoadError } from 'runwarden';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+if (process.env.APP_ADDON) setAddonPath(process.env.APP_ADDON);
+const lockPath = join(mkdtempSync(join(tmpdir(), 'rw-bundle-')), 'run', 'resume.lock');
+try {
+  const lock = acquireLock(lockPath);
+  const seen = probeLock(lockPath).liveness;
+  lock.release();
+  console.log(JSON.stringify({ held: seen, after: probeLock(lockPath).liveness }));
+} catch (e) {
+  console.log(JSON.stringify({ name: e.name, code: e.code, addonLoadError: e instanceof AddonLoadError, message: e.message }));
+}
+`;
+
+/** (f) acquireLockAsync on a lock a child holds: the loop keeps ticking, then the signal aborts it. */
+const ASYNC_WAIT = `
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { acquireLockAsync, AbortError, RunwardenError } from 'runwarden';
+const lockPath = join(mkdtempSync(join(tmpdir(), 'rw-async-')), 'run', 'resume.lock');
+const holderCode = \`import('runwarden').then((m) => { m.acquireLock(\${JSON.stringify(lockPath)}); console.log('held'); process.stdin.resume(); process.stdin.on('end', () => process.exit(0)); })\`;
+const holder = spawn(process.execPath, ['-e', holderCode], { stdio: ['pipe', 'pipe', 'inherit'] });
+for await (const line of createInterface({ input: holder.stdout })) if (line === 'held') break;
+
+let ticks = 0;
+let reached;
+const twentyTicks = new Promise((r) => (reached = r));
+const interval = setInterval(() => { ticks++; if (ticks === 20) reached(); }, 10);
+const ac = new AbortController();
+let settled = false;
+const waiting = acquireLockAsync(lockPath, { timeoutMs: Infinity, signal: ac.signal }).finally(() => { settled = true; });
+waiting.catch(() => {});
+await twentyTicks;
+const pendingAfterTicks = !settled;
+const ticksWhileWaiting = ticks;
+ac.abort(new Error('enough'));
+let result;
+try {
+  const lock = await waiting;
+  lock.release();
+  result = { took: true };
+} catch (e) {
+  result = { name: e.name, code: e.code, abortError: e instanceof AbortError, base: e instanceof RunwardenError, cause: e.cause?.message };
+}
+clearInterval(interval);
+const probe = spawnSync(process.execPath, ['-e', \`import('runwarden').then((m) => console.log(m.probeLock(\${JSON.stringify(lockPath)}).liveness))\`], { encoding: 'utf8' });
+holder.stdin.end();
+console.log(JSON.stringify({ pendingAfterTicks, ticksWhileWaiting, result, holderStill: probe.stdout.trim() }));
+`;
+
+/** Under qemu: an arm64 node takes the lock through the package (its prebuild), holds until stdin ends. */
+const ARM64_HOLDER = `
+import { acquireLock } from 'runwarden';
+import { loadedAddonPath } from './node_modules/runwarden/dist/kernel/native.js';
+const lock = acquireLock(process.argv[2]);
+console.log(JSON.stringify({ arch: process.arch, node: process.version, addon: loadedAddonPath(), held: lock.held }));
+process.stdin.resume();
+process.stdin.on('end', () => { lock.release(); process.exit(0); });
+`;
+
+/** Which addon file a consumer's process loads: runs one probe, then asks the loader. */
+const WHICH_ADDON = `
+import { probeLock } from 'runwarden';
+import { loadedAddonPath } from './node_modules/runwarden/dist/kernel/native.js';
+const p = probeLock('/nonexistent-rw/resume.lock');
+console.log(JSON.stringify({ addon: loadedAddonPath(), liveness: p.liveness }));
+`;
+
+// ---------------------------------------------------------------- the shared consumer
+
+let shared: string | undefined;
+/** One project for (a)-(d) and (f): installed once. */
+function sharedConsumer(): string {
+  if (shared) return shared;
+  const { dir, install } = consumer('shared', {
+    'main.ts': ESM_TS,
+    'tsconfig.json': ESM_TSCONFIG(join(ROOT, 'node_modules', '@types')),
+    'cjs/package.json': JSON.stringify({ type: 'commonjs' }),
+    'cjs/main.js': CJS_MAIN,
+    'cjs/index.ts': CJS_TS,
+    'cjs/bad.ts': CJS_TS_BAD,
+    'cjs/tsconfig.json': CJS_TSCONFIG(join(ROOT, 'node_modules', '@types'), 'index.ts'),
+    'cjs/tsconfig.bad.json': CJS_TSCONFIG(join(ROOT, 'node_modules', '@types'), 'bad.ts'),
+    'worker-main.mjs': WORKER_MAIN,
+    'holder-worker.mjs': HOLDER_WORKER,
+    'probe-worker.cjs': PROBE_WORKER,
+    'app.mjs': BUNDLE_APP,
+    'async-wait.mjs': ASYNC_WAIT,
+    'arm64-holder.mjs': ARM64_HOLDER,
+    'which-addon.mjs': WHICH_ADDON,
+  });
+  ok(install, 'npm install of the tarball');
+  shared = dir;
+  return dir;
+}
+
+const TSC = join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
+/** esbuild's command: a JS shim or, after its postinstall, the native binary; both run directly. */
+const ESBUILD = join(ROOT, 'node_modules', '.bin', 'esbuild');
+
+describe('the packed tarball', () => {
+  it('carries the prebuilds, the public declarations (ESM and CJS), LICENSE and the install script; no maps, sources or tests', () => {
+    const p = pack();
+    const f = new Set(p.files);
+    for (const arch of p.arches) expect(f.has(`prebuilds/linux-${arch}/runwarden.node`), arch).toBe(true);
+    for (const must of ['LICENSE', 'README.md', 'package.json', 'binding.gyp', 'scripts/install.mjs', 'scripts/node-gyp.mjs', 'dist/index.js', 'dist/index.d.ts', 'dist/index.d.cts', 'bin/runwarden.js']) {
+      expect(f.has(must), must).toBe(true);
+    }
+    expect(p.files.filter((x) => x.endsWith('.map'))).toEqual([]);
+    expect(p.files.filter((x) => /^(src|test|bench|docs|\.ci)\//.test(x))).toEqual([]);
+    expect(p.files.filter((x) => x.startsWith('scripts/')).sort()).toEqual(['scripts/install.mjs', 'scripts/node-gyp.mjs']);
+    // Declarations: the CLI's and the server's are not public; every public .d.ts has its .d.cts twin.
+    expect(p.files.filter((x) => /^dist\/(cli|serve)\/.*\.d\.c?ts$/.test(x))).toEqual([]);
+    for (const d of p.files.filter((x) => x.endsWith('.d.ts'))) expect(f.has(d.replace(/\.d\.ts$/, '.d.cts')), d).toBe(true);
+    // Every relative import of a shipped declaration is shipped too.
+    const unpacked = join(work, 'unpacked');
+    mkdirSync(unpacked);
+    ok(run('tar', ['xzf', p.tarball, '-C', unpacked]), 'tar');
+    for (const d of p.files.filter((x) => /\.d\.c?ts$/.test(x))) {
+      const text = readFileSync(join(unpacked, 'package', d), 'utf8');
+      for (const m of text.matchAll(/from\s*['"](\.{1,2}\/[^'"]+)\.(c?js)['"]/g)) {
+        const target = join(dirname(d), `${m[1]}.d.${m[2] === 'cjs' ? 'cts' : 'ts'}`);
+        expect(f.has(target), `${d} imports ${target}`).toBe(true);
+      }
+    }
+    const pkg = JSON.parse(readFileSync(join(unpacked, 'package', 'package.json'), 'utf8')) as {
+      dependencies: Record<string, string>;
+      devDependencies?: Record<string, string>;
+      license: string;
+      repository?: unknown;
+      homepage?: string;
+      bugs?: unknown;
+    };
+    expect(Object.keys(pkg.dependencies)).not.toContain('node-gyp');
+    for (const [name, range] of Object.entries(pkg.dependencies)) expect(range, name).toMatch(/^\^\d+\.\d+\.\d+$/);
+    expect(readFileSync(join(unpacked, 'package', 'LICENSE'), 'utf8')).toMatch(new RegExp(`^${pkg.license} License`));
+    expect(pkg.repository).toBeDefined();
+    expect(pkg.homepage).toMatch(/^https:\/\//);
+    expect(pkg.bugs).toBeDefined();
+    // README images resolve off the registry page too.
+    const readme = readFileSync(join(unpacked, 'package', 'README.md'), 'utf8');
+    for (const m of readme.matchAll(/!\[[^\]]*\]\(([^)]+)\)/g)) expect(m[1], 'README image').toMatch(/^https:\/\//);
+    const size = readFileSync(p.tarball).length;
+    console.log(`tarball ${size} bytes, ${p.files.length} files`);
+  }, SLOW);
+
+  it('installs offline with only runtime dependencies, none of them node-gyp', () => {
+    const dir = sharedConsumer();
+    const ls = ok(run('npm', ['ls', '--omit=dev', '--all', '--parseable'], { cwd: dir }), 'npm ls').trim().split('\n').slice(1);
+    const names = ls.map((p) => p.slice(p.lastIndexOf('node_modules/') + 'node_modules/'.length)).sort();
+    expect(names).toEqual(['bindings', 'commander', 'file-uri-to-path', 'node-addon-api', 'runwarden']);
+    const du = ok(run('du', ['-sb', join(dir, 'node_modules')]), 'du');
+    console.log(`npm ls --omit=dev: ${names.length} packages, node_modules ${du.split('\t')[0]} bytes`);
+  }, SLOW);
+});
+
+describe('consumers of the installed tarball', () => {
+  it('(a) ESM TypeScript under tsc --strict: a lock with `using`, a leg through startLeg, child probes, PASS', () => {
+    const dir = sharedConsumer();
+    ok(run(process.execPath, [TSC, '-p', 'tsconfig.json'], { cwd: dir }), 'tsc (ESM, strict)');
+    const out = lastJson<Record<string, string>>(ok(run(process.execPath, ['out/main.js'], { cwd: dir }), 'ESM consumer'));
+    expect(out).toEqual({ locked: 'held', afterUsing: 'free', duringLeg: 'held', statusDuringLeg: 'RUNNING', status: 'PASS', after: 'free' });
+  }, SLOW);
+
+  it('(b) CommonJS: require() works, errors carry the documented class and code; a TypeScript module node16 project type-checks', () => {
+    const dir = sharedConsumer();
+    const out = lastJson<{ child: Record<string, unknown>; probeAfter: string; exports: string }>(ok(run(process.execPath, ['cjs/main.js'], { cwd: dir }), 'CJS consumer'));
+    expect(out).toEqual({ child: { name: 'LockHeldError', code: 'ELOCKHELD', base: true, held: true }, probeAfter: 'free', exports: 'function' });
+
+    ok(run(process.execPath, [TSC, '-p', 'cjs/tsconfig.json'], { cwd: dir }), 'tsc (CommonJS, module node16)');
+    const emitted = readFileSync(join(dir, 'cjs', 'out', 'index.js'), 'utf8');
+    expect(emitted).toMatch(/require\("runwarden"\)/);
+    const ran = lastJson<Record<string, string>>(ok(run(process.execPath, ['cjs/out/index.js'], { cwd: dir }), 'compiled CJS consumer'));
+    expect(ran).toEqual({ liveness: 'unknown', reason: 'missing', base: 'function' });
+    // The types are real: a wrong use is rejected.
+    const bad = run(process.execPath, [TSC, '-p', 'cjs/tsconfig.bad.json'], { cwd: dir });
+    expect(bad.status).not.toBe(0);
+    expect(bad.stdout).toMatch(/bad\.ts.*TS2322/);
+    expect(bad.stdout).not.toMatch(/TS1479|TS7016/);
+  }, SLOW);
+
+  it('(c) worker threads: an ESM worker holds, a CommonJS worker and the main thread see it held, then free', () => {
+    const dir = sharedConsumer();
+    const out = lastJson<Record<string, string>>(ok(run(process.execPath, ['worker-main.mjs'], { cwd: dir }), 'worker consumer'));
+    expect(out).toEqual({ first: 'held', fromCjsWorker: 'held', fromMain: 'held', released: 'released', afterRelease: 'free' });
+  }, SLOW);
+
+  it('(d) esbuild bundles (ESM and CJS) run away from node_modules with RUNWARDEN_ADDON or setAddonPath, and say what they tried without it', () => {
+    const dir = sharedConsumer();
+    const out = join(work, 'bundle');
+    mkdirSync(out);
+    ok(run(ESBUILD, ['app.mjs', '--bundle', '--platform=node', '--format=esm', `--outfile=${join(out, 'app.mjs')}`, '--log-level=error'], { cwd: dir }), 'esbuild esm');
+    ok(run(ESBUILD, ['app.mjs', '--bundle', '--platform=node', '--format=cjs', `--outfile=${join(out, 'app.cjs')}`, '--log-level=error'], { cwd: dir }), 'esbuild cjs');
+    copyFileSync(join(dir, 'node_modules', 'runwarden', 'prebuilds', `linux-${process.arch}`, 'runwarden.node'), join(out, 'runwarden.node'));
+    const env = { ...process.env, RUNWARDEN_ADDON: '' };
+    for (const bundle of ['app.mjs', 'app.cjs']) {
+      const withEnv = lastJson<Record<string, unknown>>(ok(run(process.execPath, [bundle], { cwd: out, env: { ...env, RUNWARDEN_ADDON: './runwarden.node' } }), `${bundle} + RUNWARDEN_ADDON`));
+      expect(withEnv, bundle).toEqual({ held: 'held', after: 'free' });
+      const withCall = lastJson<Record<string, unknown>>(ok(run(process.execPath, [bundle], { cwd: out, env: { ...env, APP_ADDON: join(out, 'runwarden.node') } }), `${bundle} + setAddonPath`));
+      expect(withCall, bundle).toEqual({ held: 'held', after: 'free' });
+      const without = lastJson<{ name: string; code: string; addonLoadError: boolean; message: string }>(ok(run(process.execPath, [bundle], { cwd: out, env }), `${bundle} alone`));
+      expect(without, bundle).toMatchObject({ name: 'AddonLoadError', code: 'ERR_RUNWARDEN_NATIVE', addonLoadError: true });
+      expect(without.message, bundle).toMatch(/RUNWARDEN_ADDON/);
+      expect(without.message, bundle).toMatch(bundle === 'app.cjs' ? /package directory is unknown/ : /prebuild: .*runwarden\.node is not there[\s\S]*compiled build/);
+      const wrong = lastJson<{ code: string; message: string }>(ok(run(process.execPath, [bundle], { cwd: out, env: { ...env, RUNWARDEN_ADDON: './nope.node' } }), `${bundle} + a wrong path`));
+      expect(wrong.code).toBe('ERR_RUNWARDEN_NATIVE');
+      expect(wrong.message).toContain(join(out, 'nope.node'));
+    }
+  }, SLOW);
+
+  it('(f) acquireLockAsync waits on a held lock while a 10 ms interval keeps ticking, then its signal aborts it and nothing is taken', () => {
+    const dir = sharedConsumer();
+    const out = lastJson<{ pendingAfterTicks: boolean; ticksWhileWaiting: number; result: Record<string, unknown>; holderStill: string }>(
+      ok(run(process.execPath, ['async-wait.mjs'], { cwd: dir }), 'async consumer'),
+    );
+    expect(out.pendingAfterTicks).toBe(true);
+    expect(out.ticksWhileWaiting).toBeGreaterThanOrEqual(20);
+    expect(out.result).toEqual({ name: 'AbortError', code: 'ABORT_ERR', abortError: true, base: true, cause: 'enough' });
+    expect(out.holderStill).toBe('held');
+  }, SLOW);
+});
+
+describe('installing without a compiler, and compiling without node-gyp in the dependencies', () => {
+  it('(e) with no C++ compiler, make or python on PATH the install succeeds and the prebuild is what loads', () => {
+    const bin = bareBin();
+    const env = { ...process.env, PATH: bin, CXX: '', CC: '' };
+    expect(run('sh', ['-c', 'command -v g++ || command -v c++ || command -v cc || command -v make || command -v python3'], { env }).status).not.toBe(0);
+    const { dir, install } = consumer('no-compiler', { 'which-addon.mjs': WHICH_ADDON }, env);
+    ok(install, 'install without a compiler');
+    expect(install.stdout + install.stderr).toMatch(/using the prebuilt addon prebuilds\/linux-x64\/runwarden\.node/);
+    expect(existsSync(join(dir, 'node_modules', 'runwarden', 'build'))).toBe(false);
+    const out = lastJson<{ addon: string; liveness: string }>(ok(run(process.execPath, ['which-addon.mjs'], { cwd: dir, env }), 'probe'));
+    expect(out).toEqual({ addon: join(realpathSync(dir), 'node_modules', 'runwarden', 'prebuilds', `linux-${process.arch}`, 'runwarden.node'), liveness: 'unknown' });
+  }, SLOW);
+
+  it('under --strict-allow-scripts with runwarden\'s install script denied, the install succeeds and the prebuild still loads', () => {
+    const { dir, install } = consumer('strict-denied', { 'which-addon.mjs': WHICH_ADDON }, process.env, { allow: false, strict: true });
+    ok(install, 'strict install with the script denied');
+    expect(install.stdout + install.stderr).not.toMatch(/using the prebuilt addon/);
+    expect(existsSync(join(dir, 'node_modules', 'runwarden', 'build'))).toBe(false);
+    const out = lastJson<{ addon: string; liveness: string }>(ok(run(process.execPath, ['which-addon.mjs'], { cwd: dir }), 'probe'));
+    expect(out).toEqual({ addon: join(realpathSync(dir), 'node_modules', 'runwarden', 'prebuilds', `linux-${process.arch}`, 'runwarden.node'), liveness: 'unknown' });
+  }, SLOW);
+
+  it('with no prebuild, `npm rebuild` compiles with npm\'s own node-gyp against local headers (no nodedir setting, nothing downloaded); with no compiler either it names what is missing and fails', (ctx: TestContext) => {
+    needs(ctx, 'cc');
+    const { dir, install } = consumer('compile', { 'which-addon.mjs': WHICH_ADDON });
+    ok(install, 'install');
+    const pkgDir = join(dir, 'node_modules', 'runwarden');
+    rmSync(join(pkgDir, 'prebuilds'), { recursive: true });
+    expect(existsSync(join(dir, 'node_modules', 'node-gyp'))).toBe(false);
+    // A HOME without ~/.npmrc: no nodedir setting, so only the install step's own
+    // search for local headers keeps node-gyp from downloading them.
+    const home = join(work, 'home-without-npmrc');
+    mkdirSync(home);
+    const { npm_config_nodedir: _unset, ...inherited } = process.env;
+    const rebuilt = run('npm', ['rebuild', 'runwarden', '--foreground-scripts', '--offline'], { cwd: dir, env: { ...inherited, HOME: home } });
+    ok(rebuilt, 'npm rebuild');
+    expect(existsSync(join(home, '.cache', 'node-gyp')), 'node-gyp downloaded headers').toBe(false);
+    expect(rebuilt.stdout + rebuilt.stderr).toMatch(/no usable prebuilt addon .*compiling it with node-gyp/);
+    const out = lastJson<{ addon: string; liveness: string }>(ok(run(process.execPath, ['which-addon.mjs'], { cwd: dir }), 'probe'));
+    expect(out).toEqual({ addon: join(realpathSync(dir), 'node_modules', 'runwarden', 'build', 'Release', 'runwarden.node'), liveness: 'unknown' });
+
+    rmSync(join(pkgDir, 'build'), { recursive: true });
+    const bare = run('npm', ['rebuild', 'runwarden', '--foreground-scripts'], { cwd: dir, env: { ...process.env, PATH: bareBin(), CXX: '', CC: '' } });
+    expect(bare.status).not.toBe(0);
+    const said = bare.stdout + bare.stderr;
+    expect(said).toMatch(/Missing: .*python3.*make.*a C\+\+ compiler \(g\+\+/);
+    expect(said).toMatch(/npm rebuild runwarden/);
+    const failed = lastJson<{ code?: string }>(
+      run(process.execPath, ['-e', `import('runwarden').then((m) => { try { m.probeLock('/x/resume.lock'); console.log('{}') } catch (e) { console.log(JSON.stringify({ code: e.code })) } })`], { cwd: dir }).stdout,
+    );
+    expect(failed).toEqual({ code: 'ERR_RUNWARDEN_NATIVE' });
+  }, SLOW);
+});
+
+describe('the linux-arm64 prebuild', () => {
+  it('runs under qemu-user-static with Debian\'s arm64 node: an arm64 leg holds, an x86-64 probe sees it', async (ctx: TestContext) => {
+    needs(ctx, 'cc-arm64', 'qemu-arm64', 'node-arm64');
+    const dir = sharedConsumer();
+    expect(pack().files).toContain('prebuilds/linux-arm64/runwarden.node');
+    const root = arm64NodeRoot();
+    const lockPath = join(mkdtempSync(join(work, 'arm64-')), 'run', 'resume.lock');
+    const proc = spawn('qemu-aarch64-static', ['-L', root, join(root, 'usr', 'bin', 'node'), 'arm64-holder.mjs', lockPath], { cwd: dir, stdio: ['pipe', 'pipe', 'pipe'] });
+    let stderr = '';
+    proc.stderr.on('data', (b: Buffer) => (stderr += b.toString()));
+    const exited = new Promise<number | null>((r) => proc.once('exit', (code) => r(code)));
+    let first: string | undefined;
+    for await (const line of createInterface({ input: proc.stdout })) {
+      first = line;
+      break;
+    }
+    expect(first, stderr).toBeDefined();
+    const said = JSON.parse(first as string) as { arch: string; node: string; addon: string; held: boolean };
+    expect(said).toMatchObject({ arch: 'arm64', held: true, addon: join(realpathSync(dir), 'node_modules', 'runwarden', 'prebuilds', 'linux-arm64', 'runwarden.node') });
+    console.log(`arm64 under qemu: node ${said.node}`);
+    const probe = (): string =>
+      ok(run(process.execPath, ['-e', `import('runwarden').then((m) => console.log(m.probeLock(${JSON.stringify(lockPath)}).liveness))`], { cwd: dir }), 'x64 probe').trim();
+    expect(probe()).toBe('held');
+    proc.stdin.end();
+    expect(await exited, stderr).toBe(0);
+    expect(probe()).toBe('free');
+  }, SLOW);
+});
+
+describe('the loader, in this checkout', () => {
+  const index = join(ROOT, 'dist', 'index.js');
+  const built = join(ROOT, 'build', 'Release', 'runwarden.node');
+  const script = (body: string): string => `const m = await import(${JSON.stringify(index)}); const out = {}; ${body}; console.log(JSON.stringify(out));`;
+  const node = (body: string, env: NodeJS.ProcessEnv = {}): Record<string, unknown> =>
+    lastJson(ok(run(process.execPath, ['--input-type=module', '-e', script(body)], { env: { ...process.env, RUNWARDEN_ADDON: '', ...env } }), 'loader script'));
+
+  it('setAddonPath: before the first load it chooses; after it, the same path is a no-op and another throws AddonLoadError', () => {
+    const out = node(`
+      m.setAddonPath(${JSON.stringify(built)});
+      out.first = m.probeLock('/nonexistent-rw/resume.lock').liveness;
+      m.setAddonPath(${JSON.stringify(built)});
+      try { m.setAddonPath('/elsewhere/runwarden.node'); out.other = 'accepted'; } catch (e) { out.other = e.code; out.says = e.message; }
+      try { m.setAddonPath(''); } catch (e) { out.empty = e.name; }`);
+    expect(out).toMatchObject({ first: 'unknown', other: 'ERR_RUNWARDEN_NATIVE', empty: 'TypeError' });
+    expect(out['says']).toContain(built);
+  });
+
+  it('RUNWARDEN_ADDON naming a file that is not an addon fails with that path, and nothing else is tried', () => {
+    const notAddon = join(work, 'not-an-addon.node');
+    writeFileSync(notAddon, 'not ELF\n');
+    const out = node(`try { m.probeLock('/nonexistent-rw/resume.lock'); out.loaded = true; } catch (e) { out.code = e.code; out.message = e.message; }`, { RUNWARDEN_ADDON: notAddon });
+    expect(out['code']).toBe('ERR_RUNWARDEN_NATIVE');
+    expect(out['message']).toContain(notAddon);
+    expect(out['message']).toMatch(/chosen by RUNWARDEN_ADDON; nothing else was tried/);
+  });
+
+  it('without a choice or a prebuild it loads the compiled build through bindings', () => {
+    const out = node(`m.probeLock('/nonexistent-rw/resume.lock'); out.addon = (await import(${JSON.stringify(join(ROOT, 'dist', 'kernel', 'native.js'))})).loadedAddonPath();`);
+    expect(out).toEqual({ addon: built });
+  });
+});
