@@ -17,7 +17,7 @@
  *
  * Internal to runwarden (not exported from the package).
  */
-import { closeSync, lstatSync } from 'node:fs';
+import { lstatSync } from 'node:fs';
 import { basename, dirname } from 'node:path';
 import { NativeError } from '../contract/errors.js';
 import { nameBytes } from '../contract/names.js';
@@ -112,9 +112,12 @@ export function errnoCode(err: unknown): string {
 /** Closes a descriptor this process opened, ignoring errors (nothing is written through it here). */
 export function closeFd(fd: number): void {
   try {
-    closeSync(fd);
-  } catch {
-    /* already closed or never valid: nothing to lose */
+    // The addon's close: a worker thread's fs warns when it closes a descriptor it did not open.
+    native().closeFd(fd);
+  } catch (e) {
+    // The kernel's refusal (EIO on a network filesystem): nothing was written through it here.
+    // Anything else (a stale addon without closeFd) must not turn into a silent leak.
+    if (!(e instanceof NativeError)) throw e;
   }
 }
 

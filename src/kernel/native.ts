@@ -117,6 +117,8 @@ export interface NativeBinding {
   unlinkAt(dirfd: number, name: string | Buffer): boolean;
   /** fstatat(dirfd, name, AT_SYMLINK_NOFOLLOW) as [dev, ino], or null when absent. Throws NativeError. */
   identityAt(dirfd: number, name: string | Buffer): [bigint, bigint] | null;
+  /** close(2) of a descriptor the addon opened (EINTR and EBADF are not errors). Throws NativeError otherwise. */
+  closeFd(fd: number): void;
   /**
    * Allocates the blocks of `[offset, offset + length)` of the open file `fd`
    * without changing its size (linux `fallocate(FALLOC_FL_KEEP_SIZE)`,

@@ -18,7 +18,7 @@
  *
  * Internal to runwarden (not exported from the package).
  */
-import { closeSync, constants, fstatSync, readSync, type Stats } from 'node:fs';
+import { constants, fstatSync, readSync, type Stats } from 'node:fs';
 import { basename, dirname } from 'node:path';
 import { RunFileError } from '../contract/errors.js';
 import { closeFd, errnoCode, kindOfEntry, openAt, openDirNoFollow, runDirPath } from './dirfd.js';
@@ -86,12 +86,12 @@ export function openForReadAt(dirfd: number, name: string, label: string, path: 
   try {
     st = fstatSync(fd);
   } catch (err) {
-    closeSync(fd);
+    closeFd(fd);
     const code = (err as NodeJS.ErrnoException).code ?? 'EIO';
     throw new RunFileError(`cannot stat ${label}: ${code}`, 'EREAD', path, { errno: code });
   }
   if (!st.isFile()) {
-    closeSync(fd);
+    closeFd(fd);
     const kind = kindOfStats(st);
     throw new RunFileError(`${label} is a ${kind}, not a regular file`, 'ENOTREGULAR', path, { kind });
   }
@@ -123,7 +123,7 @@ export function readAt(fd: number, buf: Buffer, offset: number, length: number, 
 /** Closes a descriptor, ignoring errors (nothing was written through it). */
 export function closeQuietly(fd: number): void {
   try {
-    closeSync(fd);
+    closeFd(fd);
   } catch {
     /* a read-only descriptor: nothing to lose */
   }

@@ -22,7 +22,7 @@
  *   (openat, fstatat), so a run directory swapped for a symlink cannot make
  *   a leg create or lock a file outside the runs root.
  */
-import { closeSync, constants, fstatSync, ftruncateSync, mkdirSync, readSync, writeSync } from 'node:fs';
+import { constants, fstatSync, ftruncateSync, mkdirSync, readSync, writeSync } from 'node:fs';
 import { basename, dirname, resolve } from 'node:path';
 import { AbortError, LockFileError, LockHeldError, NativeError, RunwardenError, UnsupportedPlatformError, WriteError } from '../contract/errors.js';
 import { closeFd, errnoCode, identityAt, kindOfEntry, openAt, openDirNoFollow, runDirPath } from '../kernel/dirfd.js';
@@ -159,7 +159,7 @@ function openLockFile(at: number, path: string): number {
   }
   const st = fstatSync(fd);
   if (!st.isFile()) {
-    closeSync(fd);
+    closeFd(fd);
     throw notRegular(path, kindOfStats(st));
   }
   return fd;
@@ -430,7 +430,7 @@ function lockOnce(at: number, lockPath: string, pid: number, retryMs: number): T
         /* close below releases it */
       }
     }
-    closeSync(fd);
+    closeFd(fd);
     throw err;
   }
 
@@ -503,6 +503,6 @@ function unlockAndClose(fd: number): void {
   try {
     native().flock(fd, nativeConstants().flockOp.Unlock);
   } finally {
-    closeSync(fd);
+    closeFd(fd);
   }
 }

@@ -35,7 +35,7 @@
  *   EDQUOT), and the fragment left behind is ended by the next append's
  *   leading newline.
  */
-import { closeSync, constants, fstatSync, fsyncSync, ftruncateSync, readSync, writeSync } from 'node:fs';
+import { constants, fstatSync, fsyncSync, ftruncateSync, readSync, writeSync } from 'node:fs';
 import { basename, dirname } from 'node:path';
 import { closeFd, errnoCode, identityAt, openAt, openDirNoFollow, runDirPath } from '../kernel/dirfd.js';
 import { RunFileError, WriteError } from '../contract/errors.js';
@@ -125,7 +125,7 @@ function openTarget(at: number, path: string): Target {
   }
   const st = fstatSync(fd);
   if (!st.isFile()) {
-    closeSync(fd);
+    closeFd(fd);
     throw new RunFileError(`"${path}" is not a regular file; refusing to write events to it`, 'ENOTREGULAR', path);
   }
   let needsNewline = false;
@@ -136,7 +136,7 @@ function openTarget(at: number, path: string): Target {
       readSync(rfd, last, 0, 1, st.size - 1);
       needsNewline = last[0] !== 0x0a;
     } finally {
-      closeSync(rfd);
+      closeFd(rfd);
     }
   }
   return { fd, dev: st.dev, ino: st.ino, needsNewline, reserve: { state: 'kept' } };
@@ -206,7 +206,7 @@ export function openStreamWriter(path: string, runId: string, at?: number): Stre
       }
       if (replacement(dirfd, path, t)) {
         const next = openTarget(dirfd, path);
-        closeSync(t.fd);
+        closeFd(t.fd);
         t = next;
       }
       const bytes = Buffer.from((t.needsNewline ? '\n' : '') + line + '\n', 'utf8');
@@ -252,7 +252,7 @@ export function openStreamWriter(path: string, runId: string, at?: number): Stre
       } catch {
         /* the room stays allocated; the stream is unchanged either way */
       } finally {
-        closeSync(t.fd);
+        closeFd(t.fd);
         if (at === undefined) closeFd(dirfd);
       }
     },

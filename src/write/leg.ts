@@ -18,7 +18,7 @@
  * the group (setsid), and readers can still find it.
  */
 import { spawn } from 'node:child_process';
-import { closeSync, constants, fstatSync, fsyncSync, mkdirSync, statSync, writeSync } from 'node:fs';
+import { constants, fstatSync, fsyncSync, mkdirSync, statSync, writeSync } from 'node:fs';
 import { constants as osConstants } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import type { Writable } from 'node:stream';
@@ -121,7 +121,7 @@ function writePgid(at: number, pgid: number): void {
       writeSync(fd, `${pgid}\n`);
       fsyncSync(fd);
     } finally {
-      closeSync(fd);
+      closeFd(fd);
     }
     renameAt(at, tmp, PGID_FILE);
   } catch (e) {
