@@ -29,7 +29,7 @@ import { foreignHolder } from '../kernel/holders.js';
 import { closeQuietly, openForRead, readAt } from '../kernel/open.js';
 import { probeLock, type ProbeResult } from '../lock/probe.js';
 import { readSnapshot, type SnapshotRead } from '../read/snapshot.js';
-import { readLastLeg, type TailFacts } from '../read/tail.js';
+import { readLastLeg, rereadLastLeg, type TailFacts } from '../read/tail.js';
 import { buildReport } from './report.js';
 
 /** Test seams for {@link runStatus}. */
@@ -92,9 +92,10 @@ function lockLabel(lockPath: string): number | undefined {
 /** How many times a probe that answered free may be followed by a changed leg before giving up. */
 const CONFIRM_ROUNDS = 5;
 
-function readTail(runId: string, eventsPath: string): TailFacts {
+/** The last leg, afresh, or (with `previous`) again: unchanged bytes are not read twice. */
+function readTail(runId: string, eventsPath: string, previous?: TailFacts): TailFacts {
   try {
-    return readLastLeg(eventsPath);
+    return previous === undefined ? readLastLeg(eventsPath) : rereadLastLeg(eventsPath, previous);
   } catch (err) {
     if (err instanceof StreamError) {
       const denied = err.code === 'EREAD' && isPermissionErrno(err.errno);
@@ -130,7 +131,7 @@ export function inspectRun(runDir: string, options: RunStatusOptions = {}): Insp
     if (answer.liveness === 'free') answer = unlessReplaced(lockPath, answer);
     if (answer.liveness !== 'free') return done(tail, snapshot, answer);
     // Read, probe, confirm: free counts only if the same leg is still open now.
-    const again = readTail(runId, eventsPath);
+    const again = readTail(runId, eventsPath, tail);
     if (again.leg.open && again.leg.legOffset === tail.leg.legOffset) return done(again, snapshot, answer);
     // The leg ended, or a new one began, between the read and the probe: derive again.
     tail = again;
