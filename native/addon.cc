@@ -34,6 +34,7 @@
 
 #include "facts.h"
 #include "platform.h"
+#include "scan.h"
 
 namespace {
 
@@ -377,6 +378,7 @@ Napi::Object Register(Napi::Env env, Napi::Object exports) {
   exports.Set("hasFlock", Napi::Boolean::New(env, rw::kHasFlock));
   exports.Set("platform", Napi::String::New(env, rw::kPlatformName));
   exports.Set("constants", Constants(env));
+  rw::RegisterScan(env, exports);
   return exports;
 }
 

@@ -84,6 +84,12 @@ export interface NativeBinding {
    * list for this call only (a test seam).
    */
   probeFacts(lockPath: string, localTypes?: Uint32Array | string[]): number;
+  /**
+   * The greatest index below `end` at which one of `needles` begins inside
+   * `haystack`, or -1. `needles` packs 1 to 8 patterns of 1 to 64 bytes as
+   * [length byte][bytes]…. A byte search, nothing more (the tail reader's).
+   */
+  lastMatch(haystack: Uint8Array, end: number, needles: Uint8Array): number;
   readonly hasFlock: boolean;
   readonly platform: 'linux' | 'darwin' | 'other';
   /** Frozen; read through {@link nativeConstants}, which has checked it. */

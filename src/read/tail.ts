@@ -36,6 +36,7 @@
  */
 import { lineTooLong, MAX_LINE_BYTES, parseLine, type StreamEvent } from '../contract/events.js';
 import { StreamFold, type LastLeg } from '../contract/fold.js';
+import { native } from '../kernel/native.js';
 import { closeQuietly, type OpenFile } from '../kernel/open.js';
 import { foldRange, openStream, readStreamBytes, shrank } from './stream.js';
 import { foldLines, LineSplitter } from './lines.js';
@@ -54,12 +55,29 @@ export const DENSE_BYTES = 16 * 1024;
 /**
  * Byte strings one of which every candidate line holds: `run_started`,
  * `run_finished`, `gate_paused` spelled literally contain them, and any
- * other spelling needs a `\u` escape. Short on purpose: Node searches a
- * pattern under 7 bytes with memchr, one of 7 or more with a slower search.
+ * other spelling needs a `\u` escape. Searched all at once by the addon's
+ * `lastMatch` (one pass, several GB/s), packed as [length][bytes]….
  */
-const NEEDLES = [Buffer.from('n_st'), Buffer.from('n_fi'), Buffer.from('te_pa'), Buffer.from('\\u')];
+const NEEDLES = ['n_st', 'n_fi', 'te_pa', '\\u'].map((s) => Buffer.from(s, 'latin1'));
+const PACKED = Buffer.concat(NEEDLES.flatMap((n) => [Buffer.from([n.length]), n]));
 /** Bytes a window keeps beyond its chunk, so a needle that crosses a chunk boundary is still seen. */
 const CARRY = Math.max(...NEEDLES.map((n) => n.length)) - 1;
+/**
+ * Read buffers shared by every call: readLastLeg is synchronous and calls
+ * nothing that could re-enter it, and no result refers to them. Two for the
+ * windows of a long walk (each new window keeps a few bytes of the last),
+ * one for the file's last chunk.
+ */
+const shared = { tail: Buffer.alloc(0), windows: [Buffer.alloc(0), Buffer.alloc(0)] as [Buffer, Buffer] };
+
+function sharedBuffer(which: 'tail' | 0 | 1, len: number): Buffer {
+  const cur = which === 'tail' ? shared.tail : shared.windows[which];
+  if (cur.length >= len) return cur.subarray(0, len);
+  const grown = Buffer.allocUnsafe(which === 'tail' ? Math.max(len, FIRST_TAIL_CHUNK) : MAX_TAIL_CHUNK + CARRY);
+  if (which === 'tail') shared.tail = grown;
+  else shared.windows[which] = grown;
+  return grown.subarray(0, len);
+}
 /** Leg events kept from the walk; beyond this the tail folds every line from the restart point instead. */
 const MAX_KEPT = 1024;
 
@@ -120,6 +138,7 @@ class BackScan {
   readonly tail: Buffer;
   readonly tailStart: number;
   private chunk: number;
+  private flip: 0 | 1 = 0;
 
   constructor(
     private readonly fd: number,
@@ -130,7 +149,7 @@ class BackScan {
     this.chunk = firstChunk;
     const len = Math.min(size, firstChunk);
     this.tailStart = size - len;
-    this.tail = Buffer.allocUnsafe(len);
+    this.tail = sharedBuffer('tail', len);
     this.read(this.tail, len, this.tailStart);
     this.win = this.tail;
     this.winStart = this.tailStart;
@@ -148,7 +167,8 @@ class BackScan {
     this.chunk = Math.min(this.chunk * 2, MAX_TAIL_CHUNK);
     const add = Math.min(this.winStart, this.chunk);
     const keep = Math.min(CARRY, this.winEnd - this.winStart);
-    const next = Buffer.allocUnsafe(add + keep);
+    const next = sharedBuffer(this.flip, add + keep);
+    this.flip = this.flip === 0 ? 1 : 0;
     this.read(next, add, this.winStart - add);
     this.win.copy(next, add, 0, keep);
     this.chunkEnd = this.winStart;
@@ -161,14 +181,10 @@ class BackScan {
   /** The greatest file offset below `limit` where a needle starts, or -1. */
   prevCandidate(limit: number): number {
     for (;;) {
-      const bound = Math.min(limit, this.chunkEnd) - 1 - this.winStart;
-      if (bound >= 0) {
-        let best = -1;
-        for (const n of NEEDLES) {
-          const i = this.win.lastIndexOf(n, bound);
-          if (i > best && this.winStart + i + n.length <= this.winEnd) best = i;
-        }
-        if (best >= 0) return this.winStart + best;
+      const end = Math.min(limit, this.chunkEnd) - this.winStart;
+      if (end > 0) {
+        const i = native().lastMatch(this.win, end, PACKED);
+        if (i >= 0) return this.winStart + i;
       }
       if (!this.back()) return -1;
     }
