@@ -10,9 +10,9 @@
 import type { Command } from 'commander';
 import type { SkipKind } from '../../contract/errors.js';
 import { STATUS_WORD, type RunReport, type Status } from '../../contract/types.js';
-import { runsDocument, type RunList } from '../../status/list.js';
-import { out, printJson } from '../io.js';
-import { listRunsOrExplain, rootFrom, selectionFrom } from '../target.js';
+import { writeRunsDocument, type RunList } from '../../status/list.js';
+import { out } from '../io.js';
+import { asUsage, listRunsOrExplain, rootFrom, selectionFrom } from '../target.js';
 import { dim, formatCost, paint, printable, quietOnClosedPipe, STATE_COLOR, statusWord, useColor } from '../term.js';
 
 function nodesCell(r: RunReport): string {
@@ -113,12 +113,23 @@ export function registerRuns(program: Command): void {
     .action((opts: { root?: string; json?: boolean; showSkipped?: boolean; status?: string; graph?: string; id?: string; limit?: string; before?: string }) => {
       quietOnClosedPipe();
       const select = selectionFrom(opts);
-      const list = listRunsOrExplain(rootFrom(opts.root), select);
       if (opts.json) {
-        if (list.missing) process.stderr.write(`runwarden: note: ${list.root} does not exist; no runs\n`);
-        printJson(runsDocument(list));
+        // Streamed a report at a time (status/list.ts writeRunsDocument), in writes of about 1 MiB.
+        let pending = '';
+        const listed = asUsage(() =>
+          writeRunsDocument(rootFrom(opts.root), select === undefined ? {} : { select }, (text) => {
+            pending += text;
+            if (pending.length >= 1 << 20) {
+              process.stdout.write(pending);
+              pending = '';
+            }
+          }),
+        );
+        if (listed.missing) process.stderr.write(`runwarden: note: ${listed.root} does not exist; no runs\n`);
+        process.stdout.write(pending + '\n');
         return;
       }
+      const list = listRunsOrExplain(rootFrom(opts.root), select);
       for (const line of renderRuns(list, { color: useColor(), showSkipped: opts.showSkipped === true, filtered: select !== undefined })) out(line);
     });
 }
