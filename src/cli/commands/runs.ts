@@ -7,6 +7,7 @@
  * term.ts's one rule (FORCE_COLOR, NO_COLOR, a terminal); nothing here
  * writes to disk.
  */
+import { writeSync } from 'node:fs';
 import type { Command } from 'commander';
 import type { SkipKind } from '../../contract/errors.js';
 import { STATUS_WORD, type RunReport, type Status } from '../../contract/types.js';
@@ -36,6 +37,34 @@ const ORDER: (Status | null)[] = ['PLANNING', 'RUNNING', 'ABANDONED', 'PAUSED', 
 const WORD: Record<string, string> = { ...STATUS_WORD, null: 'without a status yet' };
 
 /** The closing line: how many runs are shown (by status) and how many were skipped, and why. */
+const sleeper = new Int32Array(new SharedArrayBuffer(4));
+
+/**
+ * Writes to stdout before returning, whatever stdout is. process.stdout.write
+ * queues what a pipe cannot take at once, so a large document into a slow
+ * reader was held in memory whole (360 MB at 100,000 runs); this waits for
+ * the pipe instead. A reader that went away (EPIPE) ends the command quietly,
+ * as quietOnClosedPipe does for the other writes.
+ */
+function writeStdoutSync(text: string): void {
+  const buf = Buffer.from(text, 'utf8');
+  let off = 0;
+  while (off < buf.length) {
+    try {
+      off += writeSync(1, buf, off, buf.length - off);
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code;
+      if (code === 'EAGAIN') {
+        Atomics.wait(sleeper, 0, 0, 1);
+        continue;
+      }
+      if (code === 'EPIPE') process.exit(typeof process.exitCode === 'number' ? process.exitCode : 0);
+      process.stderr.write(`runwarden: cannot write output: ${code ?? String(e)}\n`);
+      process.exit(1);
+    }
+  }
+}
+
 export function closingLine(list: RunList, showSkipped: boolean): string {
   const counts = new Map<string, number>();
   for (const r of list.runs) counts.set(String(r.status), (counts.get(String(r.status)) ?? 0) + 1);
@@ -120,13 +149,13 @@ export function registerRuns(program: Command): void {
           writeRunsDocument(rootFrom(opts.root), select === undefined ? {} : { select }, (text) => {
             pending += text;
             if (pending.length >= 1 << 20) {
-              process.stdout.write(pending);
+              writeStdoutSync(pending);
               pending = '';
             }
           }),
         );
         if (listed.missing) process.stderr.write(`runwarden: note: ${listed.root} does not exist; no runs\n`);
-        process.stdout.write(pending + '\n');
+        writeStdoutSync(pending + '\n');
         return;
       }
       const list = listRunsOrExplain(rootFrom(opts.root), select);
