@@ -46,8 +46,7 @@ const sleeper = new Int32Array(new SharedArrayBuffer(4));
  * the pipe instead. A reader that went away (EPIPE) ends the command quietly,
  * as quietOnClosedPipe does for the other writes.
  */
-function writeStdoutSync(text: string): void {
-  const buf = Buffer.from(text, 'utf8');
+function writeStdoutSync(buf: Buffer): void {
   let off = 0;
   while (off < buf.length) {
     try {
@@ -143,19 +142,22 @@ export function registerRuns(program: Command): void {
       quietOnClosedPipe();
       const select = selectionFrom(opts);
       if (opts.json) {
-        // Streamed a report at a time (status/list.ts writeRunsDocument), in writes of about 1 MiB.
-        let pending = '';
-        const listed = asUsage(() =>
-          writeRunsDocument(rootFrom(opts.root), select === undefined ? {} : { select }, (text) => {
-            pending += text;
-            if (pending.length >= 1 << 20) {
-              writeStdoutSync(pending);
-              pending = '';
-            }
-          }),
-        );
+        // Streamed a report at a time (status/list.ts writeRunsDocument), encoded at once into a
+        // 1 MiB buffer written when full: each report's text dies young, so the heap stays small.
+        const buf = Buffer.allocUnsafe(1 << 20);
+        let used = 0;
+        const put = (text: string): void => {
+          if (used + Buffer.byteLength(text) > buf.length) {
+            writeStdoutSync(buf.subarray(0, used));
+            used = 0;
+          }
+          if (Buffer.byteLength(text) > buf.length) writeStdoutSync(Buffer.from(text));
+          else used += buf.write(text, used);
+        };
+        const listed = asUsage(() => writeRunsDocument(rootFrom(opts.root), select === undefined ? {} : { select }, put));
         if (listed.missing) process.stderr.write(`runwarden: note: ${listed.root} does not exist; no runs\n`);
-        writeStdoutSync(pending + '\n');
+        put('\n');
+        writeStdoutSync(buf.subarray(0, used));
         return;
       }
       const list = listRunsOrExplain(rootFrom(opts.root), select);
