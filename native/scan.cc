@@ -17,61 +17,56 @@
 
 namespace {
 
-typedef int8_t v16 __attribute__((vector_size(16)));
-
 constexpr size_t kMaxNeedles = 8;
 constexpr size_t kMaxNeedleLen = 64;
 
 struct Needle {
   const uint8_t* bytes;
   size_t len;
-  v16 first;
-  v16 second;
-  v16 last;
 };
-
-inline v16 Load(const uint8_t* p) {
-  v16 v;
-  memcpy(&v, p, sizeof v);
-  return v;
-}
-
-inline v16 Splat(uint8_t c) {
-  v16 v;
-  memset(&v, c, sizeof v);
-  return v;
-}
-
-inline bool Any(v16 v) {
-  uint64_t w[2];
-  memcpy(w, &v, sizeof w);
-  return (w[0] | w[1]) != 0;
-}
 
 inline bool MatchAt(const uint8_t* h, size_t hlen, size_t i, const Needle& n) {
   return i + n.len <= hlen && memcmp(h + i, n.bytes, n.len) == 0;
 }
 
 // The greatest i < end with some needle at h[i, i + len) inside h[0, hlen); -1 if none.
-int64_t LastMatch(const uint8_t* h, size_t hlen, size_t end, const Needle* ns, size_t count, size_t maxlen) {
+// W bytes per step: a candidate needs the needle's first, second and last byte in place.
+template <size_t W>
+inline __attribute__((always_inline)) int64_t LastMatchW(const uint8_t* h, size_t hlen, size_t end, const Needle* ns, size_t count, size_t maxlen) {
+  typedef int8_t vec __attribute__((vector_size(W)));
+// Plain statements, not helper functions: a helper returning a 32-byte vector would not share the caller's AVX2 target.
+#define RW_LOAD(v, p) memcpy(&(v), (p), sizeof(v))
+#define RW_SPLAT(v, c) memset(&(v), (c), sizeof(v))
+  vec first[kMaxNeedles], second[kMaxNeedles], last[kMaxNeedles];
+  for (size_t k = 0; k < count; k++) {
+    RW_SPLAT(first[k], ns[k].bytes[0]);
+    RW_SPLAT(second[k], ns[k].bytes[ns[k].len > 1 ? 1 : 0]);
+    RW_SPLAT(last[k], ns[k].bytes[ns[k].len - 1]);
+  }
   size_t i = end;
-  // Positions whose 16-byte loads (plus a needle's length) would run past the buffer: one by one.
-  while (i > 0 && i + 16 + maxlen > hlen) {
+  // Positions whose loads (plus a needle's length) would run past the buffer: one by one.
+  while (i > 0 && i + W + maxlen > hlen) {
     i--;
     for (size_t k = 0; k < count; k++) {
       if (MatchAt(h, hlen, i, ns[k])) return static_cast<int64_t>(i);
     }
   }
-  while (i >= 16) {
-    const size_t b = i - 16;
-    const v16 f = Load(h + b);
-    v16 acc = Splat(0);
+  while (i >= W) {
+    const size_t b = i - W;
+    vec f, s, l, acc;
+    RW_LOAD(f, h + b);
+    RW_LOAD(s, h + b + 1);
+    RW_SPLAT(acc, 0);
     for (size_t k = 0; k < count; k++) {
-      const Needle& n = ns[k];
-      acc |= (f == n.first) & (Load(h + b + 1) == n.second) & (Load(h + b + n.len - 1) == n.last);
+      RW_LOAD(l, h + b + ns[k].len - 1);
+      acc |= (f == first[k]) & (s == second[k]) & (l == last[k]);
     }
-    if (Any(acc)) {
-      for (size_t j = 16; j-- > 0;) {
+    uint64_t w[W / 8];
+    memcpy(w, &acc, sizeof w);
+    uint64_t any = 0;
+    for (size_t q = 0; q < W / 8; q++) any |= w[q];
+    if (any != 0) {
+      for (size_t j = W; j-- > 0;) {
         for (size_t k = 0; k < count; k++) {
           if (MatchAt(h, hlen, b + j, ns[k])) return static_cast<int64_t>(b + j);
         }
@@ -86,7 +81,28 @@ int64_t LastMatch(const uint8_t* h, size_t hlen, size_t end, const Needle* ns, s
     }
   }
   return -1;
+#undef RW_LOAD
+#undef RW_SPLAT
 }
+
+int64_t LastMatch16(const uint8_t* h, size_t hlen, size_t end, const Needle* ns, size_t count, size_t maxlen) {
+  return LastMatchW<16>(h, hlen, end, ns, count, maxlen);
+}
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+// 32 bytes a step where the CPU has AVX2 (checked once, at run time); same answers.
+__attribute__((target("avx2"))) int64_t LastMatch32(const uint8_t* h, size_t hlen, size_t end, const Needle* ns, size_t count, size_t maxlen) {
+  return LastMatchW<32>(h, hlen, end, ns, count, maxlen);
+}
+int64_t LastMatch(const uint8_t* h, size_t hlen, size_t end, const Needle* ns, size_t count, size_t maxlen) {
+  static const bool avx2 = __builtin_cpu_supports("avx2");
+  return avx2 ? LastMatch32(h, hlen, end, ns, count, maxlen) : LastMatch16(h, hlen, end, ns, count, maxlen);
+}
+#else
+int64_t LastMatch(const uint8_t* h, size_t hlen, size_t end, const Needle* ns, size_t count, size_t maxlen) {
+  return LastMatch16(h, hlen, end, ns, count, maxlen);
+}
+#endif
 
 // lastMatch(haystack, end, needles): the greatest index below `end` at which
 // one of `needles` begins in `haystack`, or -1. `needles` packs the patterns as
@@ -122,7 +138,7 @@ Napi::Value LastMatchJs(const Napi::CallbackInfo& info) {
       e.ThrowAsJavaScriptException();
       return env.Undefined();
     }
-    ns[count] = Needle{p + at + 1, len, Splat(p[at + 1]), Splat(p[at + (len > 1 ? 2 : 1)]), Splat(p[at + len])};
+    ns[count] = Needle{p + at + 1, len};
     if (len > maxlen) maxlen = len;
     count++;
     at += 1 + len;
