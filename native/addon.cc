@@ -36,6 +36,7 @@
 #include "facts.h"
 #include "platform.h"
 #include "reserve.h"
+#include "scan.h"
 
 namespace {
 
@@ -423,6 +424,7 @@ Napi::Object Register(Napi::Env env, Napi::Object exports) {
   exports.Set("hasFlock", Napi::Boolean::New(env, rw::kHasFlock));
   exports.Set("platform", Napi::String::New(env, rw::kPlatformName));
   exports.Set("constants", Constants(env));
+  rw::RegisterScan(env, exports);
   return exports;
 }
 

@@ -13,6 +13,10 @@
  * 3. only the forward fold refuses ⇒ the line it refused lies before
  *    everything the tail consulted (the tail never needed it);
  * 4. the tail's answer does not depend on its chunk size.
+ * Long streams (legs far longer than the tail's dense region, so the walk
+ * finds leg events by byte search) add: leg-event words inside quoted values
+ * of other events and inside junk, leg events spelled with `\u` escapes,
+ * `\u` escapes in other events, and paused gates early in a long leg.
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -97,6 +101,43 @@ function generate(seed: number, opt: GenOptions): Buffer {
   return Buffer.from(out, 'utf8');
 }
 
+/**
+ * A long stream: the short generator's lines, with blocks of filler events
+ * between them (some of which name leg events in their values, or hold `\u`
+ * escapes) and leg events written with escapes, so legs run to tens or
+ * hundreds of KiB and the tail must search rather than parse.
+ */
+function generateLong(seed: number): Buffer {
+  const r = rng(seed);
+  const pick = <T>(xs: readonly T[]): T => xs[Math.floor(r() * xs.length)] as T;
+  const short = generate(seed, { newer: seed % 7 === 0 ? 0.02 : 0, longLine: false, maxLines: 30 }).toString('utf8').split('\n');
+  const filler = (): string => {
+    const k = r();
+    const detail = k < 0.1 ? `saw "run_started" and run_finished, gate_paused in the log` : k < 0.2 ? 'caf\u00e9 \u2603' : 'x'.repeat(100 + Math.floor(r() * 400));
+    const ev = JSON.stringify({ schema: 3, ts: 'T', run_id: 'r', event: pick(['node_started', 'node_passed', 'node_failed']), node_id: pick(['a', 'b', 'n']), detail });
+    // JSON.stringify escapes the backslash; put a real \u escape back for the 'café' case.
+    return k >= 0.1 && k < 0.2 ? ev.replace('\\\\u00e9', '\\u00e9').replace('\\\\u2603', '\\u2603') : ev;
+  };
+  const escaped = (): string =>
+    pick([
+      '{"schema":3,"event":"run\\u005fstarted","run_id":"r"}',
+      '{"schema":3,"\\u0065vent":"run_finished","outcome":"failed"}',
+      '{"schema":3,"event":"run_fin\\u0069shed","outcome":"paused"}',
+      '{"schema":3,"event":"gate\\u005fpaused","node_id":"g1"}',
+      '{"schema":3,"event":"run_started","phase":"pl\\u0061nning"}',
+      'junk run_started \\u0041 not json',
+      '{"schema":3,"event":"node_passed","node_id":"a","detail":"run_finished"}',
+    ]);
+  const parts: string[] = [];
+  for (const l of short) {
+    parts.push(l);
+    const x = r();
+    if (x < 0.3) for (let i = Math.floor(r() * 300); i > 0; i--) parts.push(filler());
+    else if (x < 0.4) parts.push(escaped());
+  }
+  return Buffer.from(parts.join(r() < 0.2 ? '\r\n' : '\n'), 'utf8');
+}
+
 type Outcome<T> = { ok: true; value: T } | { ok: false; err: StreamError };
 function attempt<T>(f: () => T): Outcome<T> {
   try {
@@ -161,6 +202,22 @@ describe('tail reader ≡ forward fold', () => {
     expect(seen.equal).toBe(0); // the forward fold refuses every one of them
     expect(seen['both-refuse']).toBeGreaterThan(0);
     expect(seen['prefix-refused']).toBeGreaterThan(0);
+  });
+
+  it('on long streams, where the tail searches the last leg instead of parsing it', () => {
+    const seen = { equal: 0, 'both-refuse': 0, 'prefix-refused': 0 };
+    let searched = 0;
+    for (let seed = 30_001; seed <= 30_400; seed++) {
+      const content = generateLong(seed);
+      seen[check(content, `long-leg seed ${seed}`)]++;
+      // The leg's start lies before the dense region: found by the byte search, not by parsing every line.
+      const p = join(dir, 'searched.jsonl');
+      writeFileSync(p, content);
+      const t = attempt(() => readLastLeg(p));
+      if (t.ok && t.value.leg.legOffset >= 0 && t.value.leg.legOffset < t.value.from) searched++;
+    }
+    expect(seen.equal).toBeGreaterThan(300);
+    expect(searched).toBeGreaterThan(100);
   });
 
   it('on well-formed streams only, the answers are always equal', () => {

@@ -13,7 +13,7 @@ import { parseLimit, parseStatusFilter, type RunSelection } from '../status/sele
 import { UserError } from './io.js';
 
 /** Runs `f`, turning a RunIdError into a user error (exit 2). */
-function asUsage<T>(f: () => T): T {
+export function asUsage<T>(f: () => T): T {
   try {
     return f();
   } catch (e) {

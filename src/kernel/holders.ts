@@ -17,6 +17,7 @@
  */
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { basename, dirname } from 'node:path';
+import { monotonicMs } from './clock.js';
 import { runFilePath } from './dirfd.js';
 
 /** One flock holder found: its pid and the inode its lock is on. */
@@ -75,37 +76,72 @@ export function foreignHolder(q: HolderQuery): HolderEvidence {
   } catch (e) {
     return { kind: 'unknown', detail: `/proc/locks: ${(e as NodeJS.ErrnoException).code ?? String(e)}` };
   }
-  // Compared as bytes: a link decoded to text would make a name that is not
-  // UTF-8 (0xff) equal to one really named U+FFFD (names are bytes, CONTRACT §1.1).
+  // Compared as bytes (each kept as a latin1 string, one character per byte): a link decoded to text
+  // would make a name that is not UTF-8 (0xff) equal to one really named U+FFFD (CONTRACT §1.1).
   const exactPath = runFilePath(dirname(lockPath), basename(lockPath));
-  const exact = typeof exactPath === 'string' ? Buffer.from(exactPath, 'utf8') : exactPath;
-  const deleted = Buffer.concat([exact, Buffer.from(' (deleted)')]);
-  let doubt: string | undefined;
+  const exact = (typeof exactPath === 'string' ? Buffer.from(exactPath, 'utf8') : exactPath).toString('latin1');
+  const deleted = `${exact} (deleted)`;
+  const holders: { pid: number; file: string }[] = [];
+  let key = '';
   for (const line of table.split('\n')) {
     const m = FLOCK_WRITE.exec(line);
     if (m === null) continue;
-    const pid = Number(m[1]);
-    const file = m[2] as string;
+    holders.push({ pid: Number(m[1]), file: m[2] as string });
+    key += `${m[1]} ${m[2]}\n`;
+  }
+  const targets = descriptorCensus(key);
+  let doubt: string | undefined;
+  for (const { pid, file } of holders) {
     if (pid <= 0 || pid === exceptPid || !file.startsWith(device)) continue;
     if (currentIno !== undefined && file.slice(device.length) === currentIno) continue;
-    let fds: string[];
-    try {
-      fds = readdirSync(`/proc/${pid}/fd`);
-    } catch (e) {
-      const code = (e as NodeJS.ErrnoException).code;
-      if (code === 'ENOENT' || code === 'ESRCH') continue; // it exited since /proc/locks was read
-      if (pid === q.labelPid) doubt ??= `pid ${pid} holds an exclusive flock on this filesystem and its descriptors cannot be read (${code ?? 'error'})`;
+    const fds = targets(pid);
+    if (typeof fds === 'string') {
+      if (fds === 'ENOENT' || fds === 'ESRCH') continue; // it exited since /proc/locks was read
+      if (pid === q.labelPid) doubt ??= `pid ${pid} holds an exclusive flock on this filesystem and its descriptors cannot be read (${fds})`;
       continue;
     }
-    for (const fd of fds) {
-      let target: Buffer;
-      try {
-        target = readlinkSync(`/proc/${pid}/fd/${fd}`, { encoding: 'buffer' });
-      } catch {
-        continue;
-      }
-      if (target.equals(exact) || target.equals(deleted)) return { kind: 'held-elsewhere', holder: { pid, file } };
-    }
+    if (fds.has(exact) || fds.has(deleted)) return { kind: 'held-elsewhere', holder: { pid, file } };
   }
   return doubt === undefined ? { kind: 'none-known' } : { kind: 'unknown', detail: doubt };
+}
+
+/** How long a census of holders' descriptors may be reused while the exclusive flocks are the same (ms). */
+const CENSUS_MS = 1000;
+let census: { key: string; at: number; byPid: Map<number, Set<string> | string> } | undefined;
+
+/**
+ * What each exclusive holder's descriptors name (`/proc/<pid>/fd`, as bytes in latin1 strings), or the
+ * errno code that kept them from being read; reused while the list of
+ * exclusive flocks (`key`: every holder pid and file) is exactly the one it
+ * was taken under, for at most {@link CENSUS_MS}. Why reuse is sound: a
+ * holder's lock lives on an open file description, and the same lock line
+ * means the same description is still open, so the descriptor that names
+ * the lock file is still there (a replaced file's old inode reads
+ * " (deleted)", which is matched too). Readers' shared probes come and go
+ * without changing the key. Without it, listing N runs with free locks
+ * read every holder's descriptors N times.
+ */
+function descriptorCensus(key: string): (pid: number) => Set<string> | string {
+  const now = monotonicMs();
+  if (census === undefined || census.key !== key || now - census.at > CENSUS_MS) census = { key, at: now, byPid: new Map() };
+  const byPid = census.byPid;
+  return (pid) => {
+    let got = byPid.get(pid);
+    if (got !== undefined) return got;
+    try {
+      const set = new Set<string>();
+      for (const fd of readdirSync(`/proc/${pid}/fd`)) {
+        try {
+          set.add(readlinkSync(`/proc/${pid}/fd/${fd}`, { encoding: 'buffer' }).toString('latin1'));
+        } catch {
+          /* closed since the listing */
+        }
+      }
+      got = set;
+    } catch (e) {
+      got = (e as NodeJS.ErrnoException).code ?? 'error';
+    }
+    byPid.set(pid, got);
+    return got;
+  };
 }

@@ -127,6 +127,12 @@ export interface NativeBinding {
    * Throws NativeError for any other failure.
    */
   reserveSpace(fd: number, offset: number, length: number): 'reserved' | 'unsupported' | 'ENOSPC' | 'EDQUOT';
+  /**
+   * The greatest index below `end` at which one of `needles` begins inside
+   * `haystack`, or -1. `needles` packs 1 to 8 patterns of 1 to 64 bytes as
+   * [length byte][bytes]…. A byte search, nothing more (the tail reader's).
+   */
+  lastMatch(haystack: Uint8Array, end: number, needles: Uint8Array): number;
   readonly hasFlock: boolean;
   readonly platform: 'linux' | 'darwin' | 'other';
   /** Frozen; read through {@link nativeConstants}, which has checked it. */

@@ -99,8 +99,8 @@ export function openForReadAt(dirfd: number, name: string, label: string, path: 
 }
 
 /**
- * Reads up to `length` bytes at `position` into `buf` at `offset`, retrying
- * short reads until `length` bytes arrived or the file ended. Returns the
+ * Reads up to `length` bytes at `position` into `buf` at `offset`; a short
+ * read is the end of the (regular) file. Returns the
  * number of bytes read. Throws RunFileError (`EREAD`) on an I/O error; `label`
  * names the file in the message and `path` in the error.
  */
@@ -114,8 +114,10 @@ export function readAt(fd: number, buf: Buffer, offset: number, length: number, 
       const code = (err as NodeJS.ErrnoException).code ?? 'EIO';
       throw new RunFileError(`cannot read ${label}: ${code}`, 'EREAD', path, { errno: code });
     }
-    if (n === 0) break;
     done += n;
+    // A regular file (the only kind read here) returns fewer bytes than asked only at its end:
+    // asking again would cost one more system call to learn the same.
+    if (n === 0 || n < length - (done - n)) break;
   }
   return done;
 }

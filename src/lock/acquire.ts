@@ -22,14 +22,14 @@
  *   (openat, fstatat), so a run directory swapped for a symlink cannot make
  *   a leg create or lock a file outside the runs root.
  */
-import { constants, fstatSync, ftruncateSync, mkdirSync, readSync, writeSync } from 'node:fs';
+import { constants, fstatSync, ftruncateSync, mkdirSync, readFileSync, readSync, writeSync } from 'node:fs';
 import { basename, dirname, resolve } from 'node:path';
 import { AbortError, LockFileError, LockHeldError, NativeError, RunwardenError, UnsupportedPlatformError, WriteError } from '../contract/errors.js';
 import { closeFd, errnoCode, identityAt, kindOfEntry, openAt, openDirNoFollow, runDirPath } from '../kernel/dirfd.js';
 import { kindAt, kindOfStats, type FileKind } from '../kernel/filekind.js';
 import { monotonicMs } from '../kernel/clock.js';
 import { classifyHead, HEAD_BYTES, markedContent, markedPid, parseLegacyPid } from '../contract/marker.js';
-import { foreignHolder } from '../kernel/holders.js';
+import { foreignHolder, procDevice } from '../kernel/holders.js';
 import { native, nativeConstants } from '../kernel/native.js';
 
 /**
@@ -336,6 +336,73 @@ function coded<T>(path: string, action: string, fn: () => T): T {
   }
 }
 
+/** How much longer than `retryMs` acquire keeps trying while only readers hold the lock (a factor, and a cap in ms). */
+const READERS_ONLY_FACTOR = 50;
+const READERS_ONLY_CAP_MS = 5000;
+/** How often, while extended, the kernel's lock table is looked at again (ms). */
+const RECHECK_MS = 100;
+const FLOCK_WRITE_HELD = /^\d+:\s+FLOCK\s+\S+\s+WRITE\s+-?\d+\s+([0-9a-f]+:[0-9a-f]+:\d+)\s/;
+
+/**
+ * Whether the kernel's lock table shows an exclusive flock held on the file
+ * `dev`/`ino` (a leg), not counting processes waiting for one. undefined when
+ * it cannot be told (no /proc/locks: darwin, or unreadable).
+ */
+function exclusiveHolderVisible(dev: bigint, ino: bigint): boolean | undefined {
+  let table: string;
+  try {
+    table = readFileSync('/proc/locks', 'latin1');
+  } catch {
+    return undefined;
+  }
+  const id = `${procDevice(dev)}:${ino}`;
+  for (const line of table.split('\n')) {
+    const m = FLOCK_WRITE_HELD.exec(line);
+    if (m !== null && m[1] === id) return true;
+  }
+  return false;
+}
+
+/**
+ * Takes `LOCK_EX|LOCK_NB` on `fd`, retrying while it is contended (CONTRACT
+ * §4.1 step 3). Why it retries, and how:
+ * - A reader's shared probe holds the lock for microseconds, but a reader
+ *   preempted between its `LOCK_SH` and `LOCK_UN` holds it until it runs
+ *   again, which with many pollers on few cores can be tens of ms, over
+ *   and over. Attempts are ~1 ms apart, jittered so they do not keep
+ *   meeting the same scheduling rhythm.
+ * - For `retryMs` it tries whoever holds the lock (a leg about to end is
+ *   waited for). After that it refuses if the kernel's lock table shows an
+ *   exclusive holder (a leg), or cannot be read; if it shows only shared
+ *   holders (readers, which never hold on for long), it keeps trying, for up
+ *   to {@link READERS_ONLY_FACTOR} × `retryMs` more (at most
+ *   {@link READERS_ONLY_CAP_MS}), looking at the table again every
+ *   {@link RECHECK_MS}. So readers can delay a starting leg, boundedly, but
+ *   not turn it away, and a live leg is still refused after `retryMs`.
+ * - Deadlines are on the monotonic clock: a wall clock stepped back cannot
+ *   stretch them.
+ * Returns true once locked, false to refuse. `retryMs` 0: one attempt.
+ */
+function takeContended(fd: number, retryMs: number): boolean {
+  const n = native();
+  const op = nativeConstants().flockOp;
+  if (n.flock(fd, op.Exclusive)) return true;
+  if (retryMs === 0) return false;
+  let deadline = monotonicMs() + retryMs;
+  const hardDeadline = deadline + Math.min(retryMs * READERS_ONLY_FACTOR, READERS_ONLY_CAP_MS);
+  for (;;) {
+    sleepSync(0.5 + Math.random());
+    if (n.flock(fd, op.Exclusive)) return true;
+    const now = monotonicMs();
+    if (now < deadline) continue;
+    if (now >= hardDeadline) return false;
+    // The window (or an extension) is over: refuse unless only readers hold the lock.
+    const st = fstatSync(fd, { bigint: true });
+    if (exclusiveHolderVisible(st.dev, st.ino) !== false) return false;
+    deadline = Math.min(now + RECHECK_MS, hardDeadline);
+  }
+}
+
 /** Creates the run directory (0700, parents too) if it is missing. */
 function makeRunDir(lockPath: string): void {
   const dir = dirname(lockPath);
@@ -368,15 +435,9 @@ function lockOnce(at: number, lockPath: string, pid: number, retryMs: number): T
     const early = refusalForHead(lockPath, fd, head);
     if (early) throw early;
 
-    // Monotonic: a wall clock stepped back inside this window must not turn 100 ms into an hour.
-    const deadline = monotonicMs() + retryMs;
-    for (;;) {
-      if (n.flock(fd, op.Exclusive)) break;
-      if (monotonicMs() >= deadline) {
-        const len = readHead(fd, head);
-        throw heldRefusal(lockPath, classifyHead(head, len) === 'marked' ? markedPid(head, len) : undefined);
-      }
-      sleepSync(2);
+    if (!takeContended(fd, retryMs)) {
+      const len = readHead(fd, head);
+      throw heldRefusal(lockPath, classifyHead(head, len) === 'marked' ? markedPid(head, len) : undefined);
     }
     locked = true;
 

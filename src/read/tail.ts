@@ -1,57 +1,99 @@
 /**
- * Reading the stream's last leg from its end (CONTRACT §2.3): the answer
- * every status is derived from, at a cost that follows the size of the last
- * leg, not of the stream.
+ * Reading the stream's last leg from its end (CONTRACT §2.5): the answer
+ * every status is derived from, at a cost that does not follow the length of
+ * the run's history, and that, inside a long last leg, is a byte search
+ * rather than a JSON parse of every line.
  *
  * It works in two steps, so that the leg rules stay in the one fold:
- * 1. Search backward, line by line, for the restart point: the last
- *    `run_started` when a `run_finished` follows it (the leg is closed);
- *    while the last leg is open, the nearest earlier `run_started` whose leg
- *    was closed (its outcome is the run's `lastOutcome`), or the first start
- *    of all. This step only recognises starts and finishes; a line that
- *    holds no backslash and neither word cannot be one, so it is not parsed.
- * 2. Fold forward from the restart point to the end, with the same
- *    {@link StreamFold} the whole-file reader uses.
+ * 1. Walk backward over *candidate lines* only, found by a byte search for
+ *    `n_st`, `n_fi`, `te_pa` and `\u`. A line that holds none of them cannot
+ *    be a `run_started`, `run_finished` or `gate_paused` event: those words
+ *    are letters and `_`, which JSON can spell only literally or as a `\u`
+ *    escape. Each candidate line is parsed; the walk stops at the restart
+ *    point: the last `run_started` when a `run_finished` follows it (the leg
+ *    is closed); while the last leg is open, the nearest earlier
+ *    `run_started` whose leg was closed (its outcome is the run's
+ *    `lastOutcome`), or the file's start.
+ * 2. Fold forward with the same {@link StreamFold} the whole-file reader
+ *    uses: the leg events the walk found, in file order, and then every line
+ *    of the *dense region* at the end, parsed one by one.
  *
- * Why this equals the whole-file fold: the last-leg facts depend only on
- * the events from the last `run_started` on, plus, while that leg is open,
- * the outcome of the nearest earlier closed leg; a fold started at any
- * `run_started` reaches the same state for those facts. The two readers can
- * differ only when the whole-file fold refuses the stream because of a line
- * before the restart point (over the cap, newer schema), which the tail
- * never reads. test/stream-property.test.ts checks this over generated streams.
+ * Why this equals the whole-file fold: the last-leg facts other than the
+ * paused gates depend only on the `run_started` and `run_finished` events
+ * from the restart point on, and a fold started at any `run_started` reaches
+ * the same state for them; the walk finds every such event (step 1's
+ * argument). The paused gates depend on the node events after the last
+ * start; the dense region begins no later than the earliest `gate_paused`
+ * after that start, so every node event that can decide a gate is folded.
+ * The dense region is also at least the lines from the restart point when
+ * those lie within the last {@link DENSE_BYTES} of the file, so a short last
+ * leg is read exactly as before; only a longer one is searched instead of
+ * parsed. The readers can differ only where the forward fold refuses the
+ * stream for a line the tail did not parse (over the cap, newer schema), and
+ * in the skipped-line count, which covers the dense region only
+ * (`from`..`size`). test/stream-property.test.ts checks all of this over
+ * generated streams, long legs included.
  */
-import { EVENT_KEY, lineTooLong, MAX_LINE_BYTES, mayBeEvent, parseLine } from '../contract/events.js';
+import { lineTooLong, MAX_LINE_BYTES, parseLine, type StreamEvent } from '../contract/events.js';
 import { StreamFold, type LastLeg } from '../contract/fold.js';
-import { closeQuietly } from '../kernel/open.js';
-import { countNewlines } from './lines.js';
+import { native } from '../kernel/native.js';
+import { closeQuietly, type OpenFile } from '../kernel/open.js';
 import { foldRange, openStream, readStreamBytes, shrank } from './stream.js';
+import { foldLines, LineSplitter } from './lines.js';
 
 const NL = 0x0a;
-const CR = 0x0d;
-const BACKSLASH = 0x5c;
 const FIRST_TAIL_CHUNK = 16 * 1024;
 const MAX_TAIL_CHUNK = 1024 * 1024;
 const FOLD_CHUNK = 64 * 1024;
-const STARTED = Buffer.from('run_started');
-const FINISHED = Buffer.from('run_finished');
+/**
+ * The dense region is never shorter than the lines from the restart point
+ * that start within this many bytes of the end (or from the line holding
+ * that byte). A constant, not a chunk size, so the answer never depends on
+ * how the file was read.
+ */
+export const DENSE_BYTES = 16 * 1024;
+/**
+ * Byte strings one of which every candidate line holds: `run_started`,
+ * `run_finished`, `gate_paused` spelled literally contain them, and any
+ * other spelling needs a `\u` escape. Searched all at once by the addon's
+ * `lastMatch` (one pass, several GB/s), packed as [length][bytes]….
+ */
+const NEEDLES = ['n_st', 'n_fi', 'te_pa', '\\u'].map((s) => Buffer.from(s, 'latin1'));
+const PACKED = Buffer.concat(NEEDLES.flatMap((n) => [Buffer.from([n.length]), n]));
+/** Bytes a window keeps beyond its chunk, so a needle that crosses a chunk boundary is still seen. */
+const CARRY = Math.max(...NEEDLES.map((n) => n.length)) - 1;
+/**
+ * Read buffers shared by every call: readLastLeg is synchronous and calls
+ * nothing that could re-enter it, and no result refers to them. Two for the
+ * windows of a long walk (each new window keeps a few bytes of the last),
+ * one for the file's last chunk.
+ */
+const shared = { tail: Buffer.alloc(0), windows: [Buffer.alloc(0), Buffer.alloc(0)] as [Buffer, Buffer] };
+
+function sharedBuffer(which: 'tail' | 0 | 1, len: number): Buffer {
+  const cur = which === 'tail' ? shared.tail : shared.windows[which];
+  if (cur.length >= len) return cur.subarray(0, len);
+  const grown = Buffer.allocUnsafe(which === 'tail' ? Math.max(len, FIRST_TAIL_CHUNK) : MAX_TAIL_CHUNK + CARRY);
+  if (which === 'tail') shared.tail = grown;
+  else shared.windows[which] = grown;
+  return grown.subarray(0, len);
+}
+/** Leg events kept from the walk; beyond this the tail folds every line from the restart point instead. */
+const MAX_KEPT = 1024;
 
 /** What {@link readLastLeg} found, and how much of the file it consulted. */
 export interface TailFacts {
   leg: LastLeg;
-  /** Lines skipped among those consulted (not the whole file's count). */
+  /** Lines skipped among those parsed from `from` to `size` (not the whole file's count). */
   skippedLines: number;
-  /** Byte offset of the earliest line consulted: everything from here to `size` was read. */
+  /**
+   * Byte offset where the dense region begins: every line from here to
+   * `size` was parsed. Before it, only lines a byte search marked as
+   * possible leg events were.
+   */
   from: number;
   /** The stream's size when it was opened. */
   size: number;
-  /**
-   * False only when the whole file was consulted (`from` 0) and no byte of
-   * it could belong to an event (CONTRACT §2.2 rule 3): every line is then
-   * skipped, so a whole-file fold would find no legs, no nodes and exactly
-   * `skippedLines` skips. True otherwise.
-   */
-  mayHoldEvents: boolean;
 }
 
 /** Options for {@link readLastLeg}. */
@@ -62,158 +104,267 @@ export interface ReadLastLegOptions {
   at?: number;
 }
 
-/** Could `buf[s, e)` be a `run_started` or `run_finished` line? False only when it certainly is not. */
-function maybeLegEvent(buf: Buffer, s: number, e: number): boolean {
-  const line = buf.subarray(s, e);
-  return line.includes(STARTED) || line.includes(FINISHED) || line.includes(BACKSLASH);
+/** The file's identity and size when a tail was read: unchanged means not one byte was written since. */
+interface Identity {
+  dev: number;
+  ino: number;
+  size: number;
+  mtimeMs: number;
+  ctimeMs: number;
+}
+
+/** Facts → the identity of the file they were read from (none for a missing stream). */
+const identities = new WeakMap<TailFacts, Identity | null>();
+
+function identityOf(file: OpenFile): Identity {
+  const st = file.stats;
+  return { dev: st.dev, ino: st.ino, size: file.size, mtimeMs: st.mtimeMs, ctimeMs: st.ctimeMs };
+}
+
+function sameIdentity(a: Identity, b: Identity): boolean {
+  return a.dev === b.dev && a.ino === b.ino && a.size === b.size && a.mtimeMs === b.mtimeMs && a.ctimeMs === b.ctimeMs;
 }
 
 /**
- * The last occurrence of one pattern before a point, remembered across the
- * backward walk so that each byte is searched once per pattern: the walk
- * only moves down, so an answer stays right until the walk passes it (or,
- * when nothing was found, until the window grows further down).
+ * A backward walk over a file of `size` bytes in windows: a chunk plus
+ * {@link CARRY} bytes of the chunk after it. The first window (the file's
+ * last bytes) is kept for the dense fold.
  */
-class LastMatch {
-  /** Absolute offset of the match found, or -1. */
-  private at = -1;
-  /** Window start when it was searched (Infinity: never). */
-  private lo = Infinity;
+class BackScan {
+  /** The current window holds bytes [winStart, winEnd) of the file; a needle may start below `chunkEnd`. */
+  win: Buffer;
+  winStart: number;
+  winEnd: number;
+  chunkEnd: number;
+  /** The first window, [tailStart, size). */
+  readonly tail: Buffer;
+  readonly tailStart: number;
+  private chunk: number;
+  private flip: 0 | 1 = 0;
 
-  constructor(private readonly pattern: Buffer) {}
-
-  /** Absolute offset of the last match lying wholly before `end`, or -1; `win` holds bytes from `winStart`. */
-  before(win: Buffer, winStart: number, end: number): number {
-    if (this.lo !== Infinity && this.at < end && (this.at >= 0 || this.lo <= winStart)) return this.at;
-    const from = end - winStart - this.pattern.length;
-    const idx = from < 0 ? -1 : win.lastIndexOf(this.pattern, from);
-    this.at = idx < 0 ? -1 : winStart + idx;
-    this.lo = winStart;
-    return this.at;
+  constructor(
+    private readonly fd: number,
+    private readonly size: number,
+    private readonly path: string,
+    firstChunk: number,
+  ) {
+    this.chunk = firstChunk;
+    const len = Math.min(size, firstChunk);
+    this.tailStart = size - len;
+    this.tail = sharedBuffer('tail', len);
+    this.read(this.tail, len, this.tailStart);
+    this.win = this.tail;
+    this.winStart = this.tailStart;
+    this.winEnd = size;
+    this.chunkEnd = size;
   }
-}
 
-/**
- * Where step 2 starts: `from`, or, when the walk reached the start of a
- * file in which no byte could belong to any event (no `"event"`, no
- * backslash: contract/events.ts EVENT_KEY), the number of lines in it —
- * folding such a file would only skip every line, so it is not read again.
- */
-type Restart = { from: number; allJunkLines?: number };
+  private read(buf: Buffer, len: number, at: number): void {
+    if (readStreamBytes(this.fd, buf, len, at, this.path) !== len) throw shrank(this.path);
+  }
 
-/**
- * Step 1: the offset to fold from. Walks lines from the end of a file of
- * `size` bytes (size > 0).
- */
-function restartPoint(fd: number, size: number, path: string, firstChunk: number): Restart {
-  let chunk = firstChunk;
-  let len = Math.min(size, chunk);
-  // The window holds bytes [winStart, winStart + win.length) of the file.
-  let winStart = size - len;
-  let win = Buffer.allocUnsafe(len);
-  let backing = win; // the whole buffer `win` is a view of
-  let spare = Buffer.allocUnsafe(0);
-  if (readStreamBytes(fd, win, len, winStart, path) !== len) throw shrank(path);
-  // Newlines among the bytes read so far (each byte is read once), and whether any could belong to an event.
-  let newlines = countNewlines(win, 0, len);
-  let mayHoldEvent = false;
-  const keyMark = new LastMatch(EVENT_KEY);
-  // A file ending in '\n' has no final partial line.
-  const lastByte = win[len - 1];
-  let lineEnd = lastByte === NL ? size - 1 : size;
-  let finishAfter = false; // a run_finished lies between this point and the start found after it
-  const marks = [new LastMatch(STARTED), new LastMatch(FINISHED), new LastMatch(Buffer.from([BACKSLASH]))];
-  for (;;) {
-    // Lines after the last byte that could belong to a start or finish (the
-    // three patterns of maybeLegEvent) cannot be either: step over them in
-    // one move, never over more than MAX_LINE_BYTES at once, so a line over
-    // the cap among them is still met and refused.
-    let cand = -1;
-    for (const m of marks) cand = Math.max(cand, m.before(win, winStart, lineEnd));
-    if (!mayHoldEvent) mayHoldEvent = keyMark.before(win, winStart, lineEnd) >= 0 || (marks[2] as LastMatch).before(win, winStart, lineEnd) >= 0;
-    const from = Math.max(cand, winStart, lineEnd - MAX_LINE_BYTES - 1);
-    const jumpTo = win.indexOf(NL, from - winStart);
-    if (jumpTo >= 0 && winStart + jumpTo < lineEnd) lineEnd = winStart + jumpTo;
-    let nlAt: number;
+  /** Moves the window to the chunk before it; false at the file's start. */
+  private back(): boolean {
+    if (this.winStart === 0) return false;
+    this.chunk = Math.min(this.chunk * 2, MAX_TAIL_CHUNK);
+    const add = Math.min(this.winStart, this.chunk);
+    const keep = Math.min(CARRY, this.winEnd - this.winStart);
+    const next = sharedBuffer(this.flip, add + keep);
+    this.flip = this.flip === 0 ? 1 : 0;
+    this.read(next, add, this.winStart - add);
+    this.win.copy(next, add, 0, keep);
+    this.chunkEnd = this.winStart;
+    this.winStart -= add;
+    this.winEnd = this.chunkEnd + keep;
+    this.win = next;
+    return true;
+  }
+
+  /** The greatest file offset below `limit` where a needle starts, or -1. */
+  prevCandidate(limit: number): number {
     for (;;) {
-      const rel = lineEnd - winStart;
-      const idx = rel > 0 ? win.lastIndexOf(NL, rel - 1) : -1;
-      if (idx >= 0) {
-        nlAt = winStart + idx;
-        break;
+      const end = Math.min(limit, this.chunkEnd) - this.winStart;
+      if (end > 0) {
+        const i = native().lastMatch(this.win, end, PACKED);
+        if (i >= 0) return this.winStart + i;
       }
-      if (winStart === 0) {
-        nlAt = -1;
-        break;
-      }
-      // The line continues before the window. Content plus one '\r' may not exceed the cap.
-      if (rel > MAX_LINE_BYTES + 1) throw lineTooLong(path, lineEnd);
-      chunk = Math.min(chunk * 2, MAX_TAIL_CHUNK);
-      const add = Math.min(winStart, chunk);
-      // Two buffers in turn (the window and the spare), reused as the walk goes down, so
-      // a long walk does not allocate (and fault in) fresh memory for every block.
-      if (spare.length < add + rel) spare = Buffer.allocUnsafe(Math.max(add + rel, 2 * spare.length));
-      const nextBacking = spare;
-      const next = nextBacking.subarray(0, add + rel);
-      if (readStreamBytes(fd, next, add, winStart - add, path) !== add) throw shrank(path);
-      newlines += countNewlines(next, 0, add);
-      win.copy(next, add, 0, rel);
-      spare = backing;
-      backing = nextBacking;
-      win = next;
-      winStart -= add;
-    }
-    const lineStart = nlAt + 1;
-    const s = lineStart - winStart;
-    let e = lineEnd - winStart;
-    if (e > s && win[e - 1] === CR) e--;
-    if (e - s > MAX_LINE_BYTES) throw lineTooLong(path, lineStart);
-    // The searches above ran before this line was read whole; it is checked here.
-    if (!mayHoldEvent) mayHoldEvent = mayBeEvent(win, s, e);
-    if (maybeLegEvent(win, s, e)) {
-      const ev = parseLine(win, s, e, path, lineStart);
-      if (ev?.event === 'run_finished') {
-        finishAfter = true;
-      } else if (ev?.event === 'run_started') {
-        // Closed last leg, or the nearest closed leg before an open one: fold from here.
-        if (finishAfter) return { from: lineStart };
-      }
-    }
-    // Reached the start: the whole file was consulted, and is folded.
-    if (nlAt < 0) {
-      if (mayHoldEvent) return { from: 0 };
-      // Every line is one the fold would skip: each newline ends one, and a final partial line is one more.
-      return { from: 0, allJunkLines: newlines + (size > 0 && lastByte !== NL ? 1 : 0) };
-    }
-    lineEnd = nlAt;
-    // Keep the window from growing without bound: drop what lies after the next line.
-    if (win.length > 4 * MAX_TAIL_CHUNK && lineEnd - winStart < win.length / 2) {
-      win = Buffer.from(win.subarray(0, lineEnd - winStart));
-      backing = win;
+      if (!this.back()) return -1;
     }
   }
+
+  /** Offset of the last `\n` below `pos` (-1: none, the line starts the file). Throws past the line cap. */
+  nlBefore(pos: number): number {
+    let at = pos;
+    // The current window, then the first one, when they hold the byte before `pos`.
+    for (const [buf, start] of [[this.win, this.winStart], [this.tail, this.tailStart]] as const) {
+      if (pos - 1 >= start && pos - 1 < start + buf.length) {
+        const i = buf.lastIndexOf(NL, pos - 1 - start);
+        if (i >= 0) return start + i;
+        at = start;
+        break;
+      }
+    }
+    const step = Buffer.allocUnsafe(Math.min(64 * 1024, Math.max(at, 1)));
+    while (at > 0) {
+      if (pos - at > MAX_LINE_BYTES + 1) throw lineTooLong(this.path, at);
+      const len = Math.min(at, step.length);
+      this.read(step, len, at - len);
+      const i = step.subarray(0, len).lastIndexOf(NL);
+      if (i >= 0) return at - len + i;
+      at -= len;
+    }
+    return -1;
+  }
+
+  /** Offset of the first `\n` at or after `pos` (`size`: none). Throws past the line cap from `lineStart`. */
+  nlFrom(pos: number, lineStart: number): number {
+    let at = pos;
+    if (pos >= this.winStart && pos < this.winEnd) {
+      const i = this.win.indexOf(NL, pos - this.winStart);
+      if (i >= 0) return this.winStart + i;
+      at = this.winEnd;
+    }
+    const step = Buffer.allocUnsafe(64 * 1024);
+    while (at < this.size) {
+      if (at - lineStart > MAX_LINE_BYTES + 1) throw lineTooLong(this.path, lineStart);
+      const len = Math.min(this.size - at, step.length);
+      this.read(step, len, at);
+      const i = step.subarray(0, len).indexOf(NL);
+      if (i >= 0) return at + i;
+      at += len;
+    }
+    return this.size;
+  }
+
+  /** The bytes [s, e) of the file, from the window when it holds them. */
+  bytes(s: number, e: number): { buf: Buffer; start: number } {
+    if (s >= this.winStart && e <= this.winEnd) return { buf: this.win, start: s - this.winStart };
+    if (s >= this.tailStart) return { buf: this.tail, start: s - this.tailStart };
+    const buf = Buffer.allocUnsafe(e - s);
+    this.read(buf, e - s, s);
+    return { buf, start: 0 };
+  }
+}
+
+/** What the backward walk found. */
+interface Walk {
+  /** Where folding may start: a `run_started` (or 0). */
+  restart: number;
+  /** The earliest `gate_paused` after the last `run_started`, else the size. */
+  firstGate: number;
+  /** `run_started`/`run_finished` events from the restart point on, newest first; null if there were too many to keep. */
+  legEvents: { offset: number; ev: StreamEvent }[] | null;
+}
+
+function walk(scan: BackScan, size: number, path: string): Walk {
+  let legEvents: Walk['legEvents'] = [];
+  let firstGate = size;
+  let sawStart = false;
+  let finishAfter = false; // a run_finished lies between this point and the start found after it
+  let limit = size;
+  for (;;) {
+    const hit = scan.prevCandidate(limit);
+    if (hit < 0) return { restart: 0, firstGate, legEvents };
+    const nl = scan.nlBefore(hit);
+    const ls = nl + 1;
+    const le = scan.nlFrom(hit, ls);
+    if (le - ls > MAX_LINE_BYTES + 1) throw lineTooLong(path, ls);
+    const { buf, start } = scan.bytes(ls, le);
+    const ev = parseLine(buf, start, start + (le - ls), path, ls);
+    if (ev?.event === 'run_finished') {
+      finishAfter = true;
+      if (legEvents !== null && legEvents.push({ offset: ls, ev }) > MAX_KEPT) legEvents = null;
+    } else if (ev?.event === 'run_started') {
+      sawStart = true;
+      if (legEvents !== null && legEvents.push({ offset: ls, ev }) > MAX_KEPT) legEvents = null;
+      // Closed last leg, or the nearest closed leg before an open one: fold from here.
+      if (finishAfter) return { restart: ls, firstGate, legEvents };
+    } else if (ev?.event === 'gate_paused' && !sawStart) {
+      firstGate = ls;
+    }
+    if (ls === 0) return { restart: 0, firstGate, legEvents };
+    limit = ls;
+  }
+}
+
+/** Folds lines [from, size) of the stream, from the first window when it holds them. */
+function foldDense(scan: BackScan, fd: number, path: string, fold: StreamFold, from: number, size: number, chunkBytes: number): void {
+  if (from >= scan.tailStart) {
+    const lines = new LineSplitter(path, foldLines(fold, path), from);
+    lines.push(scan.tail.subarray(from - scan.tailStart), from);
+    lines.end();
+    return;
+  }
+  foldRange(fd, path, fold, from, size, chunkBytes, {});
+}
+
+function tailOf(file: OpenFile, path: string, firstChunk: number): TailFacts {
+  const fold = new StreamFold();
+  const { fd, size } = file;
+  if (size === 0) return { leg: fold.lastLeg(), skippedLines: 0, from: 0, size: 0 };
+  const scan = new BackScan(fd, size, path, firstChunk);
+  const { restart, firstGate, legEvents } = walk(scan, size, path);
+  let from = restart;
+  if (legEvents !== null && restart < size - DENSE_BYTES) {
+    // A long last leg: parse densely only the last lines and what the gates need.
+    const edge = scan.nlBefore(size - DENSE_BYTES) + 1;
+    from = Math.min(firstGate, Math.max(restart, edge));
+    for (let i = legEvents.length - 1; i >= 0; i--) {
+      const { offset, ev } = legEvents[i] as { offset: number; ev: StreamEvent };
+      if (offset >= restart && offset < from) fold.apply(ev, offset);
+    }
+  }
+  foldDense(scan, fd, path, fold, from, size, Math.min(FOLD_CHUNK, Math.max(firstChunk, 4096)));
+  return { leg: fold.lastLeg(), skippedLines: fold.skippedLines, from, size };
 }
 
 /**
  * Finds the last leg by reading `eventsPath` from its end. Equal to the
  * whole-file fold's leg facts (without `legs`) whenever that fold can read
  * the stream. A missing file means "no legs". Throws StreamError if a line it
- * consults is over the cap or of a newer schema, or the file is not a
+ * parses is over the cap or of a newer schema, or the file is not a
  * readable regular file.
  */
 export function readLastLeg(eventsPath: string, options: ReadLastLegOptions = {}): TailFacts {
   const firstChunk = Math.max(1, Math.floor(options.chunkBytes ?? FIRST_TAIL_CHUNK));
-  const fold = new StreamFold();
   const file = openStream(eventsPath, options.at);
-  if (file === undefined) return { leg: fold.lastLeg(), skippedLines: 0, from: 0, size: 0, mayHoldEvents: false };
-  const { fd, size } = file;
+  if (file === undefined) {
+    const facts = { leg: new StreamFold().lastLeg(), skippedLines: 0, from: 0, size: 0 };
+    identities.set(facts, null);
+    return facts;
+  }
   try {
-    if (size === 0) return { leg: fold.lastLeg(), skippedLines: 0, from: 0, size: 0, mayHoldEvents: false };
-    const { from, allJunkLines } = restartPoint(fd, size, eventsPath, firstChunk);
-    if (allJunkLines !== undefined) fold.skip(allJunkLines);
-    else foldRange(fd, eventsPath, fold, from, size, Math.min(FOLD_CHUNK, Math.max(firstChunk, 4096)), {});
-    return { leg: fold.lastLeg(), skippedLines: fold.skippedLines, from, size, mayHoldEvents: allJunkLines === undefined };
+    const facts = tailOf(file, eventsPath, firstChunk);
+    identities.set(facts, identityOf(file));
+    return facts;
   } finally {
-    closeQuietly(fd);
+    closeQuietly(file.fd);
+  }
+}
+
+/**
+ * {@link readLastLeg} again, for read-probe-confirm (CONTRACT §4.3): when the
+ * file at `eventsPath` is the one `previous` was read from, with the same
+ * size, modification and change times, not one byte was written since, and
+ * `previous` is returned without reading; anything else is read afresh.
+ * `at`, as in {@link ReadLastLegOptions.at}.
+ */
+export function rereadLastLeg(eventsPath: string, previous: TailFacts, at?: number): TailFacts {
+  const was = identities.get(previous);
+  const file = openStream(eventsPath, at);
+  if (file === undefined) {
+    if (was === null) return previous;
+    const facts = { leg: new StreamFold().lastLeg(), skippedLines: 0, from: 0, size: 0 };
+    identities.set(facts, null);
+    return facts;
+  }
+  try {
+    const now = identityOf(file);
+    if (was !== undefined && was !== null && sameIdentity(was, now)) return previous;
+    const facts = tailOf(file, eventsPath, FIRST_TAIL_CHUNK);
+    identities.set(facts, now);
+    return facts;
+  } finally {
+    closeQuietly(file.fd);
   }
 }

@@ -9,7 +9,6 @@ import type { LegRecord } from '../contract/fold.js';
 import type { StreamEvent } from '../contract/events.js';
 import { EVENTS_FILE } from '../contract/files.js';
 import type { NodeState, RunReport } from '../contract/types.js';
-import { lstatSync } from 'node:fs';
 import { join } from 'node:path';
 import { foldStream } from '../read/stream.js';
 import { inspectRun, type Inspection, type RunStatusOptions } from './inspect.js';
@@ -77,11 +76,6 @@ export function detailOf(inspection: Inspection, options: { events?: number; leg
   let skipped = 0;
   let streamError: string | null = null;
   const eventsPath = join(runDir, EVENTS_FILE);
-  // The inspection's tail walk already read the whole file and found nothing that could be an event:
-  // the fold would only count skips. Reused while the file is still that size (it may only grow).
-  if (!inspection.tail.mayHoldEvents && inspection.tail.size > 0 && sizeOf(eventsPath) === inspection.tail.size) {
-    return assemble(inspection, new Map(), [], 0, null, [], inspection.tail.skippedLines, null);
-  }
   try {
     const fold = foldStream(eventsPath, {
       history: true,
@@ -105,15 +99,6 @@ export function detailOf(inspection: Inspection, options: { events?: number; leg
     ring.length = 0;
   }
   return assemble(inspection, nodes, legs, legsEarlier, firstStarted, ring, skipped, streamError);
-}
-
-/** The size of the file at `path` without following a link, or -1. */
-function sizeOf(path: string): number {
-  try {
-    return lstatSync(path).size;
-  } catch {
-    return -1;
-  }
 }
 
 /** A {@link RunDetail} from the fold's results: graph nodes in graph order, then nodes only the stream names. */

@@ -36,7 +36,7 @@ import { closeFd, errnoCode, kindOfEntry, openDirNoFollow, runDirPath } from '..
 import { closeQuietly, openForReadAt, readAt } from '../kernel/open.js';
 import { probeLockAt, type ProbeResult } from '../lock/probe.js';
 import { readSnapshot, type SnapshotRead } from '../read/snapshot.js';
-import { readLastLeg, type TailFacts } from '../read/tail.js';
+import { readLastLeg, rereadLastLeg, type TailFacts } from '../read/tail.js';
 import { buildReport } from './report.js';
 
 /** Test seams for {@link runStatus}. */
@@ -105,9 +105,10 @@ function lockLabel(fd: number, lockPath: string): number | undefined {
 /** How many times a probe that answered free may be followed by a changed leg before giving up. */
 const CONFIRM_ROUNDS = 5;
 
-function readTail(runId: string, eventsPath: string, at: number | undefined): TailFacts {
+/** The last leg, afresh, or (with `previous`) again: unchanged bytes are not read twice. */
+function readTail(runId: string, eventsPath: string, at: number | undefined, previous?: TailFacts): TailFacts {
   try {
-    return readLastLeg(eventsPath, at === undefined ? {} : { at });
+    return previous === undefined ? readLastLeg(eventsPath, at === undefined ? {} : { at }) : rereadLastLeg(eventsPath, previous, at);
   } catch (err) {
     if (err instanceof StreamError) {
       const denied = err.code === 'EREAD' && isPermissionErrno(err.errno);
@@ -175,7 +176,7 @@ function inspectAt(dir: string, runId: string, at: number | undefined, options: 
     if (answer.liveness === 'free' && at !== undefined) answer = unlessReplaced(at, lockPath, answer);
     if (answer.liveness !== 'free') return done(tail, snapshot, answer);
     // Read, probe, confirm: free counts only if the same leg is still open now.
-    const again = readTail(runId, eventsPath, at);
+    const again = readTail(runId, eventsPath, at, tail);
     if (again.leg.open && again.leg.legOffset === tail.leg.legOffset) {
       // A live leg may have taken the lock on a replaced file between the probe
       // and the search for a holder of the old one (its lock is then on the

@@ -62,6 +62,17 @@ export interface ListRunsOptions extends RunStatusOptions {
  * readable directory.
  */
 export function listRuns(root: string, options: ListRunsOptions = {}): RunList {
+  const runs: RunReport[] = [];
+  const { root: abs, missing, skipped, more } = visitRuns(root, options, (r) => runs.push(r));
+  return { root: abs, missing, runs, skipped, more };
+}
+
+/**
+ * {@link listRuns}, handing each report to `onRun` as it is made instead of
+ * keeping them (newest first): memory does not grow with the number of runs.
+ * Throws as listRuns does, before the first report.
+ */
+function visitRuns(root: string, options: ListRunsOptions, onRun: (report: RunReport) => void): Omit<RunList, 'runs'> & { count: number; last: string | undefined } {
   const abs = resolve(root);
   let entries;
   try {
@@ -69,7 +80,7 @@ export function listRuns(root: string, options: ListRunsOptions = {}): RunList {
     entries = readdirSync(abs, { withFileTypes: true, encoding: 'buffer' });
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
-    if (code === 'ENOENT') return { root: abs, missing: true, runs: [], skipped: [], more: false };
+    if (code === 'ENOENT') return { root: abs, missing: true, skipped: [], more: false, count: 0, last: undefined };
     if (code === 'ENOTDIR') throw new RunIdError(`runs root "${abs}" is not a directory`);
     throw new RunIdError(`cannot read runs root "${abs}": ${code ?? String(err)}`);
   }
@@ -78,7 +89,8 @@ export function listRuns(root: string, options: ListRunsOptions = {}): RunList {
   const sel = options.select ?? {};
   checkSelection(sel);
   const byReport = needsReport(sel);
-  const runs: RunReport[] = [];
+  let count = 0;
+  let last: string | undefined;
   const skipped: SkippedEntry[] = [];
   let more = false;
   for (const e of entries) {
@@ -87,7 +99,7 @@ export function listRuns(root: string, options: ListRunsOptions = {}): RunList {
     const name = showName(e.name);
     if (!selectsName(sel, name)) continue;
     // Once the page is full, look ahead only far enough to say whether another selected run follows.
-    const full = sel.limit !== undefined && runs.length >= sel.limit;
+    const full = sel.limit !== undefined && count >= sel.limit;
     if (e.isSymbolicLink()) {
       if (!full && !byReport) skipped.push({ run_id: name, error: 'is a symlink; links under the runs root are not followed', kind: 'symlink' });
       continue;
@@ -115,9 +127,42 @@ export function listRuns(root: string, options: ListRunsOptions = {}): RunList {
       more = true;
       break;
     }
-    runs.push(report);
+    count++;
+    last = report.run_id;
+    onRun(report);
   }
-  return { root: abs, missing: false, runs, skipped, more };
+  return { root: abs, missing: false, skipped, more, count, last };
+}
+
+/**
+ * Lists the runs under `root` and writes their `runs --json` document
+ * (CONTRACT §5.2) through `write`, a report at a time, byte for byte what
+ * `JSON.stringify(runsDocument(listRuns(root, options)), null, 2)` gives,
+ * without holding every report or the whole text: at 100,000 runs those
+ * were most of the CLI's memory. Returns what listRuns would, without
+ * `runs`. Throws as listRuns does, before anything is written.
+ */
+export function writeRunsDocument(root: string, options: ListRunsOptions, write: (text: string) => void): Omit<RunList, 'runs'> {
+  let head: string | undefined;
+  const opening = (abs: string): string => `{\n  "schema": ${JSON.stringify(JSON_SCHEMA)},\n  "root": ${JSON.stringify(abs)},\n  "runs": [`;
+  let abs = resolve(root);
+  const r = visitRuns(root, options, (report) => {
+    if (head === undefined) {
+      head = opening(abs);
+      write(head + '\n    ');
+    } else {
+      write(',\n    ');
+    }
+    // Nested two levels deep: every line after the first is indented by four more spaces.
+    write(JSON.stringify(report, null, 2).replace(/\n/g, '\n    '));
+  });
+  abs = r.root;
+  let tail = head === undefined ? opening(abs) + '],\n' : '\n  ],\n';
+  const skipped = r.skipped.map((s) => ({ run_id: s.run_id, error: s.error }));
+  tail += `  "skipped": ${JSON.stringify(skipped, null, 2).replace(/\n/g, '\n  ')},\n  "more": ${JSON.stringify(r.more)}`;
+  if (r.more && r.last !== undefined) tail += `,\n  "next_before": ${JSON.stringify(r.last)}`;
+  write(tail + '\n}');
+  return { root: r.root, missing: r.missing, skipped: r.skipped, more: r.more };
 }
 
 /**

@@ -48,7 +48,12 @@ export function buildReport(runId: string, runDir: string, tail: TailFacts, snap
   }
   const status = derived.status;
   const warnings = [...extra];
-  if (tail.skippedLines > 0) warnings.push(`events.jsonl: skipped ${plural(tail.skippedLines, 'malformed line')}`);
+  // The tail reader parses every line only from `from` on (its dense region, CONTRACT §2.5): before
+  // it, a skipped line is not counted, so the count says where it was taken.
+  if (tail.skippedLines > 0) {
+    const where = tail.from > 0 ? ` in its last ${plural(tail.size - tail.from, 'byte')} (the part read line by line)` : '';
+    warnings.push(`events.jsonl: skipped ${plural(tail.skippedLines, 'malformed line')}${where}`);
+  }
   if (snapshot.kind === 'error') warnings.push(snapshot.error);
   const snap = snapshot.kind === 'ok' ? snapshot.snapshot : null;
   if (snap !== null) {

@@ -7,12 +7,13 @@
  * term.ts's one rule (FORCE_COLOR, NO_COLOR, a terminal); nothing here
  * writes to disk.
  */
+import { writeSync } from 'node:fs';
 import type { Command } from 'commander';
 import type { SkipKind } from '../../contract/errors.js';
 import { STATUS_WORD, type RunReport, type Status } from '../../contract/types.js';
-import { runsDocument, type RunList } from '../../status/list.js';
-import { out, printJson } from '../io.js';
-import { listRunsOrExplain, rootFrom, selectionFrom } from '../target.js';
+import { writeRunsDocument, type RunList } from '../../status/list.js';
+import { out } from '../io.js';
+import { asUsage, listRunsOrExplain, rootFrom, selectionFrom } from '../target.js';
 import { dim, formatCost, paint, printable, quietOnClosedPipe, STATE_COLOR, statusWord, useColor } from '../term.js';
 
 function nodesCell(r: RunReport): string {
@@ -36,6 +37,33 @@ const ORDER: (Status | null)[] = ['PLANNING', 'RUNNING', 'ABANDONED', 'PAUSED', 
 const WORD: Record<string, string> = { ...STATUS_WORD, null: 'without a status yet' };
 
 /** The closing line: how many runs are shown (by status) and how many were skipped, and why. */
+const sleeper = new Int32Array(new SharedArrayBuffer(4));
+
+/**
+ * Writes to stdout before returning, whatever stdout is. process.stdout.write
+ * queues what a pipe cannot take at once, so a large document into a slow
+ * reader was held in memory whole (360 MB at 100,000 runs); this waits for
+ * the pipe instead. A reader that went away (EPIPE) ends the command quietly,
+ * as quietOnClosedPipe does for the other writes.
+ */
+function writeStdoutSync(buf: Buffer): void {
+  let off = 0;
+  while (off < buf.length) {
+    try {
+      off += writeSync(1, buf, off, buf.length - off);
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code;
+      if (code === 'EAGAIN') {
+        Atomics.wait(sleeper, 0, 0, 1);
+        continue;
+      }
+      if (code === 'EPIPE') process.exit(typeof process.exitCode === 'number' ? process.exitCode : 0);
+      process.stderr.write(`runwarden: cannot write output: ${code ?? String(e)}\n`);
+      process.exit(1);
+    }
+  }
+}
+
 export function closingLine(list: RunList, showSkipped: boolean): string {
   const counts = new Map<string, number>();
   for (const r of list.runs) counts.set(String(r.status), (counts.get(String(r.status)) ?? 0) + 1);
@@ -113,12 +141,26 @@ export function registerRuns(program: Command): void {
     .action((opts: { root?: string; json?: boolean; showSkipped?: boolean; status?: string; graph?: string; id?: string; limit?: string; before?: string }) => {
       quietOnClosedPipe();
       const select = selectionFrom(opts);
-      const list = listRunsOrExplain(rootFrom(opts.root), select);
       if (opts.json) {
-        if (list.missing) process.stderr.write(`runwarden: note: ${list.root} does not exist; no runs\n`);
-        printJson(runsDocument(list));
+        // Streamed a report at a time (status/list.ts writeRunsDocument), encoded at once into a
+        // 1 MiB buffer written when full: each report's text dies young, so the heap stays small.
+        const buf = Buffer.allocUnsafe(1 << 20);
+        let used = 0;
+        const put = (text: string): void => {
+          if (used + Buffer.byteLength(text) > buf.length) {
+            writeStdoutSync(buf.subarray(0, used));
+            used = 0;
+          }
+          if (Buffer.byteLength(text) > buf.length) writeStdoutSync(Buffer.from(text));
+          else used += buf.write(text, used);
+        };
+        const listed = asUsage(() => writeRunsDocument(rootFrom(opts.root), select === undefined ? {} : { select }, put));
+        if (listed.missing) process.stderr.write(`runwarden: note: ${listed.root} does not exist; no runs\n`);
+        put('\n');
+        writeStdoutSync(buf.subarray(0, used));
         return;
       }
+      const list = listRunsOrExplain(rootFrom(opts.root), select);
       for (const line of renderRuns(list, { color: useColor(), showSkipped: opts.showSkipped === true, filtered: select !== undefined })) out(line);
     });
 }

@@ -1,0 +1,306 @@
+#!/usr/bin/env node
+/**
+ * Scale (issue 10, items 3 and 6 and the `runs --json` bullet), one command:
+ *   A. `runwarden runs --json` over 100,000 small runs: wall clock, CPU
+ *      (user + system) and peak RSS of the CLI process (target < 2 s, 150 MB);
+ *   B. runs whose single last leg is 50 MB against runs of 100 KB, 20 each,
+ *      closed legs and open legs (lock free, so ABANDONED: probed and
+ *      confirmed) separately: per-run time ratio 50 MB / 100 KB (target < 2);
+ *   C. the acquire-refusal cell: a leg starting and ending in a loop with the
+ *      default acquireLock retry while 16, 32 and 64 tight-loop pollers probe
+ *      the same lock (bench/pollers.js); every refusal is a false busy.
+ *
+ * Data is generated under os.tmpdir() and deleted afterwards (also on
+ * Ctrl-C). Needs about 2.2 GB free there (checked first) and /usr/bin/time.
+ *
+ * usage: node bench/scale.mjs [--quick] [--no-write]
+ *   --quick     10,000 small runs, 5 runs per leg set, 2 reps, pollers 16 and 64 only
+ *   --no-write  only print the section (default: replace "## Scale" in bench/RESULTS.md)
+ */
+import { execFileSync, spawnSync } from 'node:child_process';
+import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, statfsSync, writeFileSync, writeSync } from 'node:fs';
+import { cpus, loadavg, tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+
+const benchDir = dirname(fileURLToPath(import.meta.url));
+const repo = dirname(benchDir);
+const BIN = join(repo, 'bin', 'runwarden.js');
+const HEADING = '## Scale';
+const TIME = '/usr/bin/time';
+
+const args = process.argv.slice(2);
+if (args.includes('--help') || args.includes('-h')) {
+  process.stdout.write(readFileSync(fileURLToPath(import.meta.url), 'utf8').split('\n').slice(2, 20).map((l) => l.replace(/^ \*\/? ?/, '')).join('\n') + '\n');
+  process.exit(0);
+}
+const unknown = args.filter((a) => a !== '--quick' && a !== '--no-write');
+if (unknown.length > 0) {
+  process.stderr.write(`scale: unknown arguments ${unknown.join(' ')}; see --help\n`);
+  process.exit(2);
+}
+const quick = args.includes('--quick');
+const noWrite = args.includes('--no-write');
+const cfg = quick ? { small: 10_000, legRuns: 5, reps: 2, Ps: [16, 64], windowMs: 4000, cellReps: 1 } : { small: 100_000, legRuns: 20, reps: 3, Ps: [16, 32, 64], windowMs: 10_000, cellReps: 2 };
+const BIG = 50 * 1024 * 1024;
+const SMALL = 100 * 1024;
+
+if (!existsSync(join(repo, 'dist', 'index.js'))) {
+  process.stderr.write('scale: dist/ is missing; run `npm run build` first\n');
+  process.exit(1);
+}
+if (!existsSync(TIME)) {
+  process.stderr.write(`scale: ${TIME} is needed to measure the CLI's CPU time and peak RSS\n`);
+  process.exit(1);
+}
+const need = 2 * cfg.legRuns * BIG + cfg.small * 8192 + 256 * 1024 * 1024;
+const fsInfo = statfsSync(tmpdir());
+const free = fsInfo.bavail * fsInfo.bsize;
+if (free < need) {
+  process.stderr.write(`scale: ${tmpdir()} has ${(free / 1e9).toFixed(1)} GB free; this bench needs about ${(need / 1e9).toFixed(1)} GB\n`);
+  process.exit(1);
+}
+
+const t0 = Date.now();
+const log = (m) => process.stderr.write(`[scale ${((Date.now() - t0) / 1000).toFixed(1).padStart(6)} s] ${m}\n`);
+const scratch = mkdtempSync(join(tmpdir(), 'rw-scale-'));
+const cleanupAll = () => rmSync(scratch, { recursive: true, force: true });
+for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
+  process.on(sig, () => {
+    cleanupAll();
+    process.exit(130);
+  });
+}
+
+// ---------------------------------------------------------------- data ---
+
+const TS = '2026-08-06T10:00:00Z';
+const line = (id, event, f = {}) => JSON.stringify({ schema: 3, ts: TS, run_id: id, event, ...f }) + '\n';
+const MARKED = 'oh-my-graph-lock 1\n4242\n';
+
+function leg(id, nodes, outcome, detailBytes = 120) {
+  let s = line(id, 'run_started');
+  for (let i = 0; i < nodes; i++) {
+    const n = `node-${i}`;
+    s += line(id, 'node_started', { node_id: n, session_id: `sess-${i}` });
+    s += line(id, 'node_passed', { node_id: n, verdict: 'PASS', detail: 'd'.repeat(detailBytes), cost_usd: 0.0123, usage: { input_tokens: 1200, output_tokens: 340 } });
+  }
+  if (outcome) s += line(id, 'run_finished', { outcome });
+  return s;
+}
+
+function state(id, nodes, passed) {
+  const g = { name: 'bench-graph', nodes: Array.from({ length: nodes }, (_, i) => ({ id: `node-${i}` })) };
+  const recs = {};
+  for (let i = 0; i < passed; i++) recs[`node-${i}`] = { verdict: 'PASS', cost_usd: 0.0123 };
+  return JSON.stringify({ schema: 3, run_id: id, graph: g, nodes: recs });
+}
+
+/** The shape of small run i (as bench/runs-scale.mjs): 10 % open legs with a free lock, 10 % paused, the rest passed or failed. */
+function smallRun(root, i) {
+  const id = `20260806-${String(100000 + (i % 900000)).slice(-6)}.${String(i).padStart(9, '0')}-1`;
+  const dir = join(root, id);
+  mkdirSync(dir);
+  const kind = i % 10;
+  let events;
+  if (kind === 0) events = leg(id, 2, '');
+  else if (kind === 1) events = leg(id, 2, 'failed') + line(id, 'run_started') + line(id, 'gate_paused', { node_id: 'node-2' }) + line(id, 'run_finished', { outcome: 'paused' });
+  else events = leg(id, 3, kind % 2 ? 'failed' : 'passed');
+  writeFileSync(join(dir, 'events.jsonl'), events);
+  writeFileSync(join(dir, 'state.json'), state(id, 3, kind % 2 ? 2 : 3));
+  writeFileSync(join(dir, 'resume.lock'), MARKED);
+}
+
+/**
+ * A run whose stream is ONE leg of about `bytes`: a start, node events with
+ * varied text (so the byte search meets ordinary prose, not one repeated
+ * letter), and for a closed leg a finish. No snapshot; a marked lock nobody
+ * holds, so an open leg is ABANDONED (probed free and confirmed).
+ */
+const WORDS = 'the quick brown fox jumps over a lazy dog while tests run and a node reports its verdict with usage tokens and cost'.split(' ');
+function oneLegRun(root, i, bytes, closed) {
+  const id = `20260806-140000.${String(i).padStart(9, '0')}-1`;
+  const dir = join(root, id);
+  mkdirSync(dir);
+  let block = '';
+  for (let k = 0; block.length < Math.min(bytes, 1 << 20) - 2048; k++) {
+    let detail = '';
+    for (let w = 0; w < 50; w++) detail += WORDS[(k * 7 + w * 13) % WORDS.length] + ' ';
+    block += line(id, k % 2 ? 'node_passed' : 'node_started', { node_id: `node-${k % 40}`, verdict: 'PASS', detail });
+  }
+  const blockBuf = Buffer.from(block);
+  const fd = openSync(join(dir, 'events.jsonl'), 'w');
+  let written = writeSync(fd, line(id, 'run_started', { command: ['agent', 'run'] }));
+  while (written + blockBuf.length <= bytes) written += writeSync(fd, blockBuf);
+  if (closed) written += writeSync(fd, line(id, 'run_finished', { outcome: 'passed' }));
+  closeSync(fd);
+  writeFileSync(join(dir, 'resume.lock'), MARKED);
+  return written;
+}
+
+// ------------------------------------------------------------- measure ---
+
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+
+/** `runs --json` under /usr/bin/time: wall s, CPU s (user + system), peak RSS MB; output discarded after a count check. */
+function cli(root, expect) {
+  const r = spawnSync(TIME, ['-f', 'RWTIME %e %U %S %M', process.execPath, BIN, 'runs', '--json', '--root', root], { maxBuffer: 1 << 30, encoding: 'utf8' });
+  if (r.status !== 0) throw new Error(`runs failed (${r.status}): ${r.stderr}`);
+  const m = /RWTIME (\S+) (\S+) (\S+) (\S+)/.exec(r.stderr);
+  if (m === null) throw new Error(`no timing in: ${r.stderr}`);
+  if (expect !== undefined) {
+    const doc = JSON.parse(r.stdout);
+    if (doc.runs.length !== expect || doc.skipped.length !== 0) throw new Error(`expected ${expect} runs, got ${doc.runs.length} (+${doc.skipped.length} skipped)`);
+  }
+  return { wall: Number(m[1]), cpu: Number(m[2]) + Number(m[3]), rss: Number(m[4]) / 1024 };
+}
+
+const fmt = (s) => `${s.toFixed(2)} s`;
+const lib = await import(pathToFileURL(join(repo, 'dist', 'index.js')).href);
+
+/** listRuns in this process: wall and CPU (process.cpuUsage, µs resolution) per run, in ms. */
+function inProcess(root, n) {
+  const c0 = process.cpuUsage();
+  const w0 = process.hrtime.bigint();
+  const list = lib.listRuns(root);
+  const wall = Number(process.hrtime.bigint() - w0) / 1e6;
+  const c = process.cpuUsage(c0);
+  if (list.runs.length !== n) throw new Error(`listRuns: expected ${n} runs, got ${list.runs.length}`);
+  return { wall: wall / n, cpu: (c.user + c.system) / 1000 / n };
+}
+const loadStart = loadavg().map((x) => x.toFixed(1)).join(' ');
+
+try {
+  // A. 100,000 small runs.
+  const smallRoot = join(scratch, 'small');
+  mkdirSync(smallRoot);
+  log(`generating ${cfg.small} small runs`);
+  for (let i = 0; i < cfg.small; i++) smallRun(smallRoot, i);
+  const emptyRoot = join(scratch, 'empty');
+  mkdirSync(emptyRoot);
+
+  // B. one-leg runs.
+  const sets = [];
+  for (const closed of [true, false]) {
+    for (const bytes of [SMALL, BIG]) {
+      const root = join(scratch, `${closed ? 'closed' : 'open'}-${bytes}`);
+      mkdirSync(root);
+      log(`generating ${cfg.legRuns} runs with one ${closed ? 'closed' : 'open'} leg of ${bytes === BIG ? '50 MB' : '100 KB'}`);
+      let total = 0;
+      for (let i = 0; i < cfg.legRuns; i++) total += oneLegRun(root, i, bytes, closed);
+      sets.push({ closed, bytes, root, total, runs: [] });
+    }
+  }
+
+  log('timing runs --json (interleaved repetitions; the first is a warm-up)');
+  cli(smallRoot, cfg.small);
+  for (const s of sets) cli(s.root, cfg.legRuns);
+  const small = [];
+  const empty = [];
+  for (let r = 0; r < cfg.reps; r++) {
+    empty.push(cli(emptyRoot));
+    small.push(cli(smallRoot));
+    for (const s of sets) {
+      s.runs.push(cli(s.root));
+      (s.lib ??= []).push(inProcess(s.root, cfg.legRuns));
+    }
+    log(`rep ${r + 1}/${cfg.reps}: 100k ${fmt(small[r].wall)} wall, ${fmt(small[r].cpu)} cpu, ${small[r].rss.toFixed(0)} MB`);
+  }
+  const med = (xs, k) => median(xs.map((x) => x[k]));
+
+  // C. the acquire-refusal cell.
+  log(`acquire cell: pollers ${cfg.Ps.join(', ')}, ${cfg.windowMs} ms windows × ${cfg.cellReps}`);
+  const { runPollers } = await import('./pollers.js');
+  const cells = await runPollers({
+    Ps: cfg.Ps,
+    windowMs: cfg.windowMs,
+    reps: cfg.cellReps,
+    settings: [{ id: 'churn-default', label: 'churn, acquireLock default retry', retryMs: undefined }],
+    kinds: [{ id: 'shared', label: 'runwarden probeLock (LOCK_SH)' }],
+    log: () => {},
+  });
+
+  // ---------------------------------------------------------- report ---
+  let commit = 'unknown';
+  try {
+    commit = execFileSync('git', ['-C', repo, 'rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).trim();
+  } catch {
+    /* not a checkout */
+  }
+  const loadEnd = loadavg().map((x) => x.toFixed(1)).join(' ');
+  const e = { wall: med(empty, 'wall'), cpu: med(empty, 'cpu') };
+  const row = (label, xs, n) =>
+    `| ${label} | ${fmt(med(xs, 'wall'))} | ${fmt(med(xs, 'cpu'))} | ${med(xs, 'rss').toFixed(0)} MB | ${((1000 * med(xs, 'wall')) / n).toFixed(2)} ms | ${((1000 * Math.max(0, med(xs, 'cpu') - e.cpu)) / n).toFixed(3)} ms |`;
+  const ratios = [true, false].map((closed) => {
+    const [a, b] = sets.filter((s) => s.closed === closed);
+    return {
+      closed,
+      wall: med(b.runs, 'wall') / med(a.runs, 'wall'),
+      cpu: med(b.runs, 'cpu') / med(a.runs, 'cpu'),
+      small: { wall: med(a.lib, 'wall'), cpu: med(a.lib, 'cpu') },
+      big: { wall: med(b.lib, 'wall'), cpu: med(b.lib, 'cpu') },
+    };
+  });
+  const msOf = (ns) => (Number.isFinite(ns) ? `${(ns / 1e6).toFixed(1)} ms` : 'no attempt');
+  const cellRows = cells.map((c) => `| ${c.P} | ${c.leg.attempts} | **${c.leg.refused}** | ${msOf(c.leg.acquireP50)} | ${msOf(c.leg.acquireP99)} | ${msOf(c.leg.acquireMax)} |`);
+  const refused = cells.reduce((a, c) => a + c.leg.refused, 0);
+  const attempts = cells.reduce((a, c) => a + c.leg.attempts, 0);
+  const section = `${HEADING}
+
+\`node bench/scale.mjs${quick ? ' --quick' : ''}\` (${quick ? 'quick' : 'full'} mode), ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC, ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, node ${process.version}, runwarden ${commit}. Load average at start ${loadStart}, at end ${loadEnd} (1, 5, 15 min): the machine is shared, so wall clock is the least trustworthy column; CPU time (user + system of the CLI process, from \`${TIME}\`) is the one to compare. Data generated under \`${tmpdir()}\` and deleted afterwards. Medians of ${cfg.reps} interleaved repetitions after a warm-up.
+
+**A. \`runs --json\` over ${cfg.small.toLocaleString('en-US')} small runs** (3-to-8-line streams, \`state.json\`, marked lock; 10 % open legs with a free lock, probed and confirmed; output streamed):
+
+| root | wall | CPU | peak RSS | wall per run | CPU per run, start-up (empty root) subtracted |
+| --- | --- | --- | --- | --- | --- |
+| empty (node start-up) | ${fmt(e.wall)} | ${fmt(e.cpu)} | ${med(empty, 'rss').toFixed(0)} MB | | |
+${row(`${cfg.small.toLocaleString('en-US')} runs`, small, cfg.small)}
+
+Targets: under 2 s and 150 MB.
+
+**B. One long last leg** (${cfg.legRuns} runs per set, each stream a single leg of node events with prose details; open legs have a free lock, so each is probed and confirmed ABANDONED):
+
+| set | stream bytes per run | wall | CPU | peak RSS | wall per run | CPU per run, start-up subtracted |
+| --- | --- | --- | --- | --- | --- | --- |
+${sets.map((s) => row(`${cfg.legRuns} × ${s.closed ? 'closed' : 'open'} ${s.bytes === BIG ? '50 MB' : '100 KB'}`, s.runs, cfg.legRuns).replace(/^\| ([^|]+) \|/, `| $1 | ${(s.total / cfg.legRuns / 1e6).toFixed(2)} MB |`)).join('\n')}
+
+Per-run ratio 50 MB / 100 KB (target < 2):
+
+| legs | CLI wall, whole set (start-up included) | CLI CPU (start-up included) | \`listRuns\` in one process, per run: 100 KB → 50 MB wall | per run CPU | ratio, wall | ratio, CPU |
+| --- | --- | --- | --- | --- | --- | --- |
+${ratios.map((r) => `| ${r.closed ? 'closed' : 'open'} | **${r.wall.toFixed(2)}** | ${r.cpu.toFixed(2)} | ${r.small.wall.toFixed(2)} → ${r.big.wall.toFixed(2)} ms | ${r.small.cpu.toFixed(2)} → ${r.big.cpu.toFixed(2)} ms | ${(r.big.wall / r.small.wall).toFixed(1)} | ${(r.big.cpu / r.small.cpu).toFixed(1)} |`).join('\n')}
+
+The CLI columns are the issue's measure (whole \`runs --json\` per set, so node's start-up is in both); the in-process columns are the reader's own cost per run, where a 50 MB leg is a byte search of 50 MB (read from the page cache and searched by the addon's \`lastMatch\`) against 100 KB.
+
+**C. Acquire against tight-loop readers** (bench/pollers.js churn cell: one leg acquiring with the default retry, holding 1 ms, idle 1 ms, in a loop, while P pollers probe the same lock with the shared probe; ${cfg.windowMs} ms windows × ${cfg.cellReps}):
+
+| pollers | leg attempts | refused | acquire p50 | p99 | max |
+| --- | --- | --- | --- | --- | --- |
+${cellRows.join('\n')}
+
+Refused: **${refused} of ${attempts}** attempts.
+`;
+  process.stdout.write(section);
+  if (!noWrite) {
+    const file = join(benchDir, 'RESULTS.md');
+    let doc = existsSync(file) ? readFileSync(file, 'utf8') : '# Benchmark results\n';
+    const lines = doc.split('\n');
+    const start = lines.findIndex((l) => l.trim() === HEADING);
+    if (start < 0) {
+      doc = doc.trimEnd() + '\n\n' + section;
+    } else {
+      let end = lines.length;
+      for (let i = start + 1; i < lines.length; i++) {
+        if (/^#{1,2}\s/.test(lines[i])) {
+          end = i;
+          break;
+        }
+      }
+      doc = [...lines.slice(0, start), ...section.trimEnd().split('\n'), ...(end < lines.length ? ['', ...lines.slice(end)] : [''])].join('\n');
+    }
+    writeFileSync(file, doc);
+    log(`wrote the "${HEADING}" section of ${file}`);
+  }
+} finally {
+  cleanupAll();
+}

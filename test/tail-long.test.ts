@@ -1,0 +1,159 @@
+/**
+ * The tail reader on long last legs, against real files: the leg's start and
+ * end are found by byte search (not by parsing every line), and every answer
+ * still equals the forward fold's. Also the confirm re-read: unchanged bytes
+ * are not read again, any write is.
+ */
+import { appendFileSync, renameSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { DENSE_BYTES, readLastLeg, rereadLastLeg } from '../src/read/tail.js';
+import { readStream } from '../src/read/stream.js';
+import { inspectRun } from '../src/status/inspect.js';
+import { probeLock } from '../src/lock/probe.js';
+import { native } from '../src/kernel/native.js';
+import { cleanup, ev, makeRun, runId, tempDir } from './helpers/reading-fixtures.js';
+
+afterAll(cleanup);
+
+const dir = tempDir('rw-tail-long-');
+let n = 0;
+
+/** `count` node events of ~500 bytes: a long leg's body. */
+function body(count: number, detail = 'd'.repeat(400)): string {
+  let s = '';
+  for (let i = 0; i < count; i++) s += ev(i % 2 ? 'node_passed' : 'node_started', { node_id: `n${i % 7}`, detail });
+  return s;
+}
+
+/** Writes `content`, reads it both ways, checks they agree, and returns the tail. */
+function both(content: string | Buffer) {
+  const p = join(dir, `s${++n}.jsonl`);
+  writeFileSync(p, content);
+  const fwd = readStream(p);
+  const { legs: _legs, ...leg } = fwd.leg;
+  for (const chunkBytes of [7, 4096, undefined]) {
+    const tail = readLastLeg(p, chunkBytes === undefined ? {} : { chunkBytes });
+    expect(tail.leg).toEqual(leg);
+  }
+  return { tail: readLastLeg(p), fwd, path: p };
+}
+
+const LONG = 2000; // ~1 MB of events: far longer than the dense region
+
+describe('a long last leg is searched, not parsed', () => {
+  it('closed: the start a megabyte back is found, the outcome is the finish', () => {
+    const { tail } = both(ev('run_started', { command: ['make'] }) + body(LONG) + ev('run_finished', { outcome: 'passed' }));
+    expect(tail.leg).toMatchObject({ open: false, started: true, lastOutcome: 'passed', legOffset: 0, command: ['make'] });
+    // Only the last lines were parsed.
+    expect(tail.size - tail.from).toBeLessThan(DENSE_BYTES + 1024);
+  });
+
+  it('open: the start is found, and the nearest closed leg before it gives lastOutcome', () => {
+    const first = ev('run_started') + body(50) + ev('run_finished', { outcome: 'failed' });
+    const { tail } = both(first + ev('run_started', { phase: 'planning' }) + body(LONG));
+    expect(tail.leg).toMatchObject({ open: true, phase: 'planning', lastOutcome: 'failed', legOffset: Buffer.byteLength(first) });
+    expect(tail.size - tail.from).toBeLessThan(DENSE_BYTES + 1024);
+  });
+
+  it('a run_started or run_finished inside a quoted value of another event is not a leg event', () => {
+    const noisy = body(LONG / 2) + ev('node_passed', { node_id: 'a', detail: 'log: "event":"run_started" then run_finished' }) + body(LONG / 2);
+    const closed = both(ev('run_started') + noisy + ev('run_finished', { outcome: 'failed' }));
+    expect(closed.tail.leg).toMatchObject({ open: false, lastOutcome: 'failed', legOffset: 0 });
+    const open = both(ev('run_started') + noisy);
+    expect(open.tail.leg).toMatchObject({ open: true, legOffset: 0 });
+  });
+
+  it('a leg event spelled with \\u escapes far back is still found', () => {
+    const start = '{"schema":3,"event":"run\\u005fstarted","command":["x"]}\n';
+    const finish = '{"schema":3,"\\u0065vent":"run_finished","outcome":"paused"}\n';
+    const { tail } = both(ev('run_started') + ev('run_finished', { outcome: 'passed' }) + start + body(LONG) + finish + body(LONG));
+    expect(tail.leg).toMatchObject({ open: false, lastOutcome: 'paused', command: ['x'] });
+  });
+
+  it('a duplicate finish after a long leg does not replace the outcome', () => {
+    const { tail } = both(ev('run_started') + body(LONG) + ev('run_finished', { outcome: 'failed' }) + body(LONG) + ev('run_finished', { outcome: 'passed' }));
+    expect(tail.leg).toMatchObject({ open: false, lastOutcome: 'failed' });
+  });
+
+  it('a gate paused early in a long leg is still named, and one approved later is not', () => {
+    const s = ev('run_started') + ev('gate_paused', { node_id: 'g1' }) + ev('gate_paused', { node_id: 'g2' }) + body(LONG) + ev('gate_approved', { node_id: 'g2' }) + ev('run_finished', { outcome: 'paused' });
+    const { tail } = both(s);
+    expect(tail.leg.gates).toEqual(['g1']);
+    expect(tail.from).toBeLessThan(200); // the dense region reaches back to the first paused gate
+  });
+
+  it('junk, CRLF endings and a truncated last line: the same answer both ways', () => {
+    const crlf = (ev('run_started') + body(LONG) + 'garbage run_finished\n' + '{"schema":3,"event":"run_finished"\n' + ev('node_started', { node_id: 'z' })).replace(/\n/g, '\r\n');
+    const { tail, fwd } = both(crlf + '{"schema":3,"event":"run_fini');
+    expect(tail.leg.open).toBe(true);
+    // Skips counted are those in the dense region: here all three junk lines.
+    expect(tail.skippedLines).toBe(3);
+    expect(fwd.skippedLines).toBe(3);
+  });
+
+  it('junk deep in a long leg is not counted (only the dense region is parsed)', () => {
+    const { tail, fwd } = both(ev('run_started') + 'garbage\n' + body(LONG) + ev('run_finished', { outcome: 'passed' }));
+    expect(fwd.skippedLines).toBe(1);
+    expect(tail.skippedLines).toBe(0);
+    expect(tail.from).toBeGreaterThan(1000);
+  });
+});
+
+describe("the addon's lastMatch", () => {
+  it('finds the last start of any needle below end, as a byte-by-byte search does', () => {
+    const needles = ['n_st', 'n_fi', 'te_pa', '\\u'];
+    const packed = Buffer.concat(needles.flatMap((x) => [Buffer.from([x.length]), Buffer.from(x)]));
+    let seed = 7;
+    const rand = (k: number): number => {
+      seed = (seed * 1103515245 + 12345) >>> 0;
+      return seed % k;
+    };
+    const alphabet = 'n_stfiepa\\ux';
+    for (let t = 0; t < 3000; t++) {
+      const len = rand(120);
+      let text = '';
+      for (let i = 0; i < len; i++) text += alphabet[rand(alphabet.length)];
+      const hay = Buffer.from(text, 'latin1');
+      const end = rand(len + 1);
+      let want = -1;
+      for (let i = end - 1; i >= 0 && want < 0; i--) if (needles.some((x) => hay.subarray(i, i + x.length).toString('latin1') === x)) want = i;
+      expect(native().lastMatch(hay, end, packed), `${text} end ${end}`).toBe(want);
+    }
+    expect(() => native().lastMatch(Buffer.from('abc'), 4, packed)).toThrow(RangeError);
+  });
+});
+
+describe('the confirm re-read', () => {
+  it('returns the same facts for an untouched stream, and reads again after an append', () => {
+    const p = join(dir, 'confirm.jsonl');
+    writeFileSync(p, ev('run_started') + body(LONG));
+    const first = readLastLeg(p);
+    expect(rereadLastLeg(p, first)).toBe(first);
+    appendFileSync(p, ev('run_finished', { outcome: 'passed' }));
+    const again = rereadLastLeg(p, first);
+    expect(again).not.toBe(first);
+    expect(again.leg).toMatchObject({ open: false, lastOutcome: 'passed' });
+    // A file of the same size put in its place (a restore, a sync) is read again too.
+    const q = join(dir, 'confirm2.jsonl');
+    writeFileSync(q, ev('run_started', { phase: 'aaaaaaaa' }) + body(10));
+    const before = readLastLeg(q);
+    writeFileSync(q + '.new', ev('run_started', { phase: 'xlanning' }) + body(10));
+    renameSync(q + '.new', q);
+    expect(rereadLastLeg(q, before).leg.phase).toBe('xlanning');
+  });
+
+  it('a long open leg with a free lock is ABANDONED; one finished between read and probe is not', () => {
+    const root = tempDir('rw-tail-confirm-');
+    const dead = makeRun(root, runId(), { events: ev('run_started') + body(LONG), lock: 'marked' });
+    expect(inspectRun(dead).report.status).toBe('ABANDONED');
+    const racing = makeRun(root, runId(), { events: ev('run_started') + body(LONG), lock: 'marked' });
+    const report = inspectRun(racing, {
+      probe: (lockPath) => {
+        appendFileSync(join(racing, 'events.jsonl'), ev('run_finished', { outcome: 'passed' }));
+        return probeLock(lockPath);
+      },
+    }).report;
+    expect(report.status).toBe('PASS');
+  });
+});
