@@ -33,6 +33,7 @@
 #include <string>
 
 #include "facts.h"
+#include "notify.h"
 #include "platform.h"
 
 namespace {
@@ -377,6 +378,7 @@ Napi::Object Register(Napi::Env env, Napi::Object exports) {
   exports.Set("hasFlock", Napi::Boolean::New(env, rw::kHasFlock));
   exports.Set("platform", Napi::String::New(env, rw::kPlatformName));
   exports.Set("constants", Constants(env));
+  exports.Set("notify", rw::NotifyExports(env));
   return exports;
 }
 
