@@ -20,11 +20,12 @@
  * coreutils (sleep, true, mkfifo, rm, cat) — all Essential in Debian — and
  * the C++ toolchain `npm ci` already needed to build the addon.
  */
+import { spawnSync } from 'node:child_process';
 import { accessSync, constants, readdirSync, readFileSync, statSync } from 'node:fs';
 import { delimiter, join } from 'node:path';
 import type { TestContext } from 'vitest';
 
-export type Prereq = 'root' | 'mount' | 'bindfs' | 'fuse' | 'strace' | 'chromium' | 'flock' | 'script' | 'cc' | 'faketime';
+export type Prereq = 'root' | 'mount' | 'bindfs' | 'fuse' | 'strace' | 'chromium' | 'flock' | 'script' | 'cc' | 'faketime' | 'userns';
 
 /** What the reporter gets for a test that lacked something. */
 export interface PrereqRecord {
@@ -142,6 +143,12 @@ const CHECKS: Record<Prereq, Check> = {
   script: tool('script', 'bsdutils'),
   cc: tool(process.env['CC'] || 'cc', 'gcc'),
   faketime: { present: () => libfaketime() !== undefined, missing: 'needs libfaketimeMT.so.1: apt-get install faketime', pkg: 'faketime' },
+  // A user namespace of one's own, whose inotify watch limit (/proc/sys/user/max_inotify_watches)
+  // it may lower without touching the machine's: how a test meets a real ENOSPC.
+  userns: {
+    present: () => spawnSync('unshare', ['-Ur', 'sh', '-c', 'test -w /proc/sys/user/max_inotify_watches'], { stdio: 'ignore' }).status === 0,
+    missing: 'needs unprivileged user namespaces (unshare -Ur) with a writable /proc/sys/user/max_inotify_watches',
+  },
 };
 
 const cache = new Map<Prereq, boolean>();
