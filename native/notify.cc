@@ -69,12 +69,46 @@ void Finalize(Napi::Env env, Notifier* n) {
   delete n;
 }
 
+// Hands one batch to JS. Raw N-API with every status checked, never a
+// throwing helper: during an environment's teardown libuv may still run this
+// poll once, when JS can no longer be called, and then the batch is dropped
+// quietly instead of aborting the process.
+void Call(Notifier* n, const std::vector<NotifyEvent>& events) {
+  napi_env env = n->env;
+  napi_handle_scope scope;
+  if (napi_open_handle_scope(env, &scope) != napi_ok) return;
+  napi_value batch, recv, fn, result;
+  bool ok = napi_create_array_with_length(env, events.size(), &batch) == napi_ok;
+  for (size_t i = 0; ok && i < events.size(); i++) {
+    const NotifyEvent& e = events[i];
+    napi_value o, wd, mask, name;
+    ok = napi_create_object(env, &o) == napi_ok && napi_create_int32(env, e.wd, &wd) == napi_ok &&
+         napi_create_double(env, static_cast<double>(e.mask), &mask) == napi_ok &&
+         napi_create_string_utf8(env, e.name.data(), e.name.size(), &name) == napi_ok &&
+         napi_set_named_property(env, o, "wd", wd) == napi_ok && napi_set_named_property(env, o, "mask", mask) == napi_ok &&
+         napi_set_named_property(env, o, "name", name) == napi_ok && napi_set_element(env, batch, static_cast<uint32_t>(i), o) == napi_ok;
+  }
+  ok = ok && !n->self.IsEmpty() && !n->callback.IsEmpty() && napi_get_reference_value(env, n->self, &recv) == napi_ok &&
+       napi_get_reference_value(env, n->callback, &fn) == napi_ok && recv != nullptr && fn != nullptr;
+  if (ok) {
+    napi_value argv[1] = {batch};
+    napi_status st = napi_make_callback(env, n->async, recv, fn, 1, argv, &result);
+    bool pending = false;
+    if (st != napi_ok && napi_is_exception_pending(env, &pending) == napi_ok && pending) {
+      // A throwing callback is the program's error, not ours: report it the
+      // way Node reports an exception from any callback.
+      napi_value err;
+      if (napi_get_and_clear_last_exception(env, &err) == napi_ok) napi_fatal_exception(env, err);
+    }
+  }
+  napi_close_handle_scope(env, scope);
+}
+
 // Reads what is pending and hands it to JS, one batch per callback, until the
 // kernel has nothing more or the notifier was closed from a callback.
 void Deliver(Notifier* n) {
   if (n->closed || n->delivering) return;
   n->delivering = true;
-  Napi::Env env(n->env);
   for (;;) {
     n->events.clear();
     bool more = false;
@@ -87,24 +121,7 @@ void Deliver(Notifier* n) {
       more = false;
     }
     if (n->events.empty()) break;
-    Napi::HandleScope scope(env);
-    Napi::Array batch = Napi::Array::New(env, n->events.size());
-    for (size_t i = 0; i < n->events.size(); i++) {
-      const NotifyEvent& e = n->events[i];
-      Napi::Object o = Napi::Object::New(env);
-      o.Set("wd", Napi::Number::New(env, e.wd));
-      o.Set("mask", Napi::Number::New(env, static_cast<double>(e.mask)));
-      o.Set("name", Napi::String::New(env, e.name));
-      batch.Set(static_cast<uint32_t>(i), o);
-    }
-    napi_value result;
-    napi_value argv[1] = {batch};
-    napi_status st = napi_make_callback(n->env, n->async, n->self.Value(), n->callback.Value(), 1, argv, &result);
-    if (st != napi_ok || env.IsExceptionPending()) {
-      // A throwing callback is the program's error, not ours: report it the
-      // way Node reports an exception from any callback.
-      if (env.IsExceptionPending()) napi_fatal_exception(n->env, env.GetAndClearPendingException().Value());
-    }
+    Call(n, n->events);
     if (n->closed || err != 0 || !more) break;
   }
   n->delivering = false;
@@ -114,18 +131,7 @@ void OnPoll(uv_poll_t* handle, int status, int /*events*/) {
   auto* n = static_cast<Notifier*>(handle->data);
   if (n == nullptr || n->closed) return;
   if (status < 0) {
-    Napi::Env env(n->env);
-    Napi::HandleScope scope(env);
-    Napi::Array batch = Napi::Array::New(env, 1);
-    Napi::Object o = Napi::Object::New(env);
-    o.Set("wd", Napi::Number::New(env, -2));
-    o.Set("mask", Napi::Number::New(env, -status));
-    o.Set("name", Napi::String::New(env, ""));
-    batch.Set(0u, o);
-    napi_value result;
-    napi_value argv[1] = {batch};
-    napi_make_callback(n->env, n->async, n->self.Value(), n->callback.Value(), 1, argv, &result);
-    if (env.IsExceptionPending()) napi_fatal_exception(n->env, env.GetAndClearPendingException().Value());
+    Call(n, std::vector<NotifyEvent>{NotifyEvent{-2, static_cast<uint32_t>(-status), std::string()}});
     return;
   }
   Deliver(n);

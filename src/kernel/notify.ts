@@ -130,7 +130,10 @@ export class DirWatcher {
         return;
       }
       if ((e.mask & bit('queueOverflow')) !== 0) {
-        this.options.onOverflow?.();
+        // Events were lost. An owner that rescans is told; otherwise every
+        // listener hears that its directory changed in some way.
+        if (this.options.onOverflow !== undefined) this.options.onOverflow();
+        else for (const entry of [...this.byWd.values()]) for (const l of [...entry.listeners]) l({ kind: 'changed', name: '', isDir: false });
         continue;
       }
       const entry = this.byWd.get(e.wd);
@@ -218,4 +221,25 @@ export function openDirWatcher(options: DirWatcherOptions = {}): DirWatcher | st
   watcher = new DirWatcher(opened, options);
   if (options.ref !== true) opened.unref();
   return watcher;
+}
+
+let shared: DirWatcher | string | undefined;
+
+/**
+ * One watcher for the whole process, for followers that each watch a
+ * directory or two (`followRun`): opened on first use, never holding the
+ * process open, so that a program following many runs uses one kernel
+ * notifier, not one per run (`max_user_instances` is small). Undefined when
+ * the platform has no notification or the kernel refused a notifier; the
+ * caller then polls.
+ */
+export function sharedDirWatcher(): DirWatcher | undefined {
+  if (shared === undefined) {
+    shared = openDirWatcher({
+      onBroken: () => {
+        shared = 'broken';
+      },
+    });
+  }
+  return typeof shared === 'string' ? undefined : shared;
 }
