@@ -251,8 +251,8 @@ export class LiveEngine {
       this.say(`change notification is off; open legs are polled every ${this.pollMs} ms`);
     }
     this.timer(() => this.safety(), this.safetyMs);
-    this.timer(() => this.recheckOpen(true), this.openRecheckMs);
-    this.timer(() => this.recheckOpen(false), this.pollMs);
+    this.timer(() => this.recheckOpen(false), this.openRecheckMs);
+    this.timer(() => this.recheckOpen(true), this.pollMs);
     if (this.root !== undefined) this.watchRoot();
     let n = 0;
     for (const r of [...this.runsByDir.values()]) {
@@ -499,11 +499,18 @@ export class LiveEngine {
     for (const r of batch) if (this.runsByDir.get(r.dir) === r) this.process(r);
   }
 
-  private recheckOpen(watched: boolean): void {
+  /**
+   * Re-probes open legs: with `polled`, those of runs without a watch (every
+   * `pollMs`); otherwise every open leg (every `openRecheckMs`). A run
+   * already ABANDONED is not re-probed: only a new leg changes it, and a new
+   * leg writes to the stream, which a watch reports (and the safety re-check
+   * finds where there is none).
+   */
+  private recheckOpen(polled: boolean): void {
     for (const r of this.runsByDir.values()) {
-      // Settled runs are never polled: only the safety re-check looks at them without a watch.
-      if ((r.watch !== undefined) !== watched || !r.fold.open) continue;
-      if (!watched) this.stats.polledProbes++;
+      if (!r.fold.open || r.report?.status === 'ABANDONED') continue;
+      if (polled && r.watch !== undefined) continue;
+      if (polled) this.stats.polledProbes++;
       r.dirtyStream = r.dirtyProbe = true;
       this.process(r);
     }
