@@ -26,7 +26,17 @@ export interface HubSources {
   dashboard(): Promise<DashboardDoc>;
   /** One run's detail, or the error document when it cannot be served. */
   run(id: string): Promise<RunPage | ErrorBody>;
+  /**
+   * Optional, from a live model: calls `onChange` when something under the
+   * root changed (the hub then derives at once); returns the unsubscribe.
+   */
+  subscribe?(onChange: () => void): () => void;
+  /** Optional, with `subscribe`: a number that changes whenever something changed. Equal: nothing to derive. */
+  version?(): number | undefined;
 }
+
+/** With a live source, a full derivation is still made at least this often (ms): the safety net. */
+export const HUB_FULL_MS = 30_000;
 
 export interface HubOptions {
   /** Milliseconds between derivations (default 1000). */
@@ -69,6 +79,12 @@ export class LiveHub {
   private current: DashboardDoc | undefined;
   private cardJson = new Map<string, string>();
   private lastError = '';
+  private readonly unsubscribe: (() => void) | undefined;
+  /** A change arrived while a derivation ran: derive again right after it. */
+  private pending = false;
+  /** The source's version at the last derivation, and when that was (monotonic). */
+  private derivedVersion: number | undefined;
+  private derivedAt = -Infinity;
 
   constructor(
     private readonly sources: HubSources,
@@ -76,6 +92,17 @@ export class LiveHub {
   ) {
     this.intervalMs = options.intervalMs ?? 1000;
     this.log = options.log ?? ((line) => process.stderr.write(line + '\n'));
+    this.unsubscribe = sources.subscribe?.(() => this.changed());
+  }
+
+  /** Something changed under the root: derive now (after the running derivation, if one runs). */
+  private changed(): void {
+    if (this.closed || this.clients.size === 0) return;
+    if (this.running) {
+      this.pending = true;
+      return;
+    }
+    this.schedule(0);
   }
 
   /** How many pages are connected. */
@@ -118,6 +145,7 @@ export class LiveHub {
   /** Ends every stream and stops the timer. */
   close(): void {
     this.closed = true;
+    this.unsubscribe?.();
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
     for (const c of this.clients) c.res.end();
@@ -129,6 +157,7 @@ export class LiveHub {
     this.timer = undefined;
     this.current = undefined;
     this.cardJson.clear();
+    this.derivedVersion = undefined;
   }
 
   private schedule(delayMs: number): void {
@@ -143,6 +172,7 @@ export class LiveHub {
     this.timer = undefined;
     if (this.closed || this.clients.size === 0) return;
     this.running = true;
+    this.pending = false;
     const started = monotonicMs();
     try {
       await this.step();
@@ -151,7 +181,8 @@ export class LiveHub {
     } finally {
       this.running = false;
     }
-    this.schedule(Math.max(0, this.intervalMs - (monotonicMs() - started)));
+    if (this.pending) this.schedule(0);
+    else this.schedule(Math.max(0, this.intervalMs - (monotonicMs() - started)));
   }
 
   private report(e: unknown): void {
@@ -163,6 +194,23 @@ export class LiveHub {
   private async step(): Promise<void> {
     const clients = [...this.clients];
     let error: string | undefined;
+    // With a live source, nothing changed and every page has its picture:
+    // only the beat goes out (an idle dashboard reads nothing).
+    const version = this.sources.version?.();
+    const now = monotonicMs();
+    const quiet =
+      version !== undefined &&
+      version === this.derivedVersion &&
+      now - this.derivedAt < HUB_FULL_MS &&
+      clients.every((c) => (c.runId === undefined ? c.primed : c.lastRun !== undefined));
+    if (quiet) {
+      const t = new Date().toISOString(); // wall clock on purpose: the beat carries a timestamp for people
+      const beat = frame('beat', { t });
+      for (const c of this.clients) this.send(c, beat);
+      return;
+    }
+    this.derivedVersion = version;
+    this.derivedAt = now;
     if (clients.some((c) => c.runId === undefined)) {
       try {
         this.pushDashboard(await this.sources.dashboard());

@@ -31,6 +31,7 @@ import { lstatSync } from 'node:fs';
 import { join } from 'node:path';
 import { EVENTS_FILE, STATE_FILE } from '../contract/files.js';
 import { monotonicMs } from '../kernel/clock.js';
+import { LiveEngine } from '../live/engine.js';
 import { compareNewestFirst } from '../contract/runid.js';
 import type { RunReport, RunsDocument, Status } from '../contract/types.js';
 import type { SnapshotRead } from '../read/snapshot.js';
@@ -76,7 +77,18 @@ export interface ModelOptions {
   expensiveMs?: number;
   /** An expensive run waits this many times its cost before it is re-derived (default {@link EXPENSIVE_FACTOR}). */
   expensiveFactor?: number;
+  /**
+   * Follow the root with the live engine (src/live/engine.ts): a run is
+   * inspected again only when the engine saw one of its files change or its
+   * report move (a death announced by the kernel included), or after
+   * {@link LIVE_TRUST_MS} in any case; and {@link DashboardModel.subscribe}
+   * tells the hub at once. Default false (every run inspected on every call).
+   */
+  live?: boolean;
 }
+
+/** With `live`, an inspection is reused at most this long (ms) without a change seen: the safety net. */
+export const LIVE_TRUST_MS = 30_000;
 
 /** Skips that are not runs at all (a stray file, a symlink): counted, not drawn as cards. */
 const NOT_RUNS: ReadonlySet<SkippedEntry['kind']> = new Set(['not-a-directory', 'symlink']);
@@ -172,6 +184,11 @@ export class DashboardModel {
   private readonly reports = new Map<string, ReportEntry>();
   /** Expensive run dirs in the current derivation, with the time their report was derived. */
   private asOf = new Map<string, string>();
+  private readonly engine: LiveEngine | undefined;
+  /** Run dirs the engine saw change since their last inspection. */
+  private readonly changed = new Set<string>();
+  private readonly listeners = new Set<() => void>();
+  private changes = 0;
 
   constructor(
     readonly root: string,
@@ -180,6 +197,39 @@ export class DashboardModel {
     this.cardStreamMax = options.cardStreamMax ?? CARD_STREAM_MAX;
     this.expensiveMs = options.expensiveMs ?? EXPENSIVE_MS;
     this.expensiveFactor = options.expensiveFactor ?? EXPENSIVE_FACTOR;
+    if (options.live === true) {
+      this.engine = new LiveEngine({ root, events: true, ref: false });
+      this.engine.subscribe((c) => {
+        if (c.type === 'notice') {
+          process.stderr.write(`runwarden serve: ${c.message}\n`);
+          return;
+        }
+        this.changed.add(c.runDir);
+        this.changes++;
+        for (const l of [...this.listeners]) l();
+      });
+      void this.engine.start();
+    }
+  }
+
+  /**
+   * With `live`: how many changes the engine has seen (a version: equal
+   * numbers mean nothing changed in between). Undefined without `live`.
+   */
+  get version(): number | undefined {
+    return this.engine === undefined ? undefined : this.changes;
+  }
+
+  /** With `live`: calls `onChange` whenever the engine sees a run change. Returns the unsubscribe. */
+  subscribe(onChange: () => void): () => void {
+    this.listeners.add(onChange);
+    return () => this.listeners.delete(onChange);
+  }
+
+  /** Stops the live engine, if any. */
+  close(): void {
+    this.engine?.close();
+    this.listeners.clear();
   }
 
   /** GET /api/runs[?status=&graph=&id=&limit=&before=]: exactly the `runs --json` document for that selection. */
@@ -197,6 +247,15 @@ export class DashboardModel {
   private inspectionOf(dir: string): Inspection {
     const old = this.reports.get(dir);
     const now = monotonicMs();
+    if (this.engine !== undefined) {
+      // Nothing seen changing: the last inspection still stands (for at most LIVE_TRUST_MS).
+      if (old !== undefined && !this.changed.has(dir) && now - old.at < LIVE_TRUST_MS) {
+        if (old.expensive) this.asOf.set(dir, old.startedIso);
+        if (old.inspection === undefined) throw old.error;
+        return old.inspection;
+      }
+      this.changed.delete(dir);
+    }
     if (old !== undefined && old.expensive && now - old.at < this.expensiveFactor * Math.max(old.cost, 1)) {
       this.asOf.set(dir, old.startedIso);
       if (old.inspection === undefined) throw old.error;

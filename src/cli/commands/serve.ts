@@ -60,7 +60,8 @@ export function registerServe(program: Command): void {
       checkRoot(root);
       const port = opts.port === undefined ? DEFAULT_PORT : parsePort(opts.port);
       if (opts.host.trim() === '') throw new UserError('--host must not be empty');
-      const model = new DashboardModel(root);
+      // Live: the kernel says what changed; an idle page reads nothing, a death reaches it in milliseconds.
+      const model = new DashboardModel(root, { live: true });
       let server;
       try {
         server = await startServer({
@@ -71,9 +72,12 @@ export function registerServe(program: Command): void {
             runsJson: async (select) => model.runsDocument(select),
             dashboard: () => model.dashboard(),
             run: (id, dir) => model.page(id, dir),
+            subscribe: (cb) => model.subscribe(cb),
+            version: () => model.version,
           },
         });
       } catch (e) {
+        model.close();
         const code = (e as NodeJS.ErrnoException).code;
         if (code === 'EADDRINUSE') throw new UserError(`port ${port} on ${opts.host} is in use; pick another with --port, or --port 0 for any free port`);
         if (code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND' || code === 'EAI_AGAIN') throw new UserError(`cannot bind ${opts.host}: not an address of this machine`);
@@ -97,6 +101,7 @@ export function registerServe(program: Command): void {
       if (!isLoopbackHost(opts.host)) err(`runwarden: warning: listening on ${opts.host}; anyone who can reach it can read every run under ${root}`);
       const signal = await stopped;
       await server.close();
+      model.close();
       process.exitCode = signal === 'SIGINT' ? Exit.Interrupted : Exit.Ok;
     });
 }
