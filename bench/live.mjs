@@ -26,6 +26,7 @@
  * The section is printed on stdout; progress on stderr.
  */
 import { spawn } from 'node:child_process';
+import { get } from 'node:http';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -62,7 +63,7 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 /** A run with an open leg: stream written, lock marked (acquire + release), then held by a shell. */
 async function liveRun(dir) {
   mkdirSync(dir, { recursive: true });
-  writeFileSync(join(dir, 'events.jsonl'), line({ event: 'run_started' }) + line({ event: 'node_started', node_id: 'work' }));
+  // The lock is marked and held before the stream says a leg is open, so no reader ever sees the gap.
   acquireLock(join(dir, 'resume.lock')).release();
   const p = spawn('sh', ['-c', 'exec 3<>resume.lock && flock -x 3 && echo READY && exec sleep 600'], { cwd: dir, stdio: ['ignore', 'pipe', 'inherit'] });
   children.add(p);
@@ -71,6 +72,7 @@ async function liveRun(dir) {
     p.stdout.once('data', resolve);
     p.once('exit', () => reject(new Error('holder exited early')));
   });
+  writeFileSync(join(dir, 'events.jsonl'), line({ event: 'run_started' }) + line({ event: 'node_started', node_id: 'work' }));
   return p;
 }
 
@@ -167,11 +169,86 @@ async function benchEngine(notify) {
   return { ...summary(lat), startMs, idleShare, stats, all: lat };
 }
 
+// --- C. serve death-to-page ------------------------------------------------
+/** CPU seconds (user + system) of a process, from /proc. */
+function cpuOf(pid) {
+  const f = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const rest = f.slice(f.lastIndexOf(')') + 2).split(' ');
+  return (Number(rest[11]) + Number(rest[12])) / 100; // utime, stime in clock ticks (USER_HZ 100)
+}
+
+async function benchServe() {
+  const sroot = join(root, 'serve');
+  mkdirSync(sroot);
+  for (let i = 0; i < SETTLED; i++) settledRun(join(sroot, `20261130-000000-s${String(i).padStart(5, '0')}`));
+  const srv = spawn(process.execPath, [CLI, 'serve', '--root', sroot, '--port', '0'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  children.add(srv);
+  const url = await new Promise((resolve, reject) => {
+    let out = '';
+    srv.stdout.on('data', (d) => {
+      out += d;
+      const m = /serve: (http:\S+)/.exec(out);
+      if (m) resolve(m[1]);
+    });
+    srv.once('exit', () => reject(new Error('serve exited')));
+  });
+  const states = new Map();
+  const waiters = [];
+  let beats = 0;
+  const req = get(new URL('/api/events', url), { headers: { Accept: 'text/event-stream' } }, (res) => {
+    let buf = '';
+    res.setEncoding('utf8');
+    res.on('data', (d) => {
+      buf += d;
+      let i;
+      while ((i = buf.indexOf('\n\n')) >= 0) {
+        const frame = buf.slice(0, i);
+        buf = buf.slice(i + 2);
+        const ev = /^event: (.*)$/m.exec(frame)?.[1];
+        const data = /^data: (.*)$/m.exec(frame)?.[1];
+        if (ev === 'beat') beats++;
+        if (!data || (ev !== 'snapshot' && ev !== 'patch')) continue;
+        const doc = JSON.parse(data);
+        for (const c of ev === 'snapshot' ? doc.runs : doc.upsert) states.set(c.run_id, c.state);
+        const now = performance.now();
+        for (const w of [...waiters]) if (states.get(w.id) === w.state) {
+          waiters.splice(waiters.indexOf(w), 1);
+          w.resolve(now);
+        }
+      }
+    });
+  });
+  const wait = (id, state) => new Promise((resolve) => (states.get(id) === state ? resolve(performance.now()) : waiters.push({ id, state, resolve })));
+  const lat = [];
+  for (let i = 0; i < KILLS; i++) {
+    const id = `20261201-000000-p${String(i).padStart(3, '0')}`;
+    const holder = await liveRun(join(sroot, id));
+    await wait(id, 'running');
+    await sleep(20);
+    const dead = wait(id, 'abandoned');
+    const t0 = performance.now();
+    holder.kill('SIGKILL');
+    lat.push((await dead) - t0);
+  }
+  await sleep(2000);
+  const c0 = cpuOf(srv.pid);
+  const w0 = performance.now();
+  const b0 = beats;
+  await sleep(IDLE_MS);
+  const idleShare = (cpuOf(srv.pid) - c0) / ((performance.now() - w0) / 1000);
+  const idleBeats = beats - b0;
+  req.destroy();
+  srv.kill('SIGTERM');
+  return { ...summary(lat), idleShare, idleBeats, all: lat };
+}
+
 const started = new Date();
 const load0 = loadavg()[0];
 log(`root ${root}; ${KILLS} kills per cell, ${SETTLED} settled runs`);
-let watch, notified, polled;
+let watch, notified, polled, page;
 try {
+  page = await benchServe();
+  log(`serve: p50 ${ms(page.p50)} p99 ${ms(page.p99)}, idle ${(page.idleShare * 100).toFixed(2)} %`);
   watch = await benchWatch();
   log(`watch: p50 ${ms(watch.p50)} p99 ${ms(watch.p99)}`);
   notified = await benchEngine(true);
@@ -203,8 +280,11 @@ A holder is a shell that opened \`resume.lock\` read-write and took its flock (a
 | --- | --- | --- | --- | --- | --- |
 | \`runwarden watch\`: death to exit (process reaped) | ${watch.n} | **${ms(watch.p50)}** | **${ms(watch.p99)}** | ${ms(watch.max)} | exit codes ${JSON.stringify(watch.codes)} (3 = ABANDONED); target p99 < 100 ms |
 | \`runwarden watch\`: death to its line "run … is ABANDONED" on stdout | ${watch.said.n} | ${ms(watch.said.p50)} | ${ms(watch.said.p99)} | ${ms(watch.said.max)} | the rest of the row above is node's own exit |
+| \`runwarden serve\`: death to the card's \`abandoned\` in the page's event stream (SSE patch) | ${page.n} | **${ms(page.p50)}** | **${ms(page.p99)}** | ${ms(page.max)} | ${SETTLED} settled runs beside, one page open |
 | \`LiveEngine\`, inotify: death to ABANDONED report | ${notified.n} | **${ms(notified.p50)}** | **${ms(notified.p99)}** | ${ms(notified.max)} | ${SETTLED} settled runs beside; ${notified.stats.lockWakeups} lock close-write wake-ups, ${notified.stats.polledProbes} polled probes |
 | \`LiveEngine\`, polling only (notify: false, pollMs 100) | ${polled.n} | ${ms(polled.p50)} | ${ms(polled.p99)} | ${ms(polled.max)} | the fallback past the watch limit; ${polled.stats.polledProbes} polled probes |
+
+Idle cost of \`runwarden serve\` with one page open, ${SETTLED} settled runs plus the dead ones, nothing changing, ${IDLE_MS / 1000} s window (from /proc/<pid>/stat): **${pct(page.idleShare)} of a core**, ${page.idleBeats} beats sent (one a second; no derivation while nothing changes).
 
 Idle cost of the engine over ${SETTLED} settled runs (plus the dead ones left by the rounds), nothing changing, ${IDLE_MS / 1000} s window: **${pct(notified.idleShare)} of a core** with inotify, ${pct(polled.idleShare)} polling (open legs only; there were none left alive). First derivation of the whole root: ${notified.startMs.toFixed(0)} ms (inotify), ${polled.startMs.toFixed(0)} ms (polling). Stream bytes read by the inotify engine over the whole run: ${notified.stats.bytesRead.toLocaleString('en-US')}; whole re-reads: ${notified.stats.rereads}.
 
@@ -214,6 +294,7 @@ Before this change \`watch\` found a death only on its next idle re-derivation (
 
 - watch (exit): ${watch.all.map((x) => x.toFixed(1)).join(' ')}
 - watch (line): ${watch.allSaid.map((x) => x.toFixed(1)).join(' ')}
+- serve (page): ${page.all.map((x) => x.toFixed(1)).join(' ')}
 - engine inotify: ${notified.all.map((x) => x.toFixed(1)).join(' ')}
 - engine polling: ${polled.all.map((x) => x.toFixed(1)).join(' ')}
 

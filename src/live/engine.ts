@@ -162,6 +162,8 @@ interface RunState {
   dirtyStream: boolean;
   dirtySnapshot: boolean;
   dirtyProbe: boolean;
+  /** Tell subscribers after the next derivation even if the report did not change. */
+  announce: boolean;
   newEvents: { event: StreamEvent; offset: number }[];
 }
 
@@ -291,6 +293,7 @@ export class LiveEngine {
       dirtyStream: true,
       dirtySnapshot: true,
       dirtyProbe: true,
+      announce: false,
       newEvents: [],
     };
     this.resetFold(r);
@@ -460,10 +463,14 @@ export class LiveEngine {
     } else if (e.name === LOCK_FILE) {
       if (e.kind === 'written') {
         // The last writable descriptor of the lock file closed: the leg that
-        // held it exited, was killed or released. Probe now.
+        // held it exited, was killed or released. Probe now, and tell
+        // subscribers even if the report reads the same (a cache above may
+        // hold an older picture than ours).
         if (!r.fold.open && r.report?.status !== 'RUNNING' && r.report?.status !== 'PLANNING') return;
         this.stats.lockWakeups++;
+        r.announce = true;
       }
+      // 'modified': a leg taking the lock writes its marker (§4.1 step 4).
       r.dirtyProbe = true;
     } else {
       return;
@@ -502,15 +509,20 @@ export class LiveEngine {
   /**
    * Re-probes open legs: with `polled`, those of runs without a watch (every
    * `pollMs`); otherwise every open leg (every `openRecheckMs`). A run
-   * already ABANDONED is not re-probed: only a new leg changes it, and a new
-   * leg writes to the stream, which a watch reports (and the safety re-check
-   * finds where there is none).
+   * already ABANDONED costs one probe, and is derived again only if its lock
+   * is no longer free.
    */
   private recheckOpen(polled: boolean): void {
     for (const r of this.runsByDir.values()) {
-      if (!r.fold.open || r.report?.status === 'ABANDONED') continue;
+      if (!r.fold.open) continue;
       if (polled && r.watch !== undefined) continue;
       if (polled) this.stats.polledProbes++;
+      if (r.report?.status === 'ABANDONED') {
+        // Only the probe: a holder that took the lock again without writing
+        // (not a §4.1 leg) is found this way; a free answer changes nothing.
+        this.stats.probes++;
+        if (probeLock(r.lockPath).liveness === 'free') continue;
+      }
       r.dirtyStream = r.dirtyProbe = true;
       this.process(r);
     }
@@ -669,7 +681,9 @@ export class LiveEngine {
     r.report = report;
     r.error = error;
     const json = JSON.stringify([report, error]);
-    if (json === r.reported) return;
+    const announce = r.announce;
+    r.announce = false;
+    if (json === r.reported && !announce) return;
     r.reported = json;
     this.emit({ type: 'run', ...this.view(r) });
   }
