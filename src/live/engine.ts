@@ -259,6 +259,8 @@ export class LiveEngine {
     let n = 0;
     for (const r of [...this.runsByDir.values()]) {
       if (this.closed) return;
+      if (this.runsByDir.get(r.dir) !== r) continue;
+      this.dirty.delete(r); // derived here, not again by the flush
       this.process(r);
       if (++n % 64 === 0) await new Promise((res) => setImmediate(res));
     }

@@ -37,6 +37,8 @@ export interface HubSources {
 
 /** With a live source, a full derivation is still made at least this often (ms): the safety net. */
 export const HUB_FULL_MS = 30_000;
+/** The least time between the end of one change-driven derivation and the start of the next (ms). */
+export const CHANGE_GAP_MS = 25;
 
 export interface HubOptions {
   /** Milliseconds between derivations (default 1000). */
@@ -85,6 +87,9 @@ export class LiveHub {
   /** The source's version at the last derivation, and when that was (monotonic). */
   private derivedVersion: number | undefined;
   private derivedAt = -Infinity;
+  /** When the last derivation ended and how long it took (monotonic ms). */
+  private lastEnd = -Infinity;
+  private lastCost = 0;
 
   constructor(
     private readonly sources: HubSources,
@@ -102,7 +107,17 @@ export class LiveHub {
       this.pending = true;
       return;
     }
-    this.schedule(0);
+    this.schedule(this.changeDelay());
+  }
+
+  /**
+   * How long a change waits: none after a pause, but never sooner than the
+   * last derivation's own cost (at least {@link CHANGE_GAP_MS}) after it ended,
+   * so a stream of appends costs at most about half a core, not all of it.
+   */
+  private changeDelay(): number {
+    const gap = Math.max(CHANGE_GAP_MS, this.lastCost);
+    return Math.max(0, this.lastEnd + gap - monotonicMs());
   }
 
   /** How many pages are connected. */
@@ -181,7 +196,9 @@ export class LiveHub {
     } finally {
       this.running = false;
     }
-    if (this.pending) this.schedule(0);
+    this.lastEnd = monotonicMs();
+    this.lastCost = this.lastEnd - started;
+    if (this.pending) this.schedule(this.changeDelay());
     else this.schedule(Math.max(0, this.intervalMs - (monotonicMs() - started)));
   }
 
