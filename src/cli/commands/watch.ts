@@ -85,6 +85,16 @@ function derive(runDir: string): RunReport | undefined {
   }
 }
 
+/** Resolves once stdout and stderr have handed everything written so far to the kernel. */
+function flushed(): Promise<void> {
+  const drain = (stream: NodeJS.WriteStream): Promise<void> =>
+    new Promise((resolve) => {
+      if (stream.destroyed || !stream.writable) return resolve();
+      stream.write('', () => resolve());
+    });
+  return Promise.all([drain(process.stdout), drain(process.stderr)]).then(() => undefined);
+}
+
 function printHint(report: RunReport): void {
   if (report.hint === null) return;
   for (const line of report.hint.split('\n')) err(printable(line));
@@ -174,8 +184,11 @@ export function registerWatch(program: Command): void {
       if (dead !== undefined) {
         out(`run ${runId} is ABANDONED`);
         printHint(dead);
-        process.exitCode = Exit.Abandoned;
-        return;
+        // The news is out: leave at once (once both streams have taken what
+        // was written) rather than after node's unhurried teardown, so a
+        // death ends the watch in milliseconds (bench/RESULTS.md "live").
+        await flushed();
+        process.exit(Exit.Abandoned);
       }
       const final = derive(runDir);
       out(`run ${runId} is ${final?.status ?? 'settled'}`);
