@@ -147,6 +147,8 @@
 
   /** @param {DashboardDoc} doc */
   function onSnapshot(doc) {
+    // Until the first picture arrives the page says it is loading, never "Nothing in flight".
+    document.getElementById('main')?.classList.add('has-data');
     Object.keys(nodes).forEach(remove);
     doc.runs.forEach(upsert);
     order = doc.order;
