@@ -2,7 +2,7 @@
   "targets": [
     {
       "target_name": "runwarden",
-      "sources": ["native/addon.cc", "native/probe.cc", "native/dirfd.cc", "native/reserve.cc", "native/scan.cc"],
+      "sources": ["native/addon.cc", "native/probe.cc", "native/dirfd.cc", "native/reserve.cc", "native/scan.cc", "native/notify.cc"],
       "include_dirs": ["<!(node -p \"require('node-addon-api').include_dir\")"],
       "defines": ["NAPI_VERSION=8", "NAPI_DISABLE_CPP_EXCEPTIONS"],
       "cflags": ["-O2", "-Wall", "-Wextra"],
@@ -13,9 +13,9 @@
         "MACOSX_DEPLOYMENT_TARGET": "11.0"
       },
       "conditions": [
-        ["OS=='linux'", { "sources": ["native/fs_linux.cc"] }],
-        ["OS=='mac'", { "sources": ["native/fs_darwin.cc"] }],
-        ["OS!='linux' and OS!='mac'", { "sources": ["native/fs_other.cc"] }]
+        ["OS=='linux'", { "sources": ["native/fs_linux.cc", "native/notify_linux.cc"] }],
+        ["OS=='mac'", { "sources": ["native/fs_darwin.cc", "native/notify_darwin.cc"] }],
+        ["OS!='linux' and OS!='mac'", { "sources": ["native/fs_other.cc", "native/notify_other.cc"] }]
       ]
     }
   ]

@@ -34,6 +34,7 @@
 
 #include "addon_js.h"
 #include "facts.h"
+#include "notify.h"
 #include "platform.h"
 #include "reserve.h"
 #include "scan.h"
@@ -425,6 +426,7 @@ Napi::Object Register(Napi::Env env, Napi::Object exports) {
   exports.Set("platform", Napi::String::New(env, rw::kPlatformName));
   exports.Set("constants", Constants(env));
   rw::RegisterScan(env, exports);
+  exports.Set("notify", rw::NotifyExports(env));
   return exports;
 }
 

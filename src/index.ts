@@ -95,3 +95,15 @@ export { listRuns, runsDocument, pickCurrentRun, type RunList, type SkippedEntry
 export { parseStatusFilter, type RunSelection } from './status/select.js';
 export { followRun, FOLLOW_RECHECK_MS, type FollowItem, type FollowRunOptions } from './status/follow.js';
 export { abandonedHint, pausedHint, ORPHAN_WARNING, type AbandonedHintFacts, type MarkScan, type OrphanEvidence } from './status/hints.js';
+
+// Live: every run's status kept current by the kernel's change notification.
+export {
+  LiveEngine,
+  LIVE_SAFETY_MS,
+  LIVE_OPEN_RECHECK_MS,
+  LIVE_POLL_MS,
+  type LiveEngineOptions,
+  type LiveChange,
+  type LiveRun,
+  type LiveStats,
+} from './live/engine.js';

@@ -169,6 +169,19 @@ describe('dashboard in chromium', () => {
     if (process.env['RW_DASHBOARD_PNG']) copyFileSync(shot, process.env['RW_DASHBOARD_PNG']);
   });
 
+  it('says it is loading until the first picture arrives, never "Nothing in flight"', async () => {
+    // Hold the event stream: the page gets no data at all.
+    await page.route('**/api/events*', () => {});
+    await page.goto(serve.url);
+    await page.locator('section[data-section="in-flight"] .loading').waitFor({ state: 'visible', timeout: 60_000 });
+    expect(await page.locator('section[data-section="in-flight"] .empty').isVisible()).toBe(false);
+    expect(await page.locator('section[data-section="settled"] .empty').isVisible()).toBe(false);
+    await page.unroute('**/api/events*');
+    await page.goto(serve.url);
+    await page.locator(`article.card[data-run-id="${ID.steady}"]`).waitFor({ timeout: 60_000 });
+    expect(await page.locator('section[data-section="in-flight"] .loading').isVisible()).toBe(false);
+  });
+
   it('raised no script errors and no CSP violations', () => {
     expect(problems).toEqual([]);
     expect(dialogs).toEqual([]);

@@ -9,6 +9,7 @@ import { appendFileSync, mkdirSync, readdirSync, readlinkSync, writeFileSync } f
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { AbortError, followRun, startLeg, StreamError, type FollowItem } from '../src/index.js';
+import { FOLLOW_STATS } from '../src/status/follow.js';
 import { cleanupTemp, killAll, ROOT, startHolder, tempDir, track, until, waitReady } from './helpers/lock-procs.js';
 
 afterEach(async () => {
@@ -85,6 +86,24 @@ describe('followRun', () => {
     const last = seen[seen.length - 1] as Extract<FollowItem, { kind: 'abandoned' }>;
     expect(last.report.status).toBe('ABANDONED');
     expect(last.report.hint).toContain('never reported an end');
+  });
+
+  it('is told of the death: with a re-check interval longer than the test, a kill -9 still ends it, through the lock file\'s close-write', async () => {
+    const dir = join(tempDir('rw-follow-'), 'told');
+    mkdirSync(dir);
+    writeFileSync(join(dir, 'events.jsonl'), line({ event: 'run_started' }) + line({ event: 'node_started', node_id: 'work' }));
+    const holder = await startHolder(join(dir, 'resume.lock'));
+    const seen: FollowItem[] = [];
+    const before = FOLLOW_STATS.lockWakeups;
+    const following = (async () => {
+      // Neither the poll nor the idle re-check could find the death within the test's bounds.
+      for await (const item of followRun(dir, { pollMs: 600_000, recheckMs: 600_000 })) seen.push(item);
+    })();
+    await until(() => seen.length === 2);
+    holder.proc.kill('SIGKILL');
+    await following;
+    expect(names(seen)).toEqual(['run_started', 'node_started:work', 'abandoned']);
+    expect(FOLLOW_STATS.lockWakeups).toBeGreaterThan(before);
   });
 
   it('reports skipped and newer-schema lines, once for the newer schema, and keeps going', async () => {

@@ -133,10 +133,39 @@ export interface NativeBinding {
    * [length byte][bytes]…. A byte search, nothing more (the tail reader's).
    */
   lastMatch(haystack: Uint8Array, end: number, needles: Uint8Array): number;
+  /** Change notification (native/notify.h): inotify on linux, kqueue on darwin (untested), none elsewhere. */
+  readonly notify: NativeNotify;
   readonly hasFlock: boolean;
   readonly platform: 'linux' | 'darwin' | 'other';
   /** Frozen; read through {@link nativeConstants}, which has checked it. */
   readonly constants: unknown;
+}
+
+/** One kernel event as the notifier reports it; wd -2 carries a read failure's errno in `mask`. */
+export interface NativeNotifyEvent {
+  wd: number;
+  mask: number;
+  name: string;
+}
+
+/** An open notifier: its descriptor is polled by libuv on this thread's loop. */
+export interface NativeNotifier {
+  /** A watch descriptor (>= 0), or -errno (ENOSPC at max_user_watches, ENOENT, ...). */
+  add(path: string, mask: number): number;
+  /** 0, or -errno. */
+  remove(wd: number): number;
+  close(): void;
+  ref(): void;
+  unref(): void;
+}
+
+/** The addon's `notify` export. */
+export interface NativeNotify {
+  readonly backend: 'inotify' | 'kqueue' | 'unsupported';
+  /** Event bits by name, this platform's values (linux: the kernel's IN_* bits). */
+  readonly mask: Readonly<Record<string, number>>;
+  /** A notifier delivering batches to `callback`, or -errno when the kernel refuses one (EMFILE, ENOSYS). */
+  open(callback: (events: NativeNotifyEvent[]) => void): NativeNotifier | number;
 }
 
 let loaded: NativeBinding | undefined;

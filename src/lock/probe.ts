@@ -22,9 +22,9 @@
  *   and the lock file relative to it (openat, O_NOFOLLOW), so a directory
  *   swapped for a symlink is refused, never probed through.
  */
-import { constants as osConstants } from 'node:os';
 import { basename, dirname } from 'node:path';
 import { kindOfEntry, runDirPath, runFilePath } from '../kernel/dirfd.js';
+import { errnoName } from '../kernel/errno.js';
 import { kindAt, kindOfMode } from '../kernel/filekind.js';
 import { describeFsType, nativeLocalList } from '../kernel/fsgate.js';
 import { classifyHead, HEAD_BYTES, parseLegacyPid } from '../contract/marker.js';
@@ -32,6 +32,8 @@ import { native, nativeConstants, type NativeConstants } from '../kernel/native.
 import type { FreeReason, Liveness, LivenessAnswer, ProbeReason, UnknownReason } from '../contract/types.js';
 
 export { PROBE_REASONS, type Liveness, type ProbeReason } from '../contract/types.js';
+/** errno number to name; kept exported here for the modules that took it from the probe. */
+export { errnoName } from '../kernel/errno.js';
 
 /**
  * A probe's answer: a liveness with its reason, paired (checking
@@ -58,18 +60,6 @@ function answer(liveness: 'unknown', reason: UnknownReason, detail?: string): Pr
 function answer(liveness: Liveness, reason: ProbeReason, detail?: string): ProbeResult {
   // The overloads above pair each liveness with its reasons at every call.
   return Object.freeze(detail === undefined ? { liveness, reason } : { liveness, reason, detail }) as ProbeResult;
-}
-
-let errnoNames: Map<number, string> | undefined;
-/** errno number to name (ENOENT …), built on first use from the OS constants. */
-export function errnoName(errno: number): string {
-  if (errnoNames === undefined) {
-    errnoNames = new Map();
-    for (const [name, value] of Object.entries(osConstants.errno)) {
-      if (!errnoNames.has(value)) errnoNames.set(value, name);
-    }
-  }
-  return errnoNames.get(errno) ?? `errno ${errno}`;
 }
 
 // Reused across calls: probes are synchronous, so one buffer serves all.

@@ -11,7 +11,10 @@
  *   line is never delivered half-written by a live writer.
  * - A line over the 1 MiB cap, or a file that shrinks or is replaced, ends
  *   the follow with a StreamError: nothing read after that can be trusted.
- * - It never blocks the event loop: it polls fstat on a timer.
+ * - It never blocks the event loop. It looks for appended bytes when told
+ *   (`options.wakeups`: the caller's change notification) and otherwise on
+ *   a timer (`pollMs`); a wake-up that arrives while it is reading is kept,
+ *   never lost.
  */
 import { fstatSync, lstatSync } from 'node:fs';
 import { basename, dirname } from 'node:path';
@@ -49,21 +52,47 @@ export interface FollowOptions {
   pollMs?: number;
   /** Stops the follow when aborted. */
   signal?: AbortSignal;
+  /**
+   * Lets the caller wake the follower at once (an append announced by the
+   * kernel): called once with the function that wakes it; returns the
+   * function that stops the caller's wake-ups (called when the follow
+   * ends), or undefined when it cannot give any (then `pollMs` applies).
+   */
+  wakeups?: (wake: () => void) => (() => void) | undefined;
+  /** With wake-ups, how often to look anyway, as a safety net (ms, default `pollMs`). */
+  toldPollMs?: number;
 }
 
 const CHUNK = 64 * 1024;
 
-function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal?.aborted) return resolve();
-    const t = setTimeout(done, ms);
-    function done() {
-      clearTimeout(t);
-      signal?.removeEventListener('abort', done);
-      resolve();
-    }
-    signal?.addEventListener('abort', done, { once: true });
-  });
+/** A sleep that a wake-up ends early; a wake-up while awake makes the next sleep return at once. */
+class Sleeper {
+  private pending = false;
+  private wakeNow: (() => void) | undefined;
+
+  wake = (): void => {
+    this.pending = true;
+    this.wakeNow?.();
+  };
+
+  sleep(ms: number, signal?: AbortSignal): Promise<void> {
+    return new Promise((resolve) => {
+      if (signal?.aborted || this.pending) {
+        this.pending = false;
+        return resolve();
+      }
+      const done = (): void => {
+        clearTimeout(t);
+        this.wakeNow = undefined;
+        this.pending = false;
+        signal?.removeEventListener('abort', done);
+        resolve();
+      };
+      const t = setTimeout(done, ms);
+      this.wakeNow = done;
+      signal?.addEventListener('abort', done, { once: true });
+    });
+  }
 }
 
 /**
@@ -80,6 +109,9 @@ export async function followStream(eventsPath: string, handlers: FollowHandlers,
   let lastLineAt = monotonicMs();
   let warnedNewer = false;
   const chunk = Buffer.allocUnsafe(CHUNK);
+  const sleeper = new Sleeper();
+  const stopWakeups = options.wakeups?.(sleeper.wake);
+  const interval = stopWakeups !== undefined ? Math.max(pollMs, options.toldPollMs ?? pollMs) : pollMs;
 
   const lines = new LineSplitter(eventsPath, (buf, start, end, offset) => {
     lastLineAt = monotonicMs();
@@ -134,9 +166,10 @@ export async function followStream(eventsPath: string, handlers: FollowHandlers,
         }
       }
       if (await handlers.onCaughtUp(fold, monotonicMs() - lastLineAt)) return fold;
-      await sleep(pollMs, options.signal);
+      await sleeper.sleep(interval, options.signal);
     }
   } finally {
+    stopWakeups?.();
     if (file !== undefined) closeQuietly(file.fd);
   }
 }

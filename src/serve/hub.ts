@@ -26,7 +26,19 @@ export interface HubSources {
   dashboard(): Promise<DashboardDoc>;
   /** One run's detail, or the error document when it cannot be served. */
   run(id: string): Promise<RunPage | ErrorBody>;
+  /**
+   * Optional, from a live model: calls `onChange` when something under the
+   * root changed (the hub then derives at once); returns the unsubscribe.
+   */
+  subscribe?(onChange: () => void): () => void;
+  /** Optional, with `subscribe`: a number that changes whenever something changed. Equal: nothing to derive. */
+  version?(): number | undefined;
 }
+
+/** With a live source, a full derivation is still made at least this often (ms): the safety net. */
+export const HUB_FULL_MS = 30_000;
+/** The least time between the end of one change-driven derivation and the start of the next (ms). */
+export const CHANGE_GAP_MS = 25;
 
 export interface HubOptions {
   /** Milliseconds between derivations (default 1000). */
@@ -76,6 +88,15 @@ export class LiveHub {
   private current: DashboardDoc | undefined;
   private cardJson = new Map<string, string>();
   private lastError = '';
+  private readonly unsubscribe: (() => void) | undefined;
+  /** A change arrived while a derivation ran: derive again right after it. */
+  private pending = false;
+  /** The source's version at the last derivation, and when that was (monotonic). */
+  private derivedVersion: number | undefined;
+  private derivedAt = -Infinity;
+  /** When the last derivation ended and how long it took (monotonic ms). */
+  private lastEnd = -Infinity;
+  private lastCost = 0;
 
   constructor(
     private readonly sources: HubSources,
@@ -83,6 +104,27 @@ export class LiveHub {
   ) {
     this.intervalMs = options.intervalMs ?? 1000;
     this.log = options.log ?? ((line) => process.stderr.write(line + '\n'));
+    this.unsubscribe = sources.subscribe?.(() => this.changed());
+  }
+
+  /** Something changed under the root: derive now (after the running derivation, if one runs). */
+  private changed(): void {
+    if (this.closed || this.clients.size === 0) return;
+    if (this.running) {
+      this.pending = true;
+      return;
+    }
+    this.schedule(this.changeDelay());
+  }
+
+  /**
+   * How long a change waits: none after a pause, but never sooner than the
+   * last derivation's own cost (at least {@link CHANGE_GAP_MS}) after it ended,
+   * so a stream of appends costs at most about half a core, not all of it.
+   */
+  private changeDelay(): number {
+    const gap = Math.max(CHANGE_GAP_MS, this.lastCost);
+    return Math.max(0, this.lastEnd + gap - monotonicMs());
   }
 
   /** How many pages are connected. */
@@ -125,6 +167,7 @@ export class LiveHub {
   /** Ends every stream and stops the timer. */
   close(): void {
     this.closed = true;
+    this.unsubscribe?.();
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
     for (const c of this.clients) c.res.end();
@@ -136,6 +179,7 @@ export class LiveHub {
     this.timer = undefined;
     this.current = undefined;
     this.cardJson.clear();
+    this.derivedVersion = undefined;
   }
 
   private schedule(delayMs: number): void {
@@ -150,6 +194,7 @@ export class LiveHub {
     this.timer = undefined;
     if (this.closed || this.clients.size === 0) return;
     this.running = true;
+    this.pending = false;
     const started = monotonicMs();
     try {
       await this.step();
@@ -158,7 +203,10 @@ export class LiveHub {
     } finally {
       this.running = false;
     }
-    this.schedule(Math.max(0, this.intervalMs - (monotonicMs() - started)));
+    this.lastEnd = monotonicMs();
+    this.lastCost = this.lastEnd - started;
+    if (this.pending) this.schedule(this.changeDelay());
+    else this.schedule(Math.max(0, this.intervalMs - (monotonicMs() - started)));
   }
 
   private report(e: unknown): void {
@@ -170,6 +218,23 @@ export class LiveHub {
   private async step(): Promise<void> {
     const clients = [...this.clients];
     let error: string | undefined;
+    // With a live source, nothing changed and every page has its picture:
+    // only the beat goes out (an idle dashboard reads nothing).
+    const version = this.sources.version?.();
+    const now = monotonicMs();
+    const quiet =
+      version !== undefined &&
+      version === this.derivedVersion &&
+      now - this.derivedAt < HUB_FULL_MS &&
+      clients.every((c) => (c.runId === undefined ? c.primed : c.lastRun !== undefined));
+    if (quiet) {
+      const t = new Date().toISOString(); // wall clock on purpose: the beat carries a timestamp for people
+      const beat = frame('beat', { t });
+      for (const c of this.clients) this.send(c, beat);
+      return;
+    }
+    this.derivedVersion = version;
+    this.derivedAt = now;
     if (clients.some((c) => c.runId === undefined)) {
       try {
         this.pushDashboard(await this.sources.dashboard());

@@ -22,6 +22,11 @@ const full: ModelOptions = observe
   ? { ...options, observer: { probed: (seconds, liveness) => tell({ observe: 'probed', seconds, liveness }), scanned: (errors) => tell({ observe: 'scanned', errors }) } }
   : options;
 const model = new DashboardModel(root, full);
+// A live model: tell the main thread its version now and after every change it sees.
+if (model.version !== undefined) {
+  tell({ observe: 'changed', version: model.version });
+  model.subscribe(() => tell({ observe: 'changed', version: model.version }));
+}
 
 let queue: Promise<void> = Promise.resolve();
 port.on('message', (req: ModelRequest) => {
@@ -29,7 +34,9 @@ port.on('message', (req: ModelRequest) => {
     let reply: ModelReply;
     try {
       const value =
-        req.op === 'runs'
+        req.op === 'close'
+          ? model.close()
+          : req.op === 'runs'
           ? model.runsDocument(req.select)
           : req.op === 'dashboard'
             ? await model.dashboard()

@@ -42,12 +42,12 @@ import { join } from 'node:path';
 import { EVENTS_FILE, STATE_FILE } from '../contract/files.js';
 import { monotonicMs } from '../kernel/clock.js';
 import { runFilePath } from '../kernel/dirfd.js';
+import { LiveEngine } from '../live/engine.js';
 import { compareNewestFirst } from '../contract/runid.js';
 import type { Liveness, RunReport, RunsDocument, Status } from '../contract/types.js';
-import { probeLock } from '../lock/probe.js';
 import type { SnapshotRead } from '../read/snapshot.js';
 import { detailOf, type DetailLeg, type RunDetail } from '../status/detail.js';
-import { inspectRun, type Inspection } from '../status/inspect.js';
+import { inspectRun, type Inspection, type RunStatusOptions } from '../status/inspect.js';
 import { listRuns, runsDocument, type SkippedEntry } from '../status/list.js';
 import type { RunSelection } from '../status/select.js';
 import {
@@ -107,6 +107,14 @@ export interface ModelOptions {
   sectionPage?: number;
   /** Told of every lock probe and every derivation the model makes (for /metrics); see {@link ModelObserver}. */
   observer?: ModelObserver;
+  /**
+   * Follow the root with the live engine (src/live/engine.ts): a run is
+   * inspected again only when the engine saw one of its files change or its
+   * report move (a death announced by the kernel included), or after
+   * {@link LIVE_TRUST_MS} in any case; and {@link DashboardModel.subscribe}
+   * tells the hub at once. Default false (every run inspected on every call).
+   */
+  live?: boolean;
 }
 
 /**
@@ -136,6 +144,9 @@ export interface ReportsList {
   /** Set when the root exists but could not be listed (EACCES, ENOTDIR, EIO…). */
   error?: string;
 }
+
+/** With `live`, an inspection is reused at most this long (ms) without a change seen: the safety net. */
+export const LIVE_TRUST_MS = 30_000;
 
 /** Skips that are not runs at all (a stray file, a symlink): counted, not drawn as cards. */
 const NOT_RUNS: ReadonlySet<SkippedEntry['kind']> = new Set(['not-a-directory', 'symlink']);
@@ -255,11 +266,16 @@ export class DashboardModel {
   /** Expensive run dirs in the current derivation, with the time their report was derived. */
   private asOf = new Map<string, string>();
   private readonly observer: ModelObserver | undefined;
-  private readonly probe: ((lockPath: string) => ReturnType<typeof probeLock>) | undefined;
+  private readonly onProbe: RunStatusOptions['onProbe'];
   /** The last derivation's list and when it finished (monotonic ms); shared by dashboard() and currentReports(). */
   private latest: { list: ReportsList; at: number } | undefined;
   /** A status-only derivation under way, shared by concurrent currentReports() callers. */
   private pending: Promise<ReportsList> | undefined;
+  private readonly engine: LiveEngine | undefined;
+  /** Run dirs the engine saw change since their last inspection. */
+  private readonly changed = new Set<string>();
+  private readonly listeners = new Set<() => void>();
+  private changes = 0;
 
   constructor(
     readonly root: string,
@@ -271,16 +287,41 @@ export class DashboardModel {
     this.sectionPage = options.sectionPage ?? SECTION_PAGE;
     const observer = options.observer;
     this.observer = observer;
-    // The real probeLock, timed: inspectRun's probe seam asks for exactly that.
-    this.probe =
-      observer === undefined
-        ? undefined
-        : (lockPath) => {
-            const t0 = monotonicMs();
-            const answer = probeLock(lockPath);
-            observer.probed((monotonicMs() - t0) / 1000, answer.liveness);
-            return answer;
-          };
+    // Each probe an inspection makes, timed by the inspection itself (the kernel's own probe, through the run's descriptor).
+    this.onProbe = observer === undefined ? undefined : (seconds, answer) => observer.probed(seconds, answer.liveness);
+    if (options.live === true) {
+      this.engine = new LiveEngine({ root, events: true, ref: false });
+      this.engine.subscribe((c) => {
+        if (c.type === 'notice') {
+          process.stderr.write(`runwarden serve: ${c.message}\n`);
+          return;
+        }
+        this.changed.add(c.runDir);
+        this.changes++;
+        for (const l of [...this.listeners]) l();
+      });
+      void this.engine.start();
+    }
+  }
+
+  /**
+   * With `live`: how many changes the engine has seen (a version: equal
+   * numbers mean nothing changed in between). Undefined without `live`.
+   */
+  get version(): number | undefined {
+    return this.engine === undefined ? undefined : this.changes;
+  }
+
+  /** With `live`: calls `onChange` whenever the engine sees a run change. Returns the unsubscribe. */
+  subscribe(onChange: () => void): () => void {
+    this.listeners.add(onChange);
+    return () => this.listeners.delete(onChange);
+  }
+
+  /** Stops the live engine, if any. */
+  close(): void {
+    this.engine?.close();
+    this.listeners.clear();
   }
 
   /**
@@ -338,6 +379,16 @@ export class DashboardModel {
    */
   private inspectionOf(dir: string): Inspection {
     const now = monotonicMs();
+    const old = this.reports.get(dir);
+    if (this.engine !== undefined) {
+      // Nothing seen changing: the last inspection still stands (for at most LIVE_TRUST_MS).
+      if (old !== undefined && !this.changed.has(dir) && now - old.at < LIVE_TRUST_MS) {
+        if (old.expensive) this.asOf.set(dir, old.startedIso);
+        if (old.inspection === undefined) throw old.error;
+        return old.inspection;
+      }
+      this.changed.delete(dir);
+    }
     // A closed last leg: nothing but the files decides the report (no probe), so unchanged files mean an unchanged report.
     const filesSig = runFilesSig(dir);
     const kept = this.settled.get(dir);
@@ -345,7 +396,6 @@ export class DashboardModel {
       if (kept.sig === filesSig && now - kept.at < SETTLED_RECHECK_MS) return kept.inspection;
       this.settled.delete(dir);
     }
-    const old = this.reports.get(dir);
     if (old !== undefined && old.expensive && now - old.at < this.expensiveFactor * Math.max(old.cost, 1)) {
       this.asOf.set(dir, old.startedIso);
       if (old.inspection === undefined) throw old.error;
@@ -365,7 +415,7 @@ export class DashboardModel {
       if (expensive) this.asOf.set(dir, startedIso);
     };
     try {
-      const inspection = this.probe === undefined ? inspectRun(dir) : inspectRun(dir, { probe: this.probe });
+      const inspection = this.onProbe === undefined ? inspectRun(dir) : inspectRun(dir, { onProbe: this.onProbe });
       done(inspection, undefined);
       // The identity was taken before the read: a change during it shows as a different identity next time.
       if (inspection.report.liveness === null) this.settled.set(dir, { sig: filesSig, inspection, at: monotonicMs() });

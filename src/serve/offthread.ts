@@ -28,10 +28,18 @@ export type ModelRequest =
   | { seq: number; op: 'runs'; select: RunSelection | undefined }
   | { seq: number; op: 'dashboard' }
   | { seq: number; op: 'page'; id: string; dir: string }
-  | { seq: number; op: 'reports'; maxAgeMs: number };
+  | { seq: number; op: 'reports'; maxAgeMs: number }
+  | { seq: number; op: 'close' };
 
-/** What the worker's model tells the observer, forwarded as it happens (no `seq`: not an answer). */
-export type ObserverMessage = { observe: 'probed'; seconds: number; liveness: Parameters<ModelObserver['probed']>[1] } | { observe: 'scanned'; errors: number };
+/**
+ * What the worker's model tells the main thread as it happens (no `seq`: not
+ * an answer): the observer's calls, and (a live model) each change the
+ * engine saw, with the model's version after it.
+ */
+export type ObserverMessage =
+  | { observe: 'probed'; seconds: number; liveness: Parameters<ModelObserver['probed']>[1] }
+  | { observe: 'scanned'; errors: number }
+  | { observe: 'changed'; version: number | undefined };
 
 /** What the worker is started with: the model's options without the observer (a function cannot cross threads), and whether to forward its calls. */
 export interface WorkerInit {
@@ -54,6 +62,9 @@ export class OffThreadModel {
   private seq = 0;
   private readonly pending = new Map<number, Pending>();
   private closed = false;
+  /** A live model's version as last told by the worker (undefined until then, or without `live`). */
+  private lastVersion: number | undefined;
+  private readonly listeners = new Set<() => void>();
 
   constructor(
     readonly root: string,
@@ -80,10 +91,44 @@ export class OffThreadModel {
     return this.call({ seq: 0, op: 'page', id, dir }) as Promise<RunPage>;
   }
 
-  /** Ends the worker; calls in flight fail. */
+  /**
+   * A live model's version (DashboardModel.version) as the worker last told
+   * it. Messages arrive in order, so a version read before a request is
+   * never newer than the document that request returns: a caller comparing
+   * versions derives again rather than miss a change.
+   */
+  get version(): number | undefined {
+    return this.lastVersion;
+  }
+
+  /** Calls `onChange` whenever the worker's live model sees a change (DashboardModel.subscribe). Returns the unsubscribe. */
+  subscribe(onChange: () => void): () => void {
+    this.listeners.add(onChange);
+    if (this.worker === undefined && !this.closed) this.start(); // a live model must be running to tell
+    return () => this.listeners.delete(onChange);
+  }
+
+  /**
+   * Ends the worker; calls in flight fail. The worker's model is closed
+   * first, from inside it (its live engine stops watching and closes its
+   * notifier on its own loop), and only then is the thread terminated: a
+   * thread torn down with a notifier still polled crashed the process.
+   */
   async close(): Promise<void> {
-    this.closed = true;
+    if (this.closed) return;
     const w = this.worker;
+    if (w !== undefined) {
+      const seq = ++this.seq;
+      const done = new Promise<void>((resolve) => {
+        this.pending.set(seq, { resolve: () => resolve(), reject: () => resolve() });
+        w.postMessage({ seq, op: 'close' } satisfies ModelRequest);
+      });
+      // A worker stuck in a long read still ends: give it a bounded time to close its model.
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([done, new Promise<void>((r) => (timer = setTimeout(r, 5000)))]);
+      if (timer !== undefined) clearTimeout(timer);
+    }
+    this.closed = true;
     this.worker = undefined;
     if (w !== undefined) await w.terminate();
   }
@@ -106,7 +151,11 @@ export class OffThreadModel {
     w.on('message', (reply: ModelReply | ObserverMessage) => {
       if ('observe' in reply) {
         if (reply.observe === 'probed') observer?.probed(reply.seconds, reply.liveness);
-        else observer?.scanned(reply.errors);
+        else if (reply.observe === 'scanned') observer?.scanned(reply.errors);
+        else {
+          this.lastVersion = reply.version;
+          for (const l of [...this.listeners]) l();
+        }
         return;
       }
       const p = this.pending.get(reply.seq);
@@ -117,6 +166,8 @@ export class OffThreadModel {
     });
     const fail = (why: string): void => {
       if (this.worker === w) this.worker = undefined;
+      // A new worker's model starts from nothing: whoever compares versions must derive again.
+      this.lastVersion = undefined;
       const err = new Error(`the dashboard's reader thread ${why}`);
       for (const p of this.pending.values()) p.reject(err);
       this.pending.clear();

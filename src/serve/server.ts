@@ -40,6 +40,10 @@ export interface ServeSources {
   run(id: string, dir: string): Promise<RunPage>;
   /** GET /metrics: the Prometheus exposition (serve/metrics.ts); without it, /metrics is 404. */
   metrics?(): Promise<{ contentType: string; body: string }>;
+  /** Optional (a live model): change notification for the hub, see HubSources.subscribe. */
+  subscribe?(onChange: () => void): () => void;
+  /** Optional (a live model): see HubSources.version. */
+  version?(): number | undefined;
 }
 
 export interface ServeOptions {
@@ -231,6 +235,8 @@ export async function startServer(opts: ServeOptions): Promise<DashboardServer> 
         if (!found.ok) return { error: { code: found.code, message: found.message } };
         return opts.sources.run(id, found.dir);
       },
+      ...(opts.sources.subscribe === undefined ? {} : { subscribe: (cb: () => void) => (opts.sources.subscribe as (cb: () => void) => () => void)(cb) }),
+      ...(opts.sources.version === undefined ? {} : { version: () => (opts.sources.version as () => number | undefined)() }),
     },
     { intervalMs: opts.intervalMs ?? 1000, log },
   );

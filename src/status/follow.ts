@@ -15,16 +15,24 @@
  * - Leaving the loop early (`break`, `return`, a throw) or aborting the
  *   signal stops the follower and closes the file before the iterator
  *   settles.
+ * - Told, not looking, where the kernel can tell (kernel/notify.ts): the
+ *   run directory is watched, so an append wakes the follower at once, and
+ *   the lock file's close after writing (the leg holding it exited, was
+ *   killed or released: CONTRACT §4.1 holds it read-write) makes it derive
+ *   the run at once instead of after `recheckMs` of silence. With a watch
+ *   the timers are only a safety net (`recheckMs`); without one (no
+ *   inotify, the watch limit reached) it polls every `pollMs`, as before.
  */
 import { lstatSync } from 'node:fs';
 import { runDirPath } from '../kernel/dirfd.js';
 import { join } from 'node:path';
 import { AbortError, RunUnreadableError, type StreamError } from '../contract/errors.js';
 import type { StreamEvent } from '../contract/events.js';
-import { EVENTS_FILE } from '../contract/files.js';
+import { EVENTS_FILE, LOCK_FILE } from '../contract/files.js';
 import type { StreamFold } from '../contract/fold.js';
 import type { RunReport } from '../contract/types.js';
 import { monotonicMs } from '../kernel/clock.js';
+import { sharedDirWatcher, type DirWatch } from '../kernel/notify.js';
 import { followStream } from '../read/follow.js';
 import { runStatus } from './inspect.js';
 
@@ -65,6 +73,12 @@ export interface FollowRunOptions {
    */
   recheckMs?: number;
 }
+
+/**
+ * Counters across every follower in this process: how many derivations were
+ * started by a lock file's close after writing. For tests and benchmarks.
+ */
+export const FOLLOW_STATS = { lockWakeups: 0 };
 
 /** The default idle time before a followed run is derived again (ms). */
 export const FOLLOW_RECHECK_MS = 1000;
@@ -151,6 +165,26 @@ export async function* followRun(runDir: string, options: FollowRunOptions = {})
   const drained = (): Promise<void> =>
     queue.length === 0 || stop.signal.aborted ? Promise.resolve() : new Promise((r) => (wakeProducer = r));
 
+  // The kernel's word: an append wakes the reader; the lock's close after
+  // writing asks for a derivation now (`lockClosed`).
+  let lockClosed = false;
+  let watch: DirWatch | undefined;
+  const watcher = sharedDirWatcher();
+  const wakeups = (wake: () => void): (() => void) | undefined => {
+    const answer = watcher?.watch(runDir, (e) => {
+      if (e.name === LOCK_FILE && e.kind === 'written') {
+        lockClosed = true;
+        FOLLOW_STATS.lockWakeups++;
+        wake();
+      } else if (e.name === EVENTS_FILE || e.kind === 'gone' || e.kind === 'changed') {
+        wake();
+      }
+    });
+    if (answer?.ok !== true) return undefined;
+    watch = answer.watch;
+    return () => watch?.close();
+  };
+
   let checkedOnce = false;
   let lastCheck = 0;
   const shouldEnd = (fold: StreamFold, idleMs: number): boolean => {
@@ -163,7 +197,9 @@ export async function* followRun(runDir: string, options: FollowRunOptions = {})
       return true;
     }
     const now = monotonicMs();
-    if (checkedOnce && (idleMs < recheckMs || now - lastCheck < recheckMs)) return false;
+    const told = lockClosed;
+    lockClosed = false;
+    if (!told && checkedOnce && (idleMs < recheckMs || now - lastCheck < recheckMs)) return false;
     checkedOnce = true;
     lastCheck = now;
     const report = derive(runDir);
@@ -188,7 +224,13 @@ export async function* followRun(runDir: string, options: FollowRunOptions = {})
         return shouldEnd(fold, idleMs);
       },
     },
-    { signal: stop.signal, ...(options.pollMs === undefined ? {} : { pollMs: options.pollMs }) },
+    {
+      signal: stop.signal,
+      wakeups,
+      ...(options.pollMs === undefined ? {} : { pollMs: options.pollMs }),
+      // With a watch, the timer is only the safety net; without one, it is the poll.
+      toldPollMs: Math.min(recheckMs, 1000),
+    },
   ).then(
     () => {
       ended = true;

@@ -31,6 +31,7 @@ import { isPermissionErrno, RunUnreadableError, StreamError } from '../contract/
 import { EVENTS_FILE, LOCK_FILE, STATE_FILE } from '../contract/files.js';
 import { classifyHead, HEAD_BYTES, markedPid } from '../contract/marker.js';
 import type { RunReport } from '../contract/types.js';
+import { monotonicMs } from '../kernel/clock.js';
 import { foreignHolder } from '../kernel/holders.js';
 import { closeFd, errnoCode, kindOfEntry, openDirNoFollow, runDirPath } from '../kernel/dirfd.js';
 import { closeQuietly, openForReadAt, readAt } from '../kernel/open.js';
@@ -47,6 +48,12 @@ export interface RunStatusOptions {
    * the replacement must call `probeLock` itself. Defaults to `probeLock`.
    */
   probe?: (lockPath: string) => ProbeResult;
+  /**
+   * Told of each probe the inspection makes: how long it took (monotonic
+   * seconds) and what it answered. For counting (serve's /metrics); it
+   * changes nothing about the probe itself.
+   */
+  onProbe?: (seconds: number, answer: ProbeResult) => void;
 }
 
 /** Everything one inspection learned: the report, and the facts it stands on. */
@@ -160,7 +167,17 @@ function inspectAt(dir: string, runId: string, at: number | undefined, options: 
   const statePath = join(dir, STATE_FILE);
   const lockPath = join(dir, LOCK_FILE);
   const snapshotOptions = at === undefined ? {} : { at };
-  const probe = options.probe ?? ((path: string): ProbeResult => (at === undefined ? { liveness: 'unknown', reason: 'missing', detail: 'no run directory' } : probeLockAt(at, LOCK_FILE, path)));
+  const kernelProbe = options.probe ?? ((path: string): ProbeResult => (at === undefined ? { liveness: 'unknown', reason: 'missing', detail: 'no run directory' } : probeLockAt(at, LOCK_FILE, path)));
+  const onProbe = options.onProbe;
+  const probe =
+    onProbe === undefined
+      ? kernelProbe
+      : (path: string): ProbeResult => {
+          const t0 = monotonicMs();
+          const answer = kernelProbe(path);
+          onProbe((monotonicMs() - t0) / 1000, answer);
+          return answer;
+        };
   const done = (tail: TailFacts, snapshot: SnapshotRead, answer: ProbeResult | null, extra: string[] = []): Inspection => ({
     runDir: dir,
     report: buildReport(runId, dir, tail, snapshot, answer, extra),

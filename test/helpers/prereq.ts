@@ -20,6 +20,7 @@
  * coreutils (sleep, true, mkfifo, rm, cat) — all Essential in Debian — and
  * the C++ toolchain `npm ci` already needed to build the addon.
  */
+import { spawnSync } from 'node:child_process';
 import { accessSync, constants, readdirSync, readFileSync, statSync } from 'node:fs';
 import { delimiter, join } from 'node:path';
 import type { TestContext } from 'vitest';
@@ -40,7 +41,8 @@ export type Prereq =
   | 'loop'
   | 'cc-arm64'
   | 'qemu-arm64'
-  | 'node-arm64';
+  | 'node-arm64'
+  | 'userns';
 
 /** What the reporter gets for a test that lacked something. */
 export interface PrereqRecord {
@@ -188,6 +190,12 @@ const CHECKS: Record<Prereq, Check> = {
   'node-arm64': {
     present: () => isExecutableFile(join(arm64NodeRoot(), 'usr', 'bin', 'node')),
     missing: `needs Debian's arm64 node unpacked at ${arm64NodeRoot()}: run scripts/arm64-node.sh (as root)`,
+  },
+  // A user namespace of one's own, whose inotify watch limit (/proc/sys/user/max_inotify_watches)
+  // it may lower without touching the machine's: how a test meets a real ENOSPC.
+  userns: {
+    present: () => spawnSync('unshare', ['-Ur', 'sh', '-c', 'test -w /proc/sys/user/max_inotify_watches'], { stdio: 'ignore' }).status === 0,
+    missing: 'needs unprivileged user namespaces (unshare -Ur) with a writable /proc/sys/user/max_inotify_watches',
   },
 };
 

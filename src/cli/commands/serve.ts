@@ -71,9 +71,10 @@ export function registerServe(program: Command): void {
       const port = opts.port === undefined ? DEFAULT_PORT : parsePort(opts.port);
       if (opts.host.trim() === '') throw new UserError('--host must not be empty');
       // Reads run on a worker thread, so one expensive run never stalls the server (serve/offthread.ts);
-      // a scrape reuses the model's list when it is no older than one live interval.
+      // live: the kernel says what changed there, so an idle page reads nothing and a death reaches it in
+      // milliseconds; a scrape reuses the model's list when it is no older than one live interval.
       const metrics: RunwardenMetrics = new RunwardenMetrics((): Promise<ReportsList> => model.currentReports(LIVE_INTERVAL_MS));
-      const model = new OffThreadModel(root, { observer: metrics.observer });
+      const model = new OffThreadModel(root, { observer: metrics.observer, live: true });
       let server;
       try {
         server = await startServer({
@@ -85,10 +86,13 @@ export function registerServe(program: Command): void {
             dashboard: () => model.dashboard(),
             run: (id, dir) => model.page(id, dir),
             metrics: async () => ({ contentType: metrics.contentType, body: await metrics.text() }),
+            subscribe: (cb) => model.subscribe(cb),
+            version: () => model.version,
           },
           intervalMs: LIVE_INTERVAL_MS,
         });
       } catch (e) {
+        model.close();
         const code = (e as NodeJS.ErrnoException).code;
         if (code === 'EADDRINUSE') throw new UserError(`port ${port} on ${opts.host} is in use; pick another with --port, or --port 0 for any free port`);
         if (code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND' || code === 'EAI_AGAIN') throw new UserError(`cannot bind ${opts.host}: not an address of this machine`);

@@ -1,10 +1,12 @@
 /**
  * `runwarden watch RUN`: say what the run is, replay its stream, follow it to
  * the end of its last leg, and never wait on a corpse: an abandoned run is
- * refused at once, and while the stream is idle the run is re-derived (a
- * read-only probe) every second, so a leg that dies mid-watch ends the
- * watch with the hint instead of hanging. The following itself is the
- * library's `followRun` (status/follow.ts).
+ * refused at once; on linux the kernel announces the leg's death (its lock
+ * file's close after writing) and appends (inotify), so the run is
+ * re-derived at once; and while the stream is idle it is re-derived (a
+ * read-only probe) every second anyway, the safety net where the kernel
+ * cannot tell. The following itself is the library's `followRun`
+ * (status/follow.ts).
  */
 import type { Command } from 'commander';
 import { AbortError, RunUnreadableError, StreamError } from '../../contract/errors.js';
@@ -83,6 +85,16 @@ function derive(runDir: string): RunReport | undefined {
   }
 }
 
+/** Resolves once stdout and stderr have handed everything written so far to the kernel. */
+function flushed(): Promise<void> {
+  const drain = (stream: NodeJS.WriteStream): Promise<void> =>
+    new Promise((resolve) => {
+      if (stream.destroyed || !stream.writable) return resolve();
+      stream.write('', () => resolve());
+    });
+  return Promise.all([drain(process.stdout), drain(process.stderr)]).then(() => undefined);
+}
+
 function printHint(report: RunReport): void {
   if (report.hint === null) return;
   for (const line of report.hint.split('\n')) err(printable(line));
@@ -95,9 +107,11 @@ export function registerWatch(program: Command): void {
     .description(
       'Print "run <id> is <STATUS>", replay the run\'s events, then follow new ones until the run_finished ' +
         'that closes its last leg (exit 0).\n\n' +
-        'An ABANDONED run is refused at once with its recovery hint on stderr (exit 3). While no event ' +
-        `arrives the run is re-derived every ${IDLE_RECHECK_MS / 1000} s with a read-only probe; if its leg dies ` +
-        'mid-watch the hint is printed and watch exits 3. A run not started yet whose directory is removed while ' +
+        'An ABANDONED run is refused at once with its recovery hint on stderr (exit 3). If its leg dies ' +
+        'mid-watch the hint is printed and watch exits 3: on linux the kernel reports the death (inotify sees the ' +
+        'leg\'s lock file closed) and the run is re-derived at once; while no event arrives it is also re-derived ' +
+        `every ${IDLE_RECHECK_MS / 1000} s with a read-only probe, where the kernel cannot tell. ` +
+        'A run not started yet whose directory is removed while ' +
         'watch waits for its first leg ends the watch with exit 1. Malformed lines are warned about and skipped. ' +
         'Ctrl-C exits 130. watch never writes anything.',
     )
@@ -170,8 +184,11 @@ export function registerWatch(program: Command): void {
       if (dead !== undefined) {
         out(`run ${runId} is ABANDONED`);
         printHint(dead);
-        process.exitCode = Exit.Abandoned;
-        return;
+        // The news is out: leave at once (once both streams have taken what
+        // was written) rather than after node's unhurried teardown, so a
+        // death ends the watch in milliseconds (bench/RESULTS.md "live").
+        await flushed();
+        process.exit(Exit.Abandoned);
       }
       const final = derive(runDir);
       out(`run ${runId} is ${final?.status ?? 'settled'}`);

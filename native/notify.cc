@@ -1,0 +1,258 @@
+// runwarden native: the N-API surface of change notification (see notify.h).
+//
+// open(callback) returns a notifier: {add(path, mask) -> wd | -errno,
+// remove(wd) -> 0 | -errno, close(), ref(), unref()}, or -errno when the
+// kernel refuses a notifier (EMFILE at max_user_instances, ENOSYS where
+// there is none). The notifier's descriptor is watched by one uv_poll_t on
+// the caller's own event loop; when it is readable the pending events are
+// read (non-blocking) and handed to `callback` as one array of
+// {wd, mask, name} per batch. Nothing blocks and no thread is started.
+//
+// Lifetime: an open notifier holds a strong reference to its JS object, so
+// it is never collected while the kernel may still report to it; close()
+// stops the poll, closes the descriptor and drops that reference. An
+// environment that ends (a worker thread exiting) closes it too.
+#include "notify.h"
+
+#include <uv.h>
+
+#include <errno.h>
+#include <limits.h>
+#include <string.h>
+
+namespace rw {
+namespace {
+
+constexpr size_t kBatchMax = 4096;
+
+struct Notifier {
+  napi_env env = nullptr;
+  NotifyState* state = nullptr;
+  uv_poll_t* poll = nullptr;
+  Napi::FunctionReference callback;
+  Napi::ObjectReference self;
+  napi_async_context async = nullptr;
+  bool closed = false;
+  bool delivering = false;
+  std::vector<NotifyEvent> events;
+};
+
+void OnPollClosed(uv_handle_t* h) { delete reinterpret_cast<uv_poll_t*>(h); }
+
+// Stops everything the kernel and libuv hold for `n`. Safe to call twice, and
+// from inside the callback (the batch loop checks `closed`).
+void Shutdown(Notifier* n, bool from_js) {
+  if (n->closed) return;
+  n->closed = true;
+  if (n->poll != nullptr) {
+    uv_poll_stop(n->poll);
+    uv_close(reinterpret_cast<uv_handle_t*>(n->poll), OnPollClosed);
+    n->poll = nullptr;
+  }
+  if (n->state != nullptr) {
+    NotifyClose(n->state);
+    n->state = nullptr;
+  }
+  if (from_js) {
+    if (n->async != nullptr) napi_async_destroy(n->env, n->async);
+    n->async = nullptr;
+    n->callback.Reset();
+    n->self.Reset();
+  }
+}
+
+void CleanupHook(void* arg) { Shutdown(static_cast<Notifier*>(arg), false); }
+
+void Finalize(Napi::Env env, Notifier* n) {
+  napi_remove_env_cleanup_hook(env, CleanupHook, n);
+  Shutdown(n, false);
+  delete n;
+}
+
+// Hands one batch to JS. Raw N-API with every status checked, never a
+// throwing helper: during an environment's teardown libuv may still run this
+// poll once, when JS can no longer be called, and then the batch is dropped
+// quietly instead of aborting the process.
+void Call(Notifier* n, const std::vector<NotifyEvent>& events) {
+  napi_env env = n->env;
+  napi_handle_scope scope;
+  if (napi_open_handle_scope(env, &scope) != napi_ok) return;
+  napi_value batch, recv, fn, result;
+  bool ok = napi_create_array_with_length(env, events.size(), &batch) == napi_ok;
+  for (size_t i = 0; ok && i < events.size(); i++) {
+    const NotifyEvent& e = events[i];
+    napi_value o, wd, mask, name;
+    ok = napi_create_object(env, &o) == napi_ok && napi_create_int32(env, e.wd, &wd) == napi_ok &&
+         napi_create_double(env, static_cast<double>(e.mask), &mask) == napi_ok &&
+         napi_create_string_utf8(env, e.name.data(), e.name.size(), &name) == napi_ok &&
+         napi_set_named_property(env, o, "wd", wd) == napi_ok && napi_set_named_property(env, o, "mask", mask) == napi_ok &&
+         napi_set_named_property(env, o, "name", name) == napi_ok && napi_set_element(env, batch, static_cast<uint32_t>(i), o) == napi_ok;
+  }
+  ok = ok && !n->self.IsEmpty() && !n->callback.IsEmpty() && napi_get_reference_value(env, n->self, &recv) == napi_ok &&
+       napi_get_reference_value(env, n->callback, &fn) == napi_ok && recv != nullptr && fn != nullptr;
+  if (ok) {
+    napi_value argv[1] = {batch};
+    napi_status st = napi_make_callback(env, n->async, recv, fn, 1, argv, &result);
+    bool pending = false;
+    if (st != napi_ok && napi_is_exception_pending(env, &pending) == napi_ok && pending) {
+      // A throwing callback is the program's error, not ours: report it the
+      // way Node reports an exception from any callback.
+      napi_value err;
+      if (napi_get_and_clear_last_exception(env, &err) == napi_ok) napi_fatal_exception(env, err);
+    }
+  }
+  napi_close_handle_scope(env, scope);
+}
+
+// Reads what is pending and hands it to JS, one batch per callback, until the
+// kernel has nothing more or the notifier was closed from a callback.
+void Deliver(Notifier* n) {
+  if (n->closed || n->delivering) return;
+  n->delivering = true;
+  for (;;) {
+    n->events.clear();
+    bool more = false;
+    int err = NotifyDrain(n->state, &n->events, kBatchMax, &more);
+    if (err != 0) {
+      // Reported as one event with wd -2 and the errno as its mask: the
+      // TypeScript side falls back to polling.
+      n->events.clear();
+      n->events.push_back(NotifyEvent{-2, static_cast<uint32_t>(err), std::string()});
+      more = false;
+    }
+    if (n->events.empty()) break;
+    Call(n, n->events);
+    if (n->closed || err != 0 || !more) break;
+  }
+  n->delivering = false;
+}
+
+void OnPoll(uv_poll_t* handle, int status, int /*events*/) {
+  auto* n = static_cast<Notifier*>(handle->data);
+  if (n == nullptr || n->closed) return;
+  if (status < 0) {
+    Call(n, std::vector<NotifyEvent>{NotifyEvent{-2, static_cast<uint32_t>(-status), std::string()}});
+    return;
+  }
+  Deliver(n);
+}
+
+Notifier* Of(const Napi::CallbackInfo& info) { return static_cast<Notifier*>(info.Data()); }
+
+void ThrowArg(Napi::Env env, const char* code, const char* msg) {
+  Napi::Error e = Napi::TypeError::New(env, msg);
+  e.Set("code", Napi::String::New(env, code));
+  e.ThrowAsJavaScriptException();
+}
+
+Napi::Value Add(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Notifier* n = Of(info);
+  if (info.Length() < 2 || !info[0].IsString() || !info[1].IsNumber()) {
+    ThrowArg(env, "ERR_INVALID_ARG_TYPE", "add(path, mask): a string and a number");
+    return env.Undefined();
+  }
+  std::string path = info[0].As<Napi::String>().Utf8Value();
+  if (path.empty() || path.size() >= PATH_MAX || strlen(path.c_str()) != path.size()) {
+    ThrowArg(env, "ERR_INVALID_ARG_VALUE", "add(path, mask): path is empty, too long or contains a NUL byte");
+    return env.Undefined();
+  }
+  double m = info[1].As<Napi::Number>().DoubleValue();
+  if (!(m >= 0 && m <= 4294967295.0) || m != static_cast<double>(static_cast<uint32_t>(m))) {
+    ThrowArg(env, "ERR_OUT_OF_RANGE", "add(path, mask): mask must be a 32-bit unsigned integer");
+    return env.Undefined();
+  }
+  if (n->closed) return Napi::Number::New(env, -EBADF);
+  int wd = -1;
+  int err = NotifyAdd(n->state, path.c_str(), static_cast<uint32_t>(m), &wd);
+  return Napi::Number::New(env, err != 0 ? -err : wd);
+}
+
+Napi::Value Remove(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Notifier* n = Of(info);
+  if (info.Length() < 1 || !info[0].IsNumber()) {
+    ThrowArg(env, "ERR_INVALID_ARG_TYPE", "remove(wd): a number");
+    return env.Undefined();
+  }
+  if (n->closed) return Napi::Number::New(env, -EBADF);
+  int err = NotifyRemove(n->state, info[0].As<Napi::Number>().Int32Value());
+  return Napi::Number::New(env, -err);
+}
+
+Napi::Value Close(const Napi::CallbackInfo& info) {
+  Shutdown(Of(info), true);
+  return info.Env().Undefined();
+}
+
+Napi::Value Ref(const Napi::CallbackInfo& info) {
+  Notifier* n = Of(info);
+  if (n->poll != nullptr) uv_ref(reinterpret_cast<uv_handle_t*>(n->poll));
+  return info.Env().Undefined();
+}
+
+Napi::Value Unref(const Napi::CallbackInfo& info) {
+  Notifier* n = Of(info);
+  if (n->poll != nullptr) uv_unref(reinterpret_cast<uv_handle_t*>(n->poll));
+  return info.Env().Undefined();
+}
+
+Napi::Value Open(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 1 || !info[0].IsFunction()) {
+    ThrowArg(env, "ERR_INVALID_ARG_TYPE", "open(callback): a function");
+    return env.Undefined();
+  }
+  uv_loop_t* loop = nullptr;
+  if (napi_get_uv_event_loop(env, &loop) != napi_ok || loop == nullptr) return Napi::Number::New(env, -ENOSYS);
+  NotifyState* state = nullptr;
+  int fd = -1;
+  int err = NotifyOpen(&state, &fd);
+  if (err != 0) return Napi::Number::New(env, -err);
+  auto* n = new Notifier();
+  n->env = env;
+  n->state = state;
+  n->poll = new uv_poll_t();
+  int r = uv_poll_init(loop, n->poll, fd);
+  if (r != 0) {
+    delete n->poll;
+    n->poll = nullptr;
+    NotifyClose(state);
+    delete n;
+    return Napi::Number::New(env, r);  // libuv errors are already -errno
+  }
+  n->poll->data = n;
+  Napi::Object obj = Napi::Object::New(env);
+  obj.Set("add", Napi::Function::New(env, Add, "add", n));
+  obj.Set("remove", Napi::Function::New(env, Remove, "remove", n));
+  obj.Set("close", Napi::Function::New(env, Close, "close", n));
+  obj.Set("ref", Napi::Function::New(env, Ref, "ref", n));
+  obj.Set("unref", Napi::Function::New(env, Unref, "unref", n));
+  obj.AddFinalizer(Finalize, n);
+  napi_add_env_cleanup_hook(env, CleanupHook, n);
+  n->callback = Napi::Persistent(info[0].As<Napi::Function>());
+  n->self = Napi::Persistent(obj);
+  napi_async_init(env, obj, Napi::String::New(env, "runwarden:notify"), &n->async);
+  r = uv_poll_start(n->poll, UV_READABLE, OnPoll);
+  if (r != 0) {
+    Shutdown(n, true);
+    return Napi::Number::New(env, r);
+  }
+  return obj;
+}
+
+}  // namespace
+
+Napi::Object NotifyExports(Napi::Env env) {
+  Napi::Object mask = Napi::Object::New(env);
+  for (size_t i = 0; i < kNotifyMaskCount; i++) mask.Set(kNotifyMasks[i].name, Napi::Number::New(env, kNotifyMasks[i].bit));
+  mask.Freeze();
+  Napi::Object o = Napi::Object::New(env);
+  o.Set("backend", Napi::String::New(env, kNotifyBackend));
+  o.Set("mask", mask);
+  o.Set("open", Napi::Function::New(env, Open, "open"));
+  o.Freeze();
+  return o;
+}
+
+}  // namespace rw

@@ -1,0 +1,71 @@
+// runwarden native: change notification (inotify on linux), the seam.
+//
+// notify.cc is the N-API surface, common to every platform: a notifier
+// object whose descriptor libuv watches (one uv_poll_t per notifier, so no
+// thread is blocked per watched run and nothing blocks the event loop), and
+// a JS callback that receives each batch of events as {wd, mask, name}.
+// What differs between kernels is below, one file per platform, chosen by
+// binding.gyp's conditions:
+//
+//   notify_linux.cc   inotify(7). Built and tested.
+//   notify_darwin.cc  kqueue(2) EVFILT_VNODE. UNTESTED: written, never
+//                     compiled or run here. kqueue has no close-after-write
+//                     event, so on darwin a leg's death is found by polling.
+//   notify_other.cc   nothing: open() reports ENOSYS ("unsupported").
+//
+// Expected answers are values: an add that the kernel refuses (ENOSPC when
+// max_user_watches is reached, ENOENT for a path that went away) returns
+// -errno; nothing here throws except for a bad argument. No policy here:
+// which paths to watch and what an event means is decided in TypeScript.
+#ifndef RUNWARDEN_NOTIFY_H_
+#define RUNWARDEN_NOTIFY_H_
+
+#include <napi.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <string>
+#include <vector>
+
+namespace rw {
+
+// One event as the kernel reported it. `wd` is the watch it belongs to (-1
+// for a queue overflow), `name` the entry inside a watched directory ("" for
+// the watched path itself).
+struct NotifyEvent {
+  int wd;
+  uint32_t mask;
+  std::string name;
+};
+
+// The event bits TypeScript reads, by name, with this platform's values.
+struct NotifyMaskName {
+  const char* name;
+  uint32_t bit;
+};
+
+// "inotify", "kqueue" or "unsupported".
+extern const char* const kNotifyBackend;
+extern const NotifyMaskName kNotifyMasks[];
+extern const size_t kNotifyMaskCount;
+
+// The platform's notifier state (a descriptor libuv can poll, and whatever
+// the platform needs per watch).
+struct NotifyState;
+
+// Each returns 0 or an errno value.
+int NotifyOpen(NotifyState** out, int* poll_fd);
+int NotifyAdd(NotifyState* st, const char* path, uint32_t mask, int* wd);
+int NotifyRemove(NotifyState* st, int wd);
+// Appends pending events to `out` (at most about `max`). Returns 0 when
+// nothing more is pending right now, EAGAIN-free; *more is set when it
+// stopped at `max` with events left. An errno on failure.
+int NotifyDrain(NotifyState* st, std::vector<NotifyEvent>* out, size_t max, bool* more);
+void NotifyClose(NotifyState* st);
+
+// The `notify` export: { backend, mask, open(callback) }.
+Napi::Object NotifyExports(Napi::Env env);
+
+}  // namespace rw
+
+#endif  // RUNWARDEN_NOTIFY_H_

@@ -1,0 +1,245 @@
+/**
+ * Being told, instead of looking: directory watches on the kernel's change
+ * notification (native/notify.h: inotify on linux; kqueue on darwin, written
+ * and untested; nothing elsewhere), for the live surfaces (`watch`, the live
+ * engine behind `serve` and library followers).
+ *
+ * Invariants, and why:
+ * - One kernel notifier per {@link DirWatcher}, polled by libuv on this
+ *   thread's loop: no thread is blocked per watched run and nothing blocks
+ *   the event loop. Events arrive in batches and are dispatched by watch
+ *   descriptor to each directory's listeners.
+ * - A run directory is watched as a directory (one watch per run, not one
+ *   per file), for the events that can change what a reader derives:
+ *   `closeWrite` (the last writable descriptor of an entry was closed: for
+ *   `resume.lock`, the leg that held it is gone, CONTRACT §4.1 opens it
+ *   read-write), `modify` (an append), entries appearing or vanishing, and
+ *   the directory itself going away. `closeNoWrite` is never asked for: a
+ *   reader's read-only probe closes with it, and readers must not wake each
+ *   other.
+ * - Watching never writes: inotify and kqueue only observe.
+ * - Expected refusals are answers, not throws: a watch the kernel will not
+ *   add (`ENOSPC` at `max_user_watches`, `ENOENT`) is returned as its errno
+ *   name, and the caller falls back to polling. A lost queue (overflow) and
+ *   a notifier that failed are reported once to the owner, who must then
+ *   look again at everything (overflow) or poll (failure).
+ */
+import { errnoName } from './errno.js';
+import { native, type NativeNotifier, type NativeNotifyEvent } from './native.js';
+
+/** What happened to an entry of a watched directory, or to the directory. */
+export type DirEventKind =
+  /** The last writable descriptor of the entry was closed (IN_CLOSE_WRITE). */
+  | 'written'
+  /** The entry was written to (IN_MODIFY). */
+  | 'modified'
+  /** The entry was created or moved in (IN_CREATE, IN_MOVED_TO). */
+  | 'appeared'
+  /** The entry was removed or moved out (IN_DELETE, IN_MOVED_FROM). */
+  | 'vanished'
+  /** The directory itself was removed, moved, or unmounted; its watch is gone. */
+  | 'gone'
+  /** Something in the directory changed, the platform cannot say what (darwin). */
+  | 'changed';
+
+/** One event for a watched directory. `name` is the entry; '' for the directory itself. */
+export interface DirEvent {
+  kind: DirEventKind;
+  name: string;
+  /** The entry is a directory (IN_ISDIR). */
+  isDir: boolean;
+}
+
+export type DirListener = (event: DirEvent) => void;
+
+/** A watch: close it to stop listening (the kernel watch goes with its last listener). */
+export interface DirWatch {
+  close(): void;
+}
+
+/** How a watch request ended: a watch, or the errno name the kernel refused it with. */
+export type WatchAnswer = { ok: true; watch: DirWatch } | { ok: false; code: string };
+
+/** Options for {@link openDirWatcher}. */
+export interface DirWatcherOptions {
+  /** The kernel's queue overflowed: events were lost, so everything watched must be looked at again. */
+  onOverflow?: () => void;
+  /** The notifier failed (a read error); no more events will come. Called once, with the errno name. */
+  onBroken?: (code: string) => void;
+  /**
+   * A test seam for what cannot be produced here cheaply: after this many
+   * kernel watches, {@link DirWatcher.watch} answers `ENOSPC` exactly as the
+   * kernel does at `max_user_watches`.
+   */
+  maxWatches?: number;
+  /** Keep the event loop alive while the watcher is open (default false: a watcher alone never holds a process open). */
+  ref?: boolean;
+}
+
+/** How many batches and events a watcher has received, for tests and benchmarks. */
+export interface DirWatcherStats {
+  batches: number;
+  events: number;
+  watches: number;
+}
+
+interface Entry {
+  wd: number;
+  dir: string;
+  listeners: Set<DirListener>;
+}
+
+/** The notification backend this platform has: `inotify`, `kqueue` (untested), or `unsupported`. */
+export function notifyBackend(): 'inotify' | 'kqueue' | 'unsupported' {
+  return native().notify.backend;
+}
+
+/** Directory watches over one kernel notifier. */
+export class DirWatcher {
+  readonly stats: DirWatcherStats = { batches: 0, events: 0, watches: 0 };
+  private readonly byWd = new Map<number, Entry>();
+  private readonly byDir = new Map<string, Entry>();
+  private readonly m: Readonly<Record<string, number>>;
+  private readonly dirMask: number;
+  private closed = false;
+  private broken = false;
+
+  /** Use {@link openDirWatcher}. */
+  constructor(
+    private readonly notifier: NativeNotifier,
+    private readonly options: DirWatcherOptions,
+  ) {
+    this.m = native().notify.mask;
+    const bit = (name: string): number => this.m[name] ?? 0;
+    this.dirMask =
+      bit('closeWrite') | bit('modify') | bit('create') | bit('delete') | bit('movedFrom') | bit('movedTo') | bit('deleteSelf') | bit('moveSelf') | bit('onlyDir') | bit('dontFollow') | bit('exclUnlink');
+  }
+
+  /** Called by the notifier with each batch. */
+  deliver(batch: NativeNotifyEvent[]): void {
+    if (this.closed) return;
+    this.stats.batches++;
+    this.stats.events += batch.length;
+    const bit = (name: string): number => this.m[name] ?? 0;
+    for (const e of batch) {
+      if (e.wd === -2) {
+        if (!this.broken) {
+          this.broken = true;
+          this.options.onBroken?.(errnoName(e.mask));
+        }
+        return;
+      }
+      if ((e.mask & bit('queueOverflow')) !== 0) {
+        // Events were lost. An owner that rescans is told; otherwise every
+        // listener hears that its directory changed in some way.
+        if (this.options.onOverflow !== undefined) this.options.onOverflow();
+        else for (const entry of [...this.byWd.values()]) for (const l of [...entry.listeners]) l({ kind: 'changed', name: '', isDir: false });
+        continue;
+      }
+      const entry = this.byWd.get(e.wd);
+      if (entry === undefined) continue; // removed since; its last events are of no interest
+      const kinds: DirEventKind[] = [];
+      const isDir = (e.mask & bit('isDir')) !== 0;
+      if (e.name === '') {
+        if ((e.mask & (bit('deleteSelf') | bit('moveSelf') | bit('unmount') | bit('ignored'))) !== 0) kinds.push('gone');
+        else if ((e.mask & (bit('modify') | bit('create'))) !== 0) kinds.push('changed');
+      } else {
+        if ((e.mask & (bit('create') | bit('movedTo'))) !== 0) kinds.push('appeared');
+        if ((e.mask & bit('modify')) !== 0) kinds.push('modified');
+        if ((e.mask & bit('closeWrite')) !== 0) kinds.push('written');
+        if ((e.mask & (bit('delete') | bit('movedFrom'))) !== 0) kinds.push('vanished');
+      }
+      if ((e.mask & bit('ignored')) !== 0 || kinds.includes('gone')) this.forget(entry);
+      for (const kind of kinds) for (const l of [...entry.listeners]) l({ kind, name: e.name, isDir });
+    }
+  }
+
+  /**
+   * Watches directory `dir` (not following a symlink). Answers the watch, or
+   * the errno name the kernel refused it with (`ENOSPC` when the watch limit
+   * is reached, `ENOENT`, `ENOTDIR`, ...).
+   */
+  watch(dir: string, listener: DirListener): WatchAnswer {
+    if (this.closed || this.broken) return { ok: false, code: 'EBADF' };
+    let entry = this.byDir.get(dir);
+    if (entry === undefined) {
+      if (this.options.maxWatches !== undefined && this.byWd.size >= this.options.maxWatches) return { ok: false, code: 'ENOSPC' };
+      const wd = this.notifier.add(dir, this.dirMask);
+      if (wd < 0) return { ok: false, code: errnoName(-wd) };
+      // The same directory under another name gets the same descriptor.
+      entry = this.byWd.get(wd) ?? { wd, dir, listeners: new Set() };
+      this.byWd.set(wd, entry);
+      this.byDir.set(dir, entry);
+      this.stats.watches = this.byWd.size;
+    }
+    const e = entry;
+    e.listeners.add(listener);
+    return {
+      ok: true,
+      watch: {
+        close: () => {
+          e.listeners.delete(listener);
+          if (e.listeners.size > 0 || this.byWd.get(e.wd) !== e) return;
+          this.forget(e);
+          if (!this.closed) this.notifier.remove(e.wd);
+        },
+      },
+    };
+  }
+
+  /** How many kernel watches are held. */
+  get size(): number {
+    return this.byWd.size;
+  }
+
+  /** Closes the notifier: no more events, every watch released. */
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.byWd.clear();
+    this.byDir.clear();
+    this.notifier.close();
+  }
+
+  private forget(entry: Entry): void {
+    if (this.byWd.get(entry.wd) === entry) this.byWd.delete(entry.wd);
+    for (const [dir, e] of this.byDir) if (e === entry) this.byDir.delete(dir);
+    this.stats.watches = this.byWd.size;
+  }
+}
+
+/**
+ * Opens a directory watcher, or answers why there is none: `ENOSYS` where
+ * the platform has no notification, `EMFILE` at `max_user_instances`, and so
+ * on (an errno name). The caller then polls.
+ */
+export function openDirWatcher(options: DirWatcherOptions = {}): DirWatcher | string {
+  const n = native().notify;
+  let watcher: DirWatcher | undefined;
+  const opened = n.open((batch) => watcher?.deliver(batch));
+  if (typeof opened === 'number') return errnoName(-opened);
+  watcher = new DirWatcher(opened, options);
+  if (options.ref !== true) opened.unref();
+  return watcher;
+}
+
+let shared: DirWatcher | string | undefined;
+
+/**
+ * One watcher for the whole process, for followers that each watch a
+ * directory or two (`followRun`): opened on first use, never holding the
+ * process open, so that a program following many runs uses one kernel
+ * notifier, not one per run (`max_user_instances` is small). Undefined when
+ * the platform has no notification or the kernel refused a notifier; the
+ * caller then polls.
+ */
+export function sharedDirWatcher(): DirWatcher | undefined {
+  if (shared === undefined) {
+    shared = openDirWatcher({
+      onBroken: () => {
+        shared = 'broken';
+      },
+    });
+  }
+  return typeof shared === 'string' ? undefined : shared;
+}

@@ -1,0 +1,697 @@
+/**
+ * The live engine: the status of every run under a root (or of the runs it
+ * is given), kept current by the kernel's change notification, at a cost
+ * that follows what changes, not what exists. `watch`-style followers, the
+ * dashboard and library callers can all sit on it.
+ *
+ * Invariants, and why:
+ * - Told, not looking (kernel/notify.ts). Each run directory has one watch.
+ *   A leg's `resume.lock` closing its last writable descriptor (the leg died
+ *   or released, CONTRACT §4.1) makes the engine probe that run at once; an
+ *   append to `events.jsonl` is read at once; a rewritten `state.json` is
+ *   re-read; runs appearing in or vanishing from the root are tracked. A
+ *   reader's read-only probe closes without writing and is never asked for,
+ *   so engines and other readers never wake each other.
+ * - Read only what changed. Each run keeps its fold (contract/fold.ts, the
+ *   one home of the leg rules, applied through read/lines.ts exactly as the
+ *   other readers apply it) and the byte offset it has read; an append is
+ *   folded from that offset. A stream that shrank, was replaced (another
+ *   inode) or rewritten (the bytes just before the offset differ) is re-read
+ *   whole. A partial last line is held back until its newline arrives.
+ * - Settled runs cost nothing: a run whose last leg is closed is not probed
+ *   and not read until one of its files changes.
+ * - The same answers as every other surface: a report is built by the same
+ *   derivation (status/report.ts buildReport) from the same last-leg facts
+ *   the tail reader would find (the restart point and the skipped lines from
+ *   it are kept as the tail defines them). Whenever a probe answers `free`,
+ *   and whenever the engine's own fold cannot be trusted (a stream error, a
+ *   held-back partial line), the run is derived by the reference path
+ *   (status/inspect.ts inspectRun: read, probe, confirm, the replaced-lock
+ *   check), so ABANDONED is never concluded from cached state.
+ * - When notification is missing (no inotify, `ENOSPC` at
+ *   `max_user_watches`, a notifier that failed), it says so once and polls
+ *   the open legs of the runs it could not watch (every `pollMs`). A slow
+ *   safety re-check (`safetyMs`) stays in every mode, so a missed event
+ *   cannot freeze a run's status forever: it lists the root again, compares
+ *   each run's file identities, and re-probes open legs; open legs are also
+ *   re-probed every `openRecheckMs`, which is what finds a holder that
+ *   (against §4.1) held the lock through a read-only descriptor.
+ * - Reads only: files are opened read-only (kernel/open.ts), the probe takes
+ *   only a shared lock, and watches only observe. Nothing is created,
+ *   written or removed under the root.
+ */
+import { lstatSync, readdirSync } from 'node:fs';
+import { basename, join, resolve } from 'node:path';
+import { RunUnreadableError, StreamError } from '../contract/errors.js';
+import type { StreamEvent } from '../contract/events.js';
+import { EVENTS_FILE, LOCK_FILE, STATE_FILE } from '../contract/files.js';
+import { StreamFold } from '../contract/fold.js';
+import { compareNewestFirst } from '../contract/runid.js';
+import type { RunReport } from '../contract/types.js';
+import { closeQuietly } from '../kernel/open.js';
+import { notifyBackend, openDirWatcher, type DirEvent, type DirWatch, type DirWatcher } from '../kernel/notify.js';
+import { probeLock, type ProbeResult } from '../lock/probe.js';
+import { foldLines, LineSplitter } from '../read/lines.js';
+import { readSnapshot, type SnapshotRead } from '../read/snapshot.js';
+import { openStream, readStreamBytes } from '../read/stream.js';
+import type { TailFacts } from '../read/tail.js';
+import { inspectRun } from '../status/inspect.js';
+import { buildReport } from '../status/report.js';
+
+/** Default interval of the safety re-check (ms). */
+export const LIVE_SAFETY_MS = 30_000;
+/** Default interval at which open legs are re-probed even when watched (ms). */
+export const LIVE_OPEN_RECHECK_MS = 5_000;
+/** Default interval at which open legs without a watch are polled (ms). */
+export const LIVE_POLL_MS = 100;
+
+const CHUNK = 64 * 1024;
+const PRINT = 64; // bytes before the offset kept to recognise a rewritten stream
+
+/** One run as the engine knows it. */
+export interface LiveRun {
+  runId: string;
+  /** Absolute. */
+  runDir: string;
+  /** The report (CONTRACT §5.2), or null when the run cannot be read (then `error` says why). */
+  report: RunReport | null;
+  error: string | null;
+}
+
+/** What a subscriber is told. */
+export type LiveChange =
+  /** A run was first derived, or its report (or error) changed. */
+  | ({ type: 'run' } & LiveRun)
+  /** A run directory went away. */
+  | { type: 'removed'; runId: string; runDir: string }
+  /** With `events: true`: lines appended to a run's stream, in order, as folded. */
+  | { type: 'events'; runId: string; runDir: string; events: { event: StreamEvent; offset: number }[] }
+  /** Something a person should know once (notification unavailable, so polling). */
+  | { type: 'notice'; message: string };
+
+/** Options for {@link LiveEngine}. */
+export interface LiveEngineOptions {
+  /** A runs root to follow: every directory in it is a run, and runs appearing later are added. */
+  root?: string;
+  /** Safety re-check interval (ms, default {@link LIVE_SAFETY_MS}). */
+  safetyMs?: number;
+  /** Re-probe interval of watched open legs (ms, default {@link LIVE_OPEN_RECHECK_MS}). */
+  openRecheckMs?: number;
+  /** Poll interval of open legs that have no watch (ms, default {@link LIVE_POLL_MS}). */
+  pollMs?: number;
+  /** false: use no change notification at all, poll (for comparison). Default true. */
+  notify?: boolean;
+  /** Also tell subscribers each appended event (`events` changes). Default false. */
+  events?: boolean;
+  /**
+   * A test seam: behave as if the kernel refused watches beyond this many
+   * (`ENOSPC`, as at `fs.inotify.max_user_watches`).
+   */
+  maxWatches?: number;
+  /** Keep the process alive while the engine runs (default true, like fs.watch). */
+  ref?: boolean;
+}
+
+/** Counters, for tests and benchmarks. */
+export interface LiveStats {
+  /** `inotify`, `kqueue`, or `polling` (no notifier at all). */
+  backend: 'inotify' | 'kqueue' | 'polling';
+  runs: number;
+  /** Runs without a watch (their open legs are polled). */
+  unwatched: number;
+  /** Reports built. */
+  derivations: number;
+  /** Reports built by the reference path (inspectRun). */
+  referenceDerivations: number;
+  /** Lock probes taken. */
+  probes: number;
+  /** Probes started because a lock file was closed after writing (a leg's death or release). */
+  lockWakeups: number;
+  /** Probes started by polling an unwatched open leg. */
+  polledProbes: number;
+  /** Stream bytes read. */
+  bytesRead: number;
+  /** Streams re-read whole (shrunk, replaced or rewritten). */
+  rereads: number;
+  /** Kernel event batches received. */
+  batches: number;
+}
+
+interface RunState {
+  id: string;
+  dir: string;
+  eventsPath: string;
+  statePath: string;
+  lockPath: string;
+  fold: StreamFold;
+  splitter: LineSplitter;
+  offset: number;
+  ident: string | undefined;
+  print: Buffer;
+  lastStart: number;
+  skipsSinceLastStart: number;
+  restart: number;
+  skipsSinceRestart: number;
+  streamError: unknown;
+  snapshot: SnapshotRead | undefined;
+  report: RunReport | null;
+  error: string | null;
+  reported: string | undefined;
+  watch: DirWatch | undefined;
+  sig: string;
+  dirtyStream: boolean;
+  dirtySnapshot: boolean;
+  dirtyProbe: boolean;
+  /** Tell subscribers after the next derivation even if the report did not change. */
+  announce: boolean;
+  newEvents: { event: StreamEvent; offset: number }[];
+}
+
+function fileSig(path: string): string {
+  try {
+    const st = lstatSync(path, { bigint: true });
+    return `${st.dev}:${st.ino}:${st.size}:${st.mtimeNs}`;
+  } catch (e) {
+    return `-${(e as NodeJS.ErrnoException).code ?? '?'}`;
+  }
+}
+
+function positive(name: string, v: number | undefined, dflt: number): number {
+  if (v === undefined) return dflt;
+  if (typeof v !== 'number' || !Number.isFinite(v) || v < 1) throw new RangeError(`${name} must be a finite number of at least 1`);
+  return v;
+}
+
+/**
+ * Follows runs and keeps each one's report current, as the module comment
+ * describes. Create it, `subscribe`, then `start()`; `close()` when done.
+ *
+ * ```ts
+ * const engine = new LiveEngine({ root });
+ * engine.subscribe((c) => { if (c.type === 'run' && c.report?.status === 'ABANDONED') console.log(c.runId, 'died'); });
+ * await engine.start();
+ * ```
+ */
+export class LiveEngine {
+  readonly root: string | undefined;
+  readonly stats: LiveStats;
+  private readonly runsByDir = new Map<string, RunState>();
+  private readonly listeners = new Set<(c: LiveChange) => void>();
+  private readonly dirty = new Set<RunState>();
+  private readonly safetyMs: number;
+  private readonly openRecheckMs: number;
+  private readonly pollMs: number;
+  private readonly emitEvents: boolean;
+  private readonly ref: boolean;
+  private watcher: DirWatcher | undefined;
+  private rootWatch: DirWatch | undefined;
+  private timers: NodeJS.Timeout[] = [];
+  private flushQueued = false;
+  private started = false;
+  private closed = false;
+  private noticed = false;
+  private rootMissing = false;
+
+  constructor(private readonly options: LiveEngineOptions = {}) {
+    this.root = options.root === undefined ? undefined : resolve(options.root);
+    this.safetyMs = positive('safetyMs', options.safetyMs, LIVE_SAFETY_MS);
+    this.openRecheckMs = positive('openRecheckMs', options.openRecheckMs, LIVE_OPEN_RECHECK_MS);
+    this.pollMs = positive('pollMs', options.pollMs, LIVE_POLL_MS);
+    this.emitEvents = options.events === true;
+    this.ref = options.ref !== false;
+    this.stats = { backend: 'polling', runs: 0, unwatched: 0, derivations: 0, referenceDerivations: 0, probes: 0, lockWakeups: 0, polledProbes: 0, bytesRead: 0, rereads: 0, batches: 0 };
+  }
+
+  /** Listens for changes; returns the function that stops listening. */
+  subscribe(listener: (change: LiveChange) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  /**
+   * Opens the notifier, lists the root (when there is one) and derives every
+   * run once, yielding to the event loop between runs. Resolves when every
+   * run known at the start has a report or an error.
+   */
+  async start(): Promise<void> {
+    if (this.started) return;
+    this.started = true;
+    if (this.options.notify !== false) {
+      const opened = openDirWatcher({
+        ref: this.ref,
+        onOverflow: () => this.overflow(),
+        onBroken: (code) => this.degrade(`the change notifier failed (${code})`, true),
+        ...(this.options.maxWatches === undefined ? {} : { maxWatches: this.options.maxWatches }),
+      });
+      if (typeof opened === 'string') {
+        this.say(`change notification is unavailable here (${notifyBackend()}: ${opened}); open legs are polled every ${this.pollMs} ms`);
+      } else {
+        this.watcher = opened;
+        this.stats.backend = notifyBackend() === 'kqueue' ? 'kqueue' : 'inotify';
+      }
+    } else {
+      this.say(`change notification is off; open legs are polled every ${this.pollMs} ms`);
+    }
+    this.timer(() => this.safety(), this.safetyMs);
+    this.timer(() => this.recheckOpen(false), this.openRecheckMs);
+    this.timer(() => this.recheckOpen(true), this.pollMs);
+    if (this.root !== undefined) this.watchRoot();
+    let n = 0;
+    for (const r of [...this.runsByDir.values()]) {
+      if (this.closed) return;
+      if (this.runsByDir.get(r.dir) !== r) continue;
+      this.dirty.delete(r); // derived here, not again by the flush
+      this.process(r);
+      if (++n % 64 === 0) await new Promise((res) => setImmediate(res));
+    }
+  }
+
+  /** Follows one run directory (with or without a root). Its first report comes with the next flush. */
+  track(runDir: string): void {
+    const dir = resolve(runDir);
+    if (this.runsByDir.has(dir) || this.closed) return;
+    const r: RunState = {
+      id: basename(dir),
+      dir,
+      eventsPath: join(dir, EVENTS_FILE),
+      statePath: join(dir, STATE_FILE),
+      lockPath: join(dir, LOCK_FILE),
+      fold: new StreamFold(),
+      splitter: undefined as unknown as LineSplitter,
+      offset: 0,
+      ident: undefined,
+      print: Buffer.alloc(0),
+      lastStart: -1,
+      skipsSinceLastStart: 0,
+      restart: 0,
+      skipsSinceRestart: 0,
+      streamError: null,
+      snapshot: undefined,
+      report: null,
+      error: null,
+      reported: undefined,
+      watch: undefined,
+      sig: '',
+      dirtyStream: true,
+      dirtySnapshot: true,
+      dirtyProbe: true,
+      announce: false,
+      newEvents: [],
+    };
+    this.resetFold(r);
+    this.runsByDir.set(dir, r);
+    this.stats.runs = this.runsByDir.size;
+    this.watchRun(r);
+    if (this.started) this.mark(r);
+  }
+
+  /** Stops following a run directory. */
+  untrack(runDir: string): void {
+    const r = this.runsByDir.get(resolve(runDir));
+    if (r === undefined) return;
+    this.drop(r, false);
+  }
+
+  /** Every run known, newest first. */
+  runs(): LiveRun[] {
+    return [...this.runsByDir.values()].sort((a, b) => compareNewestFirst(a.id, b.id)).map((r) => this.view(r));
+  }
+
+  /** One run, by its directory. */
+  get(runDir: string): LiveRun | undefined {
+    const r = this.runsByDir.get(resolve(runDir));
+    return r === undefined ? undefined : this.view(r);
+  }
+
+  /** Whether the root was missing at the last look. */
+  get missing(): boolean {
+    return this.rootMissing;
+  }
+
+  /** Stops every watch and timer. */
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    for (const t of this.timers) clearInterval(t);
+    this.timers = [];
+    this.watcher?.close();
+    this.watcher = undefined;
+    this.runsByDir.clear();
+    this.listeners.clear();
+  }
+
+  // --- internals -----------------------------------------------------------
+
+  private view(r: RunState): LiveRun {
+    return { runId: r.id, runDir: r.dir, report: r.report, error: r.error };
+  }
+
+  private emit(c: LiveChange): void {
+    for (const l of [...this.listeners]) l(c);
+  }
+
+  private say(message: string): void {
+    if (this.noticed) return;
+    this.noticed = true;
+    this.emit({ type: 'notice', message });
+  }
+
+  private timer(fn: () => void, ms: number): void {
+    const t = setInterval(fn, ms);
+    if (!this.ref) t.unref();
+    this.timers.push(t);
+  }
+
+  private degrade(why: string, all: boolean): void {
+    this.say(`${why}; open legs of runs without a watch are polled every ${this.pollMs} ms`);
+    if (!all) return;
+    this.watcher?.close();
+    this.watcher = undefined;
+    this.rootWatch = undefined;
+    for (const r of this.runsByDir.values()) r.watch = undefined;
+    this.stats.unwatched = this.runsByDir.size;
+    this.stats.backend = 'polling';
+  }
+
+  private overflow(): void {
+    // Events were lost: look at everything again.
+    if (this.root !== undefined) this.scanRoot();
+    for (const r of this.runsByDir.values()) {
+      r.dirtyStream = r.dirtySnapshot = r.dirtyProbe = true;
+      this.mark(r);
+    }
+  }
+
+  private watchRoot(): void {
+    const root = this.root as string;
+    if (this.watcher !== undefined && this.rootWatch === undefined) {
+      const a = this.watcher.watch(root, (e) => this.onRootEvent(e));
+      if (a.ok) this.rootWatch = a.watch;
+      else if (a.code === 'ENOSPC') this.say(`the kernel refused more inotify watches (ENOSPC: fs.inotify.max_user_watches is reached)`);
+    }
+    this.scanRoot();
+  }
+
+  private onRootEvent(e: DirEvent): void {
+    this.stats.batches = this.watcher?.stats.batches ?? this.stats.batches;
+    const root = this.root as string;
+    if (e.kind === 'gone') {
+      this.rootWatch = undefined;
+      this.scanRoot();
+      return;
+    }
+    if (e.kind === 'changed') {
+      this.scanRoot();
+      return;
+    }
+    if (e.name === '') return;
+    const dir = join(root, e.name);
+    if (e.kind === 'appeared' && e.isDir) this.track(dir);
+    else if (e.kind === 'vanished') {
+      const r = this.runsByDir.get(dir);
+      if (r !== undefined) this.drop(r, true);
+    }
+  }
+
+  /** Lists the root: tracks new run directories, drops vanished ones. Symlinks are never followed. */
+  private scanRoot(): void {
+    const root = this.root as string;
+    let names: string[];
+    try {
+      names = readdirSync(root, { withFileTypes: true })
+        .filter((e) => e.isDirectory())
+        .map((e) => e.name);
+      this.rootMissing = false;
+    } catch {
+      names = [];
+      this.rootMissing = true;
+    }
+    if (!this.rootMissing && this.rootWatch === undefined && this.watcher !== undefined) {
+      const a = this.watcher.watch(root, (e) => this.onRootEvent(e));
+      if (a.ok) this.rootWatch = a.watch;
+    }
+    const present = new Set(names.map((n) => join(root, n)));
+    for (const r of [...this.runsByDir.values()]) if (!present.has(r.dir)) this.drop(r, true);
+    for (const d of present) this.track(d);
+  }
+
+  private watchRun(r: RunState): void {
+    if (this.watcher === undefined) {
+      this.stats.unwatched++;
+      return;
+    }
+    const a = this.watcher.watch(r.dir, (e) => this.onRunEvent(r, e));
+    if (a.ok) {
+      r.watch = a.watch;
+      return;
+    }
+    this.stats.unwatched++;
+    if (a.code === 'ENOSPC') this.say(`the kernel refused more inotify watches (ENOSPC: fs.inotify.max_user_watches is reached)`);
+  }
+
+  private onRunEvent(r: RunState, e: DirEvent): void {
+    if (this.watcher !== undefined) this.stats.batches = this.watcher.stats.batches;
+    if (e.kind === 'gone') {
+      r.watch = undefined;
+      if (this.runsByDir.get(r.dir) === r) this.drop(r, true);
+      return;
+    }
+    if (e.kind === 'changed') {
+      r.dirtyStream = r.dirtySnapshot = r.dirtyProbe = true;
+    } else if (e.name === EVENTS_FILE) {
+      r.dirtyStream = true;
+    } else if (e.name === STATE_FILE) {
+      r.dirtySnapshot = true;
+    } else if (e.name === LOCK_FILE) {
+      if (e.kind === 'written') {
+        // The last writable descriptor of the lock file closed: the leg that
+        // held it exited, was killed or released. Probe now, and tell
+        // subscribers even if the report reads the same (a cache above may
+        // hold an older picture than ours).
+        if (!r.fold.open && r.report?.status !== 'RUNNING' && r.report?.status !== 'PLANNING') return;
+        this.stats.lockWakeups++;
+        r.announce = true;
+      }
+      // 'modified': a leg taking the lock writes its marker (§4.1 step 4).
+      r.dirtyProbe = true;
+    } else {
+      return;
+    }
+    this.mark(r);
+  }
+
+  private drop(r: RunState, announce: boolean): void {
+    if (this.runsByDir.get(r.dir) !== r) return;
+    this.runsByDir.delete(r.dir);
+    this.dirty.delete(r);
+    if (r.watch === undefined) this.stats.unwatched = Math.max(0, this.stats.unwatched - 1);
+    r.watch?.close();
+    r.watch = undefined;
+    this.stats.runs = this.runsByDir.size;
+    if (announce) this.emit({ type: 'removed', runId: r.id, runDir: r.dir });
+  }
+
+  private mark(r: RunState): void {
+    this.dirty.add(r);
+    if (this.flushQueued || this.closed) return;
+    this.flushQueued = true;
+    setImmediate(() => {
+      this.flushQueued = false;
+      this.flush();
+    });
+  }
+
+  private flush(): void {
+    if (this.closed) return;
+    const batch = [...this.dirty];
+    this.dirty.clear();
+    for (const r of batch) if (this.runsByDir.get(r.dir) === r) this.process(r);
+  }
+
+  /**
+   * Re-probes open legs: with `polled`, those of runs without a watch (every
+   * `pollMs`); otherwise every open leg (every `openRecheckMs`). A run
+   * already ABANDONED costs one probe, and is derived again only if its lock
+   * is no longer free.
+   */
+  private recheckOpen(polled: boolean): void {
+    for (const r of this.runsByDir.values()) {
+      if (!r.fold.open) continue;
+      if (polled && r.watch !== undefined) continue;
+      if (polled) this.stats.polledProbes++;
+      if (r.report?.status === 'ABANDONED') {
+        // Only the probe: a holder that took the lock again without writing
+        // (not a §4.1 leg) is found this way; a free answer changes nothing.
+        this.stats.probes++;
+        if (probeLock(r.lockPath).liveness === 'free') continue;
+      }
+      r.dirtyStream = r.dirtyProbe = true;
+      this.process(r);
+    }
+  }
+
+  private safety(): void {
+    if (this.root !== undefined) this.scanRoot();
+    for (const r of this.runsByDir.values()) {
+      const sig = fileSig(r.eventsPath) + '|' + fileSig(r.statePath);
+      if (sig !== r.sig || r.fold.open) {
+        r.dirtyStream = r.dirtySnapshot = true;
+        r.dirtyProbe = true;
+        this.mark(r);
+      }
+    }
+  }
+
+  private resetFold(r: RunState): void {
+    r.fold = new StreamFold();
+    r.offset = 0;
+    r.print = Buffer.alloc(0);
+    r.lastStart = -1;
+    r.skipsSinceLastStart = 0;
+    r.restart = 0;
+    r.skipsSinceRestart = 0;
+    r.streamError = null;
+    const fold = r.fold;
+    r.splitter = new LineSplitter(
+      r.eventsPath,
+      foldLines(fold, r.eventsPath, {
+        onEvent: (event, offset) => {
+          // The tail reader's restart point (read/tail.ts): the last run_started before the last run_finished.
+          if (event.event === 'run_started') {
+            r.lastStart = offset;
+            r.skipsSinceLastStart = 0;
+          } else if (event.event === 'run_finished') {
+            r.restart = r.lastStart >= 0 ? r.lastStart : 0;
+            if (r.lastStart >= 0) r.skipsSinceRestart = r.skipsSinceLastStart;
+          }
+          if (this.emitEvents) r.newEvents.push({ event, offset });
+        },
+        onSkip: () => {
+          r.skipsSinceLastStart++;
+          r.skipsSinceRestart++;
+        },
+      }),
+      0,
+    );
+  }
+
+  /**
+   * Reads what was appended since the last read, or the whole stream again
+   * when it shrank, was replaced or was rewritten. Never throws: a stream
+   * error is kept, and the run is then derived by the reference path.
+   */
+  private catchUp(r: RunState): void {
+    let file;
+    try {
+      file = openStream(r.eventsPath);
+    } catch (e) {
+      r.streamError = e;
+      return;
+    }
+    if (file === undefined) {
+      if (r.ident !== undefined) {
+        r.ident = undefined;
+        this.resetFold(r);
+        this.stats.rereads++;
+      }
+      return;
+    }
+    const { fd, size, stats } = file;
+    try {
+      const ident = `${stats.dev}:${stats.ino}`;
+      let reread = r.ident !== undefined && r.ident !== ident;
+      if (!reread && size < r.offset) reread = true;
+      if (!reread && r.print.length > 0) {
+        const here = Buffer.allocUnsafe(r.print.length);
+        const n = readStreamBytes(fd, here, r.print.length, r.offset - r.print.length, r.eventsPath);
+        if (n !== r.print.length || !here.equals(r.print)) reread = true;
+      }
+      if (reread) {
+        this.resetFold(r);
+        this.stats.rereads++;
+      } else if (r.streamError !== null) {
+        return; // the same stream, still unreadable
+      }
+      r.ident = ident;
+      if (size <= r.offset) return;
+      const chunk = Buffer.allocUnsafe(CHUNK);
+      let pos = r.offset;
+      while (pos < size) {
+        const n = readStreamBytes(fd, chunk, Math.min(CHUNK, size - pos), pos, r.eventsPath);
+        if (n === 0) break;
+        this.stats.bytesRead += n;
+        r.splitter.push(chunk.subarray(0, n), pos);
+        pos += n;
+        r.offset = pos;
+        const keep = Math.min(PRINT, pos);
+        // The bytes just before the offset, to recognise a stream rewritten in place.
+        r.print = n >= keep ? Buffer.from(chunk.subarray(n - keep, n)) : Buffer.concat([r.print, chunk.subarray(0, n)]).subarray(-keep);
+      }
+    } catch (e) {
+      if (e instanceof StreamError) r.streamError = e;
+      else throw e;
+    } finally {
+      closeQuietly(fd);
+    }
+  }
+
+  private process(r: RunState): void {
+    if (r.dirtyStream) {
+      r.dirtyStream = false;
+      this.catchUp(r);
+    }
+    if (r.dirtySnapshot || r.snapshot === undefined) {
+      r.dirtySnapshot = false;
+      r.snapshot = readSnapshot(r.statePath);
+    }
+    r.sig = fileSig(r.eventsPath) + '|' + fileSig(r.statePath);
+    if (this.emitEvents && r.newEvents.length > 0) {
+      const events = r.newEvents;
+      r.newEvents = [];
+      this.emit({ type: 'events', runId: r.id, runDir: r.dir, events });
+    }
+    r.dirtyProbe = false;
+    this.derive(r);
+  }
+
+  private derive(r: RunState): void {
+    this.stats.derivations++;
+    let report: RunReport | null = null;
+    let error: string | null = null;
+    const pending = r.offset > r.splitter.undelivered;
+    try {
+      if (r.streamError !== null || pending) {
+        report = this.reference(r);
+      } else {
+        const leg = r.fold.lastLeg();
+        const tail: TailFacts = { leg, skippedLines: r.skipsSinceRestart, from: r.restart, size: r.offset };
+        const snapshot = r.snapshot as SnapshotRead;
+        if (!leg.open) {
+          report = buildReport(r.id, r.dir, tail, snapshot, null, []);
+        } else {
+          this.stats.probes++;
+          const answer: ProbeResult = probeLock(r.lockPath);
+          // Free is never concluded from cached state: read, probe, confirm, by the reference path.
+          report = answer.liveness === 'free' ? this.reference(r) : buildReport(r.id, r.dir, tail, snapshot, answer, []);
+        }
+      }
+    } catch (e) {
+      if (e instanceof RunUnreadableError) error = e.message;
+      else error = e instanceof Error ? e.message : String(e);
+      report = null;
+    }
+    r.report = report;
+    r.error = error;
+    const json = JSON.stringify([report, error]);
+    const announce = r.announce;
+    r.announce = false;
+    if (json === r.reported && !announce) return;
+    r.reported = json;
+    this.emit({ type: 'run', ...this.view(r) });
+  }
+
+  private reference(r: RunState): RunReport {
+    this.stats.referenceDerivations++;
+    return inspectRun(r.dir).report;
+  }
+}

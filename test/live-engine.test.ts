@@ -1,0 +1,237 @@
+/**
+ * The live engine (src/live/engine.ts) against real processes and real
+ * files: a kill -9 of a leg is noticed through the lock file's close-write
+ * (counted, not timed), appends are read once from the offset already read,
+ * a stream truncated, rewritten or replaced under it is re-read whole and
+ * agrees with the reference reader, a watch limit the kernel enforces (or
+ * the injection seam) falls back to polling and still reports the death,
+ * and the engine writes nothing under the root.
+ */
+import { spawn } from 'node:child_process';
+import { appendFileSync, lstatSync, mkdirSync, readdirSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { LiveEngine, runStatus, startLeg, type LiveChange, type RunReport } from '../src/index.js';
+import { needs } from './helpers/prereq.js';
+import { cleanupTemp, killAll, ROOT, startHolder, tempDir, track, until, waitReady } from './helpers/lock-procs.js';
+
+const LEG = join(ROOT, 'test', 'fixtures', 'leg.mjs');
+const CHILD = join(ROOT, 'test', 'fixtures', 'live-engine.mjs');
+const engines: LiveEngine[] = [];
+
+afterEach(async () => {
+  for (const e of engines.splice(0)) e.close();
+  await killAll();
+  cleanupTemp();
+});
+
+const line = (o: Record<string, unknown>) => JSON.stringify({ schema: 3, ts: '2026-11-30T10:00:00Z', run_id: 'r', ...o }) + '\n';
+
+/** An engine whose timers cannot find anything within a test: only notification (or polling, when asked) can. */
+function engine(opts: ConstructorParameters<typeof LiveEngine>[0] = {}): { e: LiveEngine; changes: LiveChange[] } {
+  const e = new LiveEngine({ safetyMs: 600_000, openRecheckMs: 600_000, ...opts });
+  engines.push(e);
+  const changes: LiveChange[] = [];
+  e.subscribe((c) => changes.push(c));
+  return { e, changes };
+}
+
+function statusOf(e: LiveEngine, dir: string): string | null | undefined {
+  const r = e.get(dir);
+  return r === undefined ? undefined : (r.report?.status ?? null);
+}
+
+async function startLegProc(dir: string) {
+  const proc = spawn(process.execPath, [LEG, dir], { stdio: ['ignore', 'pipe', 'pipe'] });
+  track(proc);
+  await waitReady(proc);
+  return proc;
+}
+
+/** Every path under `dir` with what would show a write: inode, size, mtime, ctime. */
+function tree(dir: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  const walk = (d: string): void => {
+    for (const name of readdirSync(d).sort()) {
+      const p = join(d, name);
+      const st = lstatSync(p, { bigint: true });
+      out[p] = `${st.ino}:${st.size}:${st.mtimeNs}:${st.ctimeNs}:${st.mode}`;
+      if (st.isDirectory()) walk(p);
+    }
+  };
+  walk(dir);
+  return out;
+}
+
+/** The report fields every surface must agree on. */
+function core(r: RunReport | null | undefined) {
+  if (r == null) return r;
+  return { status: r.status, liveness: r.liveness, reason: r.reason, warnings: r.warnings, hint: r.hint, nodes_total: r.nodes_total };
+}
+
+describe('LiveEngine', () => {
+  it('notices a kill -9 of the holder through the lock file\'s close-write, agrees with runStatus, and writes nothing under the root', async () => {
+    const root = tempDir('rw-live-');
+    {
+      using leg = startLeg(join(root, '20261130-100000-settled'));
+      leg.finish('passed');
+    }
+    const liveDir = join(root, '20261130-110000-live');
+    // A holder of the lock alone (the stream is written here), so that the
+    // lock file's close is the only thing the kernel can announce at its death.
+    mkdirSync(liveDir);
+    writeFileSync(join(liveDir, 'events.jsonl'), line({ event: 'run_started' }) + line({ event: 'node_started', node_id: 'work' }));
+    const { proc } = await startHolder(join(liveDir, 'resume.lock'));
+    const before = tree(root);
+    const { e, changes } = engine({ root });
+    await e.start();
+    await until(() => statusOf(e, liveDir) === 'RUNNING');
+    expect(statusOf(e, join(root, '20261130-100000-settled'))).toBe('PASS');
+    const probesBefore = e.stats.probes;
+    proc.kill('SIGKILL');
+    await until(() => statusOf(e, liveDir) === 'ABANDONED');
+    // The death was announced by the kernel, not found by a timer.
+    expect(e.stats.lockWakeups).toBeGreaterThanOrEqual(1);
+    expect(e.stats.polledProbes).toBe(0);
+    expect(e.stats.probes).toBeGreaterThan(probesBefore);
+    expect(e.stats.backend).toBe('inotify');
+    expect(core(e.get(liveDir)?.report)).toEqual(core(runStatus(liveDir)));
+    const abandoned = changes.filter((c) => c.type === 'run' && c.runId === '20261130-110000-live' && c.report?.status === 'ABANDONED');
+    expect(abandoned).toHaveLength(1);
+    e.close();
+    expect(tree(root)).toEqual(before);
+  });
+
+  it('reads each appended byte once, follows appends as events, and a settled run is not probed again', async () => {
+    const root = tempDir('rw-live-');
+    const dir = join(root, '20261130-120000-appends');
+    const leg = startLeg(dir);
+    const { e, changes } = engine({ root, events: true });
+    await e.start();
+    await until(() => statusOf(e, dir) === 'RUNNING');
+    for (let i = 0; i < 20; i++) leg.append({ event: 'node_started', node_id: `n${i}` });
+    const seen = () => changes.flatMap((c) => (c.type === 'events' ? c.events.map((x) => String(x.event['node_id'] ?? x.event.event)) : []));
+    await until(() => seen().length === 21);
+    expect(seen()).toEqual(['run_started', ...Array.from({ length: 20 }, (_, i) => `n${i}`)]);
+    leg.finish('passed');
+    leg.release();
+    await until(() => statusOf(e, dir) === 'PASS');
+    const size = statSync(join(dir, 'events.jsonl')).size;
+    expect(e.stats.bytesRead).toBe(size);
+    expect(e.stats.rereads).toBe(0);
+    const probes = e.stats.probes;
+    // A settled run costs nothing until one of its files changes.
+    await new Promise((r) => setTimeout(r, 300));
+    expect(e.stats.probes).toBe(probes);
+  });
+
+  it('a stream truncated and rewritten in place, shrunk, or replaced is re-read whole, not misfolded', async () => {
+    const root = tempDir('rw-live-');
+    const dir = join(root, '20261130-130000-rewritten');
+    mkdirSync(dir);
+    const events = join(dir, 'events.jsonl');
+    writeFileSync(events, line({ event: 'run_started' }) + line({ event: 'run_finished', outcome: 'passed' }));
+    const { e } = engine({ root });
+    await e.start();
+    await until(() => statusOf(e, dir) === 'PASS');
+    // Rewritten in place (same inode, truncated by the open), longer than before:
+    // read from the old offset, this would be half a line, skipped, and PASS kept.
+    writeFileSync(events, line({ event: 'run_started', phase: 'planning' }) + line({ event: 'node_started', node_id: 'alpha' }) + line({ event: 'run_finished', outcome: 'failed' }));
+    await until(() => statusOf(e, dir) === 'FAIL');
+    expect(e.stats.rereads).toBeGreaterThanOrEqual(1);
+    expect(core(e.get(dir)?.report)).toEqual(core(runStatus(dir)));
+    expect(e.get(dir)?.report?.warnings).toEqual([]);
+    // Shrunk: a paused leg, shorter than what was read.
+    const rereads = e.stats.rereads;
+    writeFileSync(events, line({ event: 'run_started' }) + line({ event: 'run_finished', outcome: 'paused' }));
+    await until(() => statusOf(e, dir) === 'PAUSED');
+    expect(e.stats.rereads).toBeGreaterThan(rereads);
+    // Replaced by another file (a new inode), as a sync or restore would.
+    writeFileSync(join(root, 'tmp-events'), line({ event: 'run_started' }) + line({ event: 'run_finished', outcome: 'passed' }));
+    renameSync(join(root, 'tmp-events'), events);
+    await until(() => statusOf(e, dir) === 'PASS');
+    expect(core(e.get(dir)?.report)).toEqual(core(runStatus(dir)));
+    // An append after all that is folded from the new offset.
+    appendFileSync(events, line({ event: 'run_started' }));
+    writeFileSync(join(dir, 'resume.lock'), ''); // an empty lock: the probe answers unknown, the leg reads as in flight
+    await until(() => statusOf(e, dir) === 'RUNNING');
+    expect(core(e.get(dir)?.report)).toEqual(core(runStatus(dir)));
+  });
+
+  it('runs appearing in and vanishing from the root are followed', async () => {
+    const root = tempDir('rw-live-');
+    const { e, changes } = engine({ root });
+    await e.start();
+    expect(e.runs()).toEqual([]);
+    const dir = join(root, '20261130-140000-new');
+    {
+      using leg = startLeg(dir);
+      leg.finish('failed');
+    }
+    await until(() => statusOf(e, dir) === 'FAIL');
+    const { rmSync } = await import('node:fs');
+    rmSync(dir, { recursive: true });
+    await until(() => changes.some((c) => c.type === 'removed' && c.runId === '20261130-140000-new'));
+    expect(e.get(dir)).toBeUndefined();
+  });
+
+  it('past the watch limit (injection seam) it says so once, polls the open legs, and still reports the death', async () => {
+    const root = tempDir('rw-live-');
+    const dirs = ['20261130-150000-a', '20261130-150001-b'].map((n) => join(root, n));
+    const procs = [];
+    for (const d of dirs) procs.push(await startLegProc(d));
+    // One watch: the root's. Neither run gets one.
+    const { e, changes } = engine({ root, maxWatches: 1, pollMs: 20 });
+    await e.start();
+    await until(() => dirs.every((d) => statusOf(e, d) === 'RUNNING'));
+    expect(e.stats.unwatched).toBe(2);
+    const notices = changes.filter((c) => c.type === 'notice');
+    expect(notices).toHaveLength(1);
+    expect((notices[0] as { message: string }).message).toContain('ENOSPC');
+    procs[1]!.kill('SIGKILL');
+    await until(() => statusOf(e, dirs[1]!) === 'ABANDONED');
+    expect(statusOf(e, dirs[0]!)).toBe('RUNNING');
+    expect(e.stats.polledProbes).toBeGreaterThan(0);
+    expect(e.stats.lockWakeups).toBe(0);
+    expect(changes.filter((c) => c.type === 'notice')).toHaveLength(1);
+  });
+
+  it('past the watch limit the kernel enforces (a user namespace with max_inotify_watches lowered) it falls back and still reports the death', async (ctx) => {
+    needs(ctx, 'userns');
+    const root = tempDir('rw-live-');
+    const dirs = ['20261130-160000-a', '20261130-160001-b', '20261130-160002-c'].map((n) => join(root, n));
+    const procs = [];
+    for (const d of dirs) procs.push(await startLegProc(d));
+    // Two watches allowed in the namespace: the root's and one run's; the kernel refuses the third.
+    const child = spawn('unshare', ['-Ur', 'sh', '-c', 'echo 2 > /proc/sys/user/max_inotify_watches && exec "$0" "$@"', process.execPath, CHILD, root, '20'], {
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
+    track(child);
+    const lines: Record<string, unknown>[] = [];
+    let buf = '';
+    child.stdout.on('data', (d: Buffer) => {
+      buf += d.toString();
+      let i;
+      while ((i = buf.indexOf('\n')) >= 0) {
+        const l = buf.slice(0, i);
+        buf = buf.slice(i + 1);
+        if (l.startsWith('{')) lines.push(JSON.parse(l) as Record<string, unknown>);
+      }
+    });
+    await waitReady(child);
+    const status = (id: string) => [...lines].reverse().find((l) => l['type'] === 'run' && l['runId'] === id)?.['status'];
+    await until(() => dirs.every((d) => status(d.slice(root.length + 1)) === 'RUNNING'));
+    const notices = lines.filter((l) => l['type'] === 'notice');
+    expect(notices).toHaveLength(1);
+    expect(String(notices[0]!['message'])).toContain('ENOSPC');
+    for (const p of procs) p.kill('SIGKILL');
+    await until(() => dirs.every((d) => status(d.slice(root.length + 1)) === 'ABANDONED'));
+    child.stdin.write('\n');
+    await until(() => lines.some((l) => l['type'] === 'stats'));
+    const stats = lines.find((l) => l['type'] === 'stats')!['stats'] as Record<string, number>;
+    expect(stats['unwatched']).toBe(2);
+    expect(stats['polledProbes']).toBeGreaterThan(0);
+    expect(stats['lockWakeups']).toBe(1); // the one watched run was told
+    child.stdin.end();
+  });
+});
