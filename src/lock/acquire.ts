@@ -60,6 +60,21 @@ export interface HeldLock extends Disposable, AsyncDisposable {
    * when another leg holds the new file.
    */
   retake(): LockState;
+  /**
+   * Calls `onCompromised` when {@link verify} stops saying `ok`: checked
+   * every `intervalMs` (default 1000) on a timer that does not keep the
+   * process alive, once per change of state (`replaced`, `missing`; again
+   * after it was `ok` in between), until the returned stop function is
+   * called or the lock is released. The callback may call {@link retake}.
+   *
+   * Limits: a change is seen up to `intervalMs` late, and readers may answer
+   * `unknown` meanwhile (never ABANDONED: CONTRACT §4.5); it watches the
+   * lock file's name in the run directory this lock opened, so a run
+   * directory renamed away and replaced by a new one is not seen; the
+   * kernel's lock itself cannot be lost while this process holds its
+   * descriptor, so there is nothing else to watch for.
+   */
+  onCompromised(onCompromised: (state: Exclude<LockState, 'ok'>) => void, options?: { intervalMs?: number }): () => void;
   /** Unlocks and closes; never unlinks. Safe to call more than once. */
   release(): void;
   /** `release()`, for `using`. */
@@ -500,6 +515,8 @@ function lockOnce(at: number, lockPath: string, pid: number, retryMs: number): T
 /** A held lock: the descriptor it holds, and the means to check and heal it. */
 class Held implements HeldLock {
   private taken: Taken | undefined;
+  /** Stop functions of the onCompromised watches, ended on release. */
+  private readonly watchers = new Set<() => void>();
 
   constructor(
     readonly path: string,
@@ -540,7 +557,32 @@ class Held implements HeldLock {
     return before;
   }
 
+  onCompromised(onCompromised: (state: Exclude<LockState, 'ok'>) => void, options: { intervalMs?: number } = {}): () => void {
+    if (typeof onCompromised !== 'function') throw new TypeError('onCompromised(callback): callback must be a function');
+    const intervalMs = options.intervalMs ?? 1000;
+    if (typeof intervalMs !== 'number' || !Number.isFinite(intervalMs) || intervalMs < 1) throw new RangeError('intervalMs must be a finite number of at least 1');
+    if (this.taken === undefined) throw new RangeError('onCompromised(): this lock was released');
+    let last: LockState = 'ok';
+    const timer = setInterval(() => {
+      if (this.taken === undefined) {
+        stop();
+        return;
+      }
+      const now = this.verify();
+      if (now !== last && now !== 'ok') onCompromised(now);
+      last = now;
+    }, intervalMs);
+    timer.unref();
+    const stop = (): void => {
+      clearInterval(timer);
+      this.watchers.delete(stop);
+    };
+    this.watchers.add(stop);
+    return stop;
+  }
+
   release(): void {
+    for (const stop of [...this.watchers]) stop();
     const t = this.taken;
     if (t === undefined) return;
     this.taken = undefined;
