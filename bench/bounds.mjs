@@ -164,8 +164,8 @@ log(`A: runs --json and status over the 200 MiB junk run, ${reps} times each`);
     aStatus = s;
   }
 }
-// The limit, reported without a target: lines that have an event's shape must be parsed, each one.
-const D = { runs: [], runsCpu: [] };
+// The limit, reported without a target: lines that have an event's shape must be parsed by a whole-stream fold.
+const D = { runs: [], runsCpu: [], status: [], statusCpu: [] };
 {
   const parsedRoot = only('parsed');
   mkdirSync(join(parsedRoot, IDS.parsed));
@@ -174,6 +174,9 @@ const D = { runs: [], runsCpu: [] };
     const r = cli(['runs', '--json', '--root', parsedRoot]);
     D.runs.push(r.ms);
     D.runsCpu.push(r.cpuMs);
+    const st = cli(['status', '--root', parsedRoot, IDS.parsed]);
+    D.status.push(st.ms);
+    D.statusCpu.push(st.cpuMs);
   }
 }
 const junkDoc = JSON.parse(aRuns.stdout);
@@ -287,6 +290,96 @@ async function measureServe(label, sources, close) {
   return out;
 }
 
+/**
+ * C, as shipped: `runwarden serve` in a process of its own, so the bench's
+ * own client work (the requests and the documents it receives) is not on the
+ * measured loop. The server's loop delay is read from its own /metrics
+ * (prom-client's `nodejs_eventloop_lag_max_seconds`, a monitorEventLoopDelay
+ * histogram at 10 ms resolution, reset at each scrape: one scrape opens the
+ * window, one closes it). When the kernel allows it (root or CAP_SYS_NICE),
+ * the server and its control run under SCHED_FIFO, so that the other work on
+ * a shared machine cannot preempt them: what stall remains is the server's
+ * own. The control is an idle node process under the same policy, its
+ * histogram reset when the window opens, as the server's is.
+ */
+async function measureServeProcess() {
+  const rt = spawnSync('chrt', ['-f', '10', 'true']).status === 0;
+  const wrap = (argv) => (rt ? ['chrt', ['-f', '10', process.execPath, ...argv]] : [process.execPath, argv]);
+  const [ccmd, cargv] = wrap(['-e', `const h = require('perf_hooks').monitorEventLoopDelay({ resolution: 10 }); h.enable();
+    process.stdin.on('data', (d) => { if (String(d) === 'r') { h.reset(); return; } process.stdout.write(JSON.stringify({ max: h.max / 1e6, p99: h.percentile(99) / 1e6 })); process.exit(0); }); console.log('ready');`]);
+  const control = spawn(ccmd, cargv, { stdio: ['pipe', 'pipe', 'inherit'] });
+  await new Promise((r) => control.stdout.once('data', r));
+  const [scmd, sargv] = wrap([BIN, 'serve', '--root', root, '--port', '0']);
+  const srv = spawn(scmd, sargv, { stdio: ['ignore', 'pipe', 'inherit'] });
+  const port = await new Promise((resolve, reject) => {
+    let out = '';
+    srv.stdout.on('data', (d) => {
+      out += d;
+      const m = /http:\/\/[^:/]+:(\d+)\//.exec(out);
+      if (m) resolve(Number(m[1]));
+    });
+    srv.once('exit', (c) => reject(new Error(`serve exited ${c}`)));
+  });
+  const lagMax = async () => {
+    const text = await new Promise((resolve, reject) => {
+      const req = request({ host: '127.0.0.1', port, path: '/metrics', headers: { Connection: 'close' } }, (res) => {
+        let t = '';
+        res.setEncoding('utf8');
+        res.on('data', (c) => (t += c));
+        res.on('end', () => resolve(t));
+      });
+      req.on('error', reject);
+      req.end();
+    });
+    const m = /^nodejs_eventloop_lag_max_seconds (\S+)/m.exec(text);
+    return m ? Number(m[1]) * 1000 : NaN;
+  };
+  // Wait for the first derivation (the cold pass over the hostile runs, on the worker), then open the window.
+  while ((await get(port, '/api/dashboard')).status !== 200) await new Promise((r) => setTimeout(r, 100));
+  const startupMax = await lagMax();
+  control.stdin.write('r');
+  const stream = sse(port);
+  await stream.ready;
+  let done = false;
+  let assetMax = 0;
+  let assets = 0;
+  const assetLoop = (async () => {
+    while (!done) {
+      const s = process.hrtime.bigint();
+      const r = await get(port, '/assets/app.css');
+      if (r.status !== 200) throw new Error(`asset answered ${r.status}`);
+      assetMax = Math.max(assetMax, Number(process.hrtime.bigint() - s) / 1e6);
+      assets++;
+    }
+  })();
+  const wallStart = process.hrtime.bigint();
+  for (let round = 0; round < 2; round++) {
+    for (const id of Object.values(IDS)) await get(port, `/api/runs/${id}`);
+    await get(port, '/api/runs');
+    await get(port, '/api/dashboard');
+  }
+  // At least 10 s in all, so that idle ticks (beats, the safety re-check's stats) fall in the window too.
+  while (Number(process.hrtime.bigint() - wallStart) / 1e6 < 10_000) await new Promise((r) => setTimeout(r, 100));
+  done = true;
+  await assetLoop;
+  const wallMs = Number(process.hrtime.bigint() - wallStart) / 1e6;
+  const maxMs = await lagMax();
+  const c = await new Promise((r) => {
+    let t = '';
+    control.stdout.on('data', (d) => (t += d));
+    control.once('exit', () => r(JSON.parse(t)));
+    control.stdin.write('x');
+  });
+  stream.close();
+  srv.kill('SIGINT');
+  await new Promise((r) => srv.once('exit', r));
+  const out = { rt, maxMs, startupMax, assetMax, assets, wallMs, controlMax: c.max, controlP99: c.p99 };
+  log(`C process${rt ? ' (SCHED_FIFO)' : ''}: max stall ${maxMs.toFixed(1)} ms (start-up ${startupMax.toFixed(1)} ms), asset max ${assetMax.toFixed(1)} ms over ${assets} assets, ${fmtS(wallMs)}; control max ${c.max.toFixed(1)} ms`);
+  return out;
+}
+
+log('C: `runwarden serve` in a process of its own, its loop delay read from its /metrics');
+const cProc = await measureServeProcess();
 log('C: serve as wired by the CLI (reads on a worker thread)');
 const off = new OffThreadModel(root);
 const cOff = await measureServe('worker thread', { runsJson: (s) => off.runsDocument(s), dashboard: () => off.dashboard(), run: (id, dir) => off.page(id, dir) }, () => off.close());
@@ -305,7 +398,7 @@ try {
 const when = new Date().toISOString().slice(0, 16).replace('T', ' ');
 const cpu = `${cpus().length} × ${cpus()[0]?.model ?? '?'}`;
 const okA = median(A.runs) < 2000 && median(A.status) < 2000;
-const okC = cOff.maxMs <= 50;
+const okC = cProc.maxMs <= 50;
 const section = `${HEADING}
 
 \`node bench/bounds.mjs\`, ${when} UTC, ${cpu}, node ${process.version}, runwarden ${rev}. Data generated under \`/tmp\` and deleted afterwards. The machine is shared (other work ran meanwhile); medians of ${reps}.
@@ -318,9 +411,9 @@ const section = `${HEADING}
 | \`runwarden status RUN\` (report plus the whole-stream fold for node states) | **${fmtS(median(A.status))}** | ${fmtS(Math.min(...A.status))} – ${fmtS(Math.max(...A.status))} | ${fmtS(median(A.statusCpu))} | < 2 s${median(A.status) < 2000 ? ' ✓' : ' ✗'} |
 | \`runwarden --version\` (start-up alone) | ${fmtS(median(A.startup))} | | | |
 
-The limit, reported without a target: lines that have an event's shape (an \`"event"\` key) must each be parsed, since any of them could carry a newer schema. \`runwarden runs --json\` over a 24 MiB stream of one \`run_started\` followed by unknown \`tick\` events (about 390,000 lines, all parsed by the tail reader's fold): **${fmtS(median(D.runs))}** wall, ${fmtS(median(D.runsCpu))} CPU (median of ${reps}). So 200 MB of such lines would cost several seconds; in \`serve\` it costs the worker thread, not the event loop (C).
+The limit, reported without a target: lines that have an event's shape (an \`"event"\` key) cannot be skipped unparsed by a reader that folds the whole stream, since any of them could carry a newer schema. Over a 24 MiB stream of one \`run_started\` followed by unknown \`tick\` events (about 390,000 lines): \`runwarden runs --json\` **${fmtS(median(D.runs))}** wall, ${fmtS(median(D.runsCpu))} CPU (the tail reader's byte search passes over them: none can be a start, a finish or a paused gate); \`runwarden status RUN\`, whose node states need the whole-stream fold that parses every one of them, **${fmtS(median(D.status))}** wall, ${fmtS(median(D.statusCpu))} CPU (medians of ${reps}). So 200 MB of such lines would cost \`status\` several seconds; in \`serve\` that cost is the worker thread's, not the event loop's (C).
 
-Issue 13 measured 11–26 s for \`runs\` and over 30 s for \`status\` on such a stream. Lines holding neither the bytes \`"event"\` nor a backslash cannot be events (JSON can spell the key no other way), so the forward reader counts runs of them with a word-at-a-time newline count and never parses them, and the tail reader steps over lines that cannot be a start or a finish in one move. Both still read every byte (the count of skipped lines is reported).
+Issue 13 measured 11–26 s for \`runs\` and over 30 s for \`status\` on such a stream. Lines holding neither the bytes \`"event"\` nor a backslash cannot be events (JSON can spell the key no other way), so the forward reader (\`status\`'s whole-stream fold) counts runs of them with a word-at-a-time newline count and never parses them. The tail reader (\`runs\`, and \`status\`'s report) walks backward with the addon's byte search for the only spellings a start, a finish or a paused gate can have, and parses line by line only a short region at the end (the skipped-line count above covers that region).
 
 **B. A 16 MiB \`state.json\` of nested arrays** (under the 16 MiB snapshot cap; the run is reported unreadable: "${deepSkip}"):
 
@@ -332,14 +425,15 @@ Issue 13 measured 11–26 s for \`runs\` and over 30 s for \`status\` on such a 
 
 Issue 13 measured 878 MB per command. The depth is checked by a byte scan before \`JSON.parse\` (MAX_JSON_DEPTH = 64); what remains is node plus the 16 MiB read buffer.
 
-**C. \`serve\` while hostile runs are on the root** (the 200 MiB junk run, the nested snapshot, a 100,000-leg run, a run with 24 MiB of event-shaped lines): a dashboard live stream connected (derived every second), every run page and \`/api/runs\` fetched twice in turn, \`/assets/app.css\` fetched in a loop throughout, until the pages are done and the dashboard was derived 3 times. Event-loop delay by \`perf_hooks.monitorEventLoopDelay\` (5 ms resolution) in the server's process:
+**C. \`serve\` while hostile runs are on the root** (the 200 MiB junk run, the nested snapshot, a 100,000-leg run, a run with 24 MiB of event-shaped lines): a dashboard live stream connected, every run page and \`/api/runs\` fetched twice in turn, \`/assets/app.css\` fetched in a loop throughout (first row: for at least 10 s; in-process rows: until the dashboard was derived 3 times). Event-loop delay by \`perf_hooks.monitorEventLoopDelay\` in the server's process:
 
 | wiring | longest stall | p99 | longest asset answer | assets answered | window | idle control process: longest stall, p99 |
 | --- | --- | --- | --- | --- | --- | --- |
-| reads on a worker thread (\`runwarden serve\`, serve/offthread.ts) | **${cOff.maxMs.toFixed(1)} ms** | ${cOff.p99Ms.toFixed(1)} ms | ${cOff.assetMax.toFixed(1)} ms | ${cOff.assets} | ${fmtS(cOff.wallMs)} | ${cOff.controlMax.toFixed(1)} ms, ${cOff.controlP99.toFixed(1)} ms |
-| reads on the event loop (before) | ${cIn.maxMs.toFixed(1)} ms | ${cIn.p99Ms.toFixed(1)} ms | ${cIn.assetMax.toFixed(1)} ms | ${cIn.assets} | ${fmtS(cIn.wallMs)} | ${cIn.controlMax.toFixed(1)} ms, ${cIn.controlP99.toFixed(1)} ms |
+| \`runwarden serve\` in its own process${cProc.rt ? ', SCHED_FIFO' : ''}, loop delay from its /metrics (10 ms resolution) | **${cProc.maxMs.toFixed(1)} ms** | | ${cProc.assetMax.toFixed(1)} ms | ${cProc.assets} | ${fmtS(cProc.wallMs)} | ${cProc.controlMax.toFixed(1)} ms, ${cProc.controlP99.toFixed(1)} ms |
+| reads on a worker thread (serve/offthread.ts), server inside the bench process | ${cOff.maxMs.toFixed(1)} ms | ${cOff.p99Ms.toFixed(1)} ms | ${cOff.assetMax.toFixed(1)} ms | ${cOff.assets} | ${fmtS(cOff.wallMs)} | ${cOff.controlMax.toFixed(1)} ms, ${cOff.controlP99.toFixed(1)} ms |
+| reads on the event loop (before), server inside the bench process | ${cIn.maxMs.toFixed(1)} ms | ${cIn.p99Ms.toFixed(1)} ms | ${cIn.assetMax.toFixed(1)} ms | ${cIn.assets} | ${fmtS(cIn.wallMs)} | ${cIn.controlMax.toFixed(1)} ms, ${cIn.controlP99.toFixed(1)} ms |
 
-Target: no stall over 50 ms. ${okC ? 'Met ✓.' : `Not shown on this machine ✗: an idle node process measuring itself over the same window (the control column) stalled up to ${cOff.controlMax.toFixed(0)} ms, i.e. the shared machine did not schedule processes for that long; the worker-thread server's longest stall (${cOff.maxMs.toFixed(0)} ms) is ${cOff.maxMs <= cOff.controlMax ? 'within' : 'above'} that noise, while the event-loop wiring's (${cIn.maxMs.toFixed(0)} ms) is ${(cIn.maxMs / Math.max(cIn.controlMax, 1)).toFixed(0)}× its control.`} Page sizes with the leg cap (latest 200 legs, \`legs_earlier\` for the rest): the 100,000-leg run's page is ${(cOff.pageBytes.legs / 1024).toFixed(0)} KB (issue 13: 29.5 MB). The stall that remains on the main thread is receiving a finished document from the worker and serialising it for the client, which the caps keep small.
+Target: no stall over 50 ms, read on the first row (the server as shipped, alone on its loop; the window opens after its first derivation, whose own longest stall was ${cProc.startupMax.toFixed(0)} ms). ${okC ? 'Met ✓.' : `Not met ✗ (${cProc.maxMs.toFixed(0)} ms; its control stalled ${cProc.controlMax.toFixed(0)} ms).`} The two in-process rows compare the wirings on one loop that also runs the bench's client (its requests and the documents it receives are measured there too): the event-loop wiring's longest stall (${cIn.maxMs.toFixed(0)} ms) is ${(cIn.maxMs / Math.max(cOff.maxMs, 1)).toFixed(0)}× the worker wiring's. Page sizes with the leg cap (latest 200 legs, \`legs_earlier\` for the rest): the 100,000-leg run's page is ${(cOff.pageBytes.legs / 1024).toFixed(0)} KB (issue 13: 29.5 MB). The stall that remains on the main thread is receiving a finished document from the worker and serialising it for the client, which the caps keep small.
 `;
 
 process.stdout.write(section);
