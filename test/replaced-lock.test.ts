@@ -5,13 +5,14 @@
  * Nothing may then call the run ABANDONED, a second leg may not start, and a
  * guarded leg (`runwarden exec`) takes the lock on the new file at once.
  */
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { appendFileSync, copyFileSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { probeLock, runStatus } from '../src/index.js';
 import { start, run } from './helpers/exec-procs.js';
 import { cleanupTemp, killAll, startHolder, tempDir, until } from './helpers/lock-procs.js';
+import { needs, type Prereq } from './helpers/prereq.js';
 
 afterEach(() => {
   killAll();
@@ -45,17 +46,17 @@ const REPLACERS: Record<string, (lock: string) => void> = {
   },
 };
 
-const rsync = spawnSync('rsync', ['--version']).status === 0;
-if (rsync) {
-  REPLACERS['rsync of the run directory from a copy'] = (lock) => {
-    const dir = join(lock, '..');
-    const copy = `${dir}.copy`;
-    execFileSync('cp', ['-a', dir, copy]);
-    appendFileSync(join(copy, 'resume.lock'), ''); // same content; rsync still rewrites by temp + rename
-    execFileSync('rsync', ['-a', '--ignore-times', `${copy}/`, `${dir}/`]);
-    rmSync(copy, { recursive: true });
-  };
-}
+/** Replacers that need a tool outside Node, and the prerequisite that names it (test/helpers/prereq.ts). */
+const NEEDS: Record<string, Prereq> = {};
+NEEDS['rsync of the run directory from a copy'] = 'rsync';
+REPLACERS['rsync of the run directory from a copy'] = (lock) => {
+  const dir = join(lock, '..');
+  const copy = `${dir}.copy`;
+  execFileSync('cp', ['-a', dir, copy]);
+  appendFileSync(join(copy, 'resume.lock'), ''); // same content; rsync still rewrites by temp + rename
+  execFileSync('rsync', ['-a', '--ignore-times', `${copy}/`, `${dir}/`]);
+  rmSync(copy, { recursive: true });
+};
 
 function ino(path: string): number {
   return statSync(path).ino;
@@ -63,7 +64,8 @@ function ino(path: string): number {
 
 describe('a replaced lock under a live holder that does not heal it', () => {
   for (const [name, replace] of Object.entries(REPLACERS)) {
-    it(`${name}: readers say in flight (lock-replaced), never ABANDONED, and a second leg is refused`, async () => {
+    it(`${name}: readers say in flight (lock-replaced), never ABANDONED, and a second leg is refused`, async (ctx) => {
+      if (NEEDS[name]) needs(ctx, NEEDS[name]);
       const root = tempDir();
       const dir = join(root, 'r');
       mkdirSync(dir);
@@ -134,7 +136,8 @@ describe('a holder that retakes the new file while a reader is between its probe
 
 describe('runwarden exec heals a replaced lock', () => {
   for (const [name, replace] of Object.entries(REPLACERS)) {
-    it(`${name}: the leg takes the lock on the new file and every reader sees it held`, async () => {
+    it(`${name}: the leg takes the lock on the new file and every reader sees it held`, async (ctx) => {
+      if (NEEDS[name]) needs(ctx, NEEDS[name]);
       const root = tempDir();
       const dir = join(root, 'r');
       const leg = start(['exec', dir, '--', 'sleep', '60']);

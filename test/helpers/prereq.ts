@@ -1,6 +1,6 @@
 /**
  * The one rule for tests that need something outside Node: root for mounts,
- * Debian tools (bindfs, strace, chromium, flock(1), script(1), a C compiler,
+ * Debian tools (bindfs, strace, rsync, chromium, flock(1), script(1), a C compiler,
  * libfaketime, prometheus and promtool, mkfs.ext2), /dev/fuse, loop devices.
  *
  * A test calls `needs(ctx, ...)` first thing (or from a beforeEach). When
@@ -42,7 +42,8 @@ export type Prereq =
   | 'cc-arm64'
   | 'qemu-arm64'
   | 'node-arm64'
-  | 'userns';
+  | 'userns'
+  | 'rsync';
 
 /** What the reporter gets for a test that lacked something. */
 export interface PrereqRecord {
@@ -163,6 +164,7 @@ const CHECKS: Record<Prereq, Check> = {
     missing: 'needs /dev/fuse (the fuse kernel module; in a container, --device /dev/fuse)',
   },
   strace: tool('strace', 'strace'),
+  rsync: tool('rsync', 'rsync'),
   chromium: { present: () => isExecutableFile(CHROMIUM), missing: `needs ${CHROMIUM}: apt-get install chromium`, pkg: 'chromium' },
   flock: tool('flock', 'util-linux'),
   script: tool('script', 'bsdutils'),
