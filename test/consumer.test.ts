@@ -25,7 +25,18 @@ const SLOW = 900_000;
 const work = mkdtempSync(join(tmpdir(), 'rw-consumer-'));
 afterAll(() => rmSync(work, { recursive: true, force: true }));
 
-const RUNTIME_DEPS = ['bindings', 'file-uri-to-path', 'commander', 'node-addon-api'];
+/**
+ * Every package in runwarden's runtime dependency tree, as installed here
+ * (`npm ls --omit=dev --all --parseable`): each is packed and handed to the
+ * consumer as a file: tarball, so an offline install needs nothing from the
+ * registry or the npm cache (a fresh user's cache holds no registry metadata).
+ */
+function runtimeDeps(): Array<{ name: string; dir: string }> {
+  const r = spawnSync('npm', ['ls', '--omit=dev', '--all', '--parseable'], { cwd: ROOT, encoding: 'utf8' });
+  expect(r.status, `npm ls failed:\n${r.stderr}`).toBe(0);
+  const dirs = r.stdout.split('\n').filter((d) => d !== '' && d !== ROOT);
+  return dirs.map((dir) => ({ name: (JSON.parse(readFileSync(join(dir, 'package.json'), 'utf8')) as { name: string }).name, dir }));
+}
 
 function run(cmd: string, args: string[], opts: SpawnSyncOptions = {}): SpawnSyncReturns<string> {
   return spawnSync(cmd, args, { encoding: 'utf8', timeout: SLOW, maxBuffer: 64 << 20, ...opts }) as SpawnSyncReturns<string>;
@@ -78,8 +89,8 @@ function pack(): Packed {
   const info = JSON.parse(out.slice(out.indexOf('['))) as Array<{ filename: string; files: Array<{ path: string }> }>;
   const first = info[0] as (typeof info)[number];
   const deps: Record<string, string> = { runwarden: `file:${join(dest, first.filename)}` };
-  for (const name of RUNTIME_DEPS) {
-    const r = ok(run('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', dest, join(ROOT, 'node_modules', name)], { cwd: dest }), `npm pack ${name}`);
+  for (const { name, dir } of runtimeDeps()) {
+    const r = ok(run('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', dest, dir], { cwd: dest }), `npm pack ${name}`);
     const [d] = JSON.parse(r.slice(r.indexOf('['))) as Array<{ filename: string }>;
     deps[name] = `file:${join(dest, (d as { filename: string }).filename)}`;
   }
