@@ -126,8 +126,21 @@ function consumer(
   mkdirSync(dir);
   writeFileSync(
     join(dir, 'package.json'),
-    // npm keys allowScripts by a dependency's resolved identity: for a tarball, its file: spec.
-    JSON.stringify({ name: `consumer-${name}`, version: '1.0.0', private: true, type: 'module', dependencies: p.deps, allowScripts: { [p.deps['runwarden'] as string]: scripts.allow } }, null, 2),
+    // npm keys allowScripts by a dependency's resolved identity: for a tarball, its file: spec. The other
+    // dependencies' scripts are denied: a consumer gets them from the registry, where npm runs no `prepare`,
+    // while from a file: tarball it would count prom-client's `prepare` (husky) as an install script.
+    JSON.stringify(
+      {
+        name: `consumer-${name}`,
+        version: '1.0.0',
+        private: true,
+        type: 'module',
+        dependencies: p.deps,
+        allowScripts: Object.fromEntries(Object.entries(p.deps).map(([dep, spec]) => [spec, dep === 'runwarden' ? scripts.allow : false])),
+      },
+      null,
+      2,
+    ),
   );
   for (const [f, text] of Object.entries(files)) {
     mkdirSync(dirname(join(dir, f)), { recursive: true });
