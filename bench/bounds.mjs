@@ -30,6 +30,7 @@ import { cpus, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { writeSection } from './lib/sections.js';
 
 const benchDir = dirname(fileURLToPath(import.meta.url));
 const repo = dirname(benchDir);
@@ -444,23 +445,7 @@ Target: no stall over 50 ms, read on the first row (the server as shipped, alone
 
 process.stdout.write(section);
 if (!noWrite) {
-  let doc = existsSync(writeTo) ? readFileSync(writeTo, 'utf8') : '';
-  const lines = doc.split('\n');
-  const start = lines.findIndex((l) => l.trim().toLowerCase() === HEADING.toLowerCase());
-  if (start < 0) {
-    doc = (doc.trimEnd() ? doc.trimEnd() + '\n\n' : '# Benchmark results\n\n') + section;
-  } else {
-    let end = lines.length;
-    for (let i = start + 1; i < lines.length; i++) {
-      if (/^#{1,2}\s/.test(lines[i])) {
-        end = i;
-        break;
-      }
-    }
-    doc = [...lines.slice(0, start), ...section.trimEnd().split('\n'), ...(end < lines.length ? ['', ...lines.slice(end)] : [''])].join('\n');
-  }
-  mkdirSync(dirname(writeTo), { recursive: true });
-  writeFileSync(writeTo, doc);
+  writeSection(writeTo, HEADING, section);
   log(`wrote the section into ${writeTo}`);
 }
 if (!okA || !okC) process.exitCode = 1;

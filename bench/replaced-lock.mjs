@@ -30,12 +30,13 @@
  * The section is printed on stdout; progress goes to stderr.
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { copyFileSync, existsSync, lstatSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, lstatSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { machineInfo } from './lib/machine.js';
 import { percentile } from './lib/stats.js';
+import { writeSection } from './lib/sections.js';
 
 const benchDir = dirname(fileURLToPath(import.meta.url));
 const repo = dirname(benchDir);
@@ -275,24 +276,7 @@ Before commit 91c3cea, a reader could answer ABANDONED inside this window: 4 of 
 
   process.stdout.write(`${section}\n`);
   if (resultsPath !== undefined) {
-    const old = existsSync(resultsPath) ? readFileSync(resultsPath, 'utf8') : '';
-    const lines = old.split('\n');
-    const start = lines.findIndex((l) => l.trim() === HEADING);
-    let out;
-    if (start < 0) {
-      const at = old.indexOf('\n## Method');
-      out = at < 0 ? `${old.trimEnd()}\n\n${section}\n` : `${old.slice(0, at)}\n${section}\n${old.slice(at)}`;
-    } else {
-      let end = lines.length;
-      for (let i = start + 1; i < lines.length; i++) {
-        if (/^#{1,2}\s/.test(lines[i])) {
-          end = i;
-          break;
-        }
-      }
-      out = [...lines.slice(0, start), ...section.split('\n'), '', ...lines.slice(end)].join('\n');
-    }
-    writeFileSync(resultsPath, out);
+    writeSection(resultsPath, HEADING, section, { before: '## Method' });
     log(`wrote the "${HEADING}" section of ${resultsPath}`);
   }
 }

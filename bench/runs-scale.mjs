@@ -26,6 +26,7 @@ import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, 
 import { cpus, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { writeSection } from './lib/sections.js';
 
 const benchDir = dirname(fileURLToPath(import.meta.url));
 const repo = dirname(benchDir);
@@ -322,23 +323,7 @@ Ratio of per-run times (${sets[1].label} / ${sets[0].label}): **${ratio.toFixed(
 `;
   process.stdout.write(section);
   if (!noWrite) {
-    let doc = existsSync(writeTo) ? readFileSync(writeTo, 'utf8') : '';
-    const lines = doc.split('\n');
-    const start = lines.findIndex((l) => l.trim().toLowerCase() === HEADING);
-    if (start < 0) {
-      doc = (doc.trimEnd() ? doc.trimEnd() + '\n\n' : '# Benchmark results\n\n') + section;
-    } else {
-      let end = lines.length;
-      for (let i = start + 1; i < lines.length; i++) {
-        if (/^#{1,2}\s/.test(lines[i])) {
-          end = i;
-          break;
-        }
-      }
-      doc = [...lines.slice(0, start), ...section.trimEnd().split('\n'), ...(end < lines.length ? ['', ...lines.slice(end)] : [''])].join('\n');
-    }
-    mkdirSync(dirname(writeTo), { recursive: true });
-    writeFileSync(writeTo, doc);
+    writeSection(writeTo, HEADING, section);
     log(`wrote the section into ${writeTo}`);
   }
   if (!quick && (!okA || ratio >= 2)) process.exitCode = 1;
