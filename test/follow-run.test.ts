@@ -111,6 +111,49 @@ describe('followRun', () => {
     expect(last.report.hint).toContain('never reported an end');
   });
 
+  it('a real leg that appends and is killed -9: every event as appended, then the status change to ABANDONED, last; an abort ends a second follower and releases its watch', async () => {
+    const dir = join(tempDir('rw-follow-'), 'appends');
+    const proc = spawn(process.execPath, [APPENDER, dir], { stdio: ['pipe', 'pipe', 'pipe'] });
+    track(proc);
+    await waitReady(proc);
+    let answers = '';
+    proc.stdout.on('data', (d: Buffer) => (answers += d.toString()));
+    const base = inotifyWatches();
+    const seen: FollowItem[] = [];
+    const following = (async () => {
+      // Re-check intervals longer than the test: only the kernel's word can end it in time.
+      for await (const item of followRun(dir, { recheckMs: 600_000, pollMs: 600_000 })) seen.push(item);
+    })();
+    // A second follower of the same run, aborted mid-follow.
+    const ac = new AbortController();
+    const other: FollowItem[] = [];
+    const aborted = (async () => {
+      for await (const item of followRun(dir, { signal: ac.signal, until: 'forever' })) other.push(item);
+    })().then(() => undefined, (x: unknown) => x);
+    await until(() => seen.length === 2 && other.length === 2);
+    expect(names(seen)).toEqual(['run_started', 'status:RUNNING/held']);
+    // Two followers, one process-wide notifier: one kernel watch on the run directory.
+    const notified = sharedDirWatcher() !== undefined;
+    if (notified) expect(inotifyWatches()).toBe(base + 1);
+    for (const node of ['a', 'b']) {
+      proc.stdin.write(`${node}\n`);
+      await until(() => answers.includes(`ok ${node}`));
+      await until(() => seen.some((i) => i.kind === 'event' && i.event.event === 'node_passed' && i.event.node_id === node));
+    }
+    ac.abort();
+    const e = await aborted;
+    expect(e).toBeInstanceOf(AbortError);
+    expect(names(other.filter((i) => i.kind === 'event'))).toEqual(['run_started', 'node_started:a', 'node_passed:a', 'node_started:b', 'node_passed:b']);
+    if (notified) expect(inotifyWatches()).toBe(base + 1); // still the first follower's
+    proc.kill('SIGKILL');
+    await following;
+    expect(names(seen)).toEqual(['run_started', 'status:RUNNING/held', 'node_started:a', 'node_passed:a', 'node_started:b', 'node_passed:b', 'final:ABANDONED/free']);
+    const last = seen[seen.length - 1] as Extract<FollowItem, { kind: 'status' }>;
+    expect(last.report.hint).toContain('never reported an end');
+    // Both followers gone: no watch of this run is left.
+    if (notified) expect(inotifyWatches()).toBe(base);
+  });
+
   it('is told of the death: with a re-check interval longer than the test, a kill -9 still ends it, through the lock file\'s close-write', async () => {
     const dir = join(tempDir('rw-follow-'), 'told');
     mkdirSync(dir);
