@@ -388,11 +388,17 @@ function coded<T>(path: string, action: string, fn: () => T): T {
 export const READERS_ONLY_FACTOR = 300;
 export const READERS_ONLY_CAP_MS = 30_000;
 /**
- * A reader pid seen holding a shared lock at every look for this long (ms)
- * is not coming and going: it is stopped (SIGSTOP, a debugger) or holds the
- * lock on purpose, so waiting for it is pointless, and acquire refuses.
+ * A reader pid seen holding a shared lock at every look for this long (ms),
+ * and at no fewer than {@link READER_STUCK_LOOKS} looks in a row, is not
+ * coming and going: it is stopped (SIGSTOP, a debugger) or holds the lock
+ * on purpose, so waiting for it is pointless, and acquire refuses. The
+ * count matters on a starved machine, where this process itself may look
+ * only a few times in 5 s and a tight-loop poller that holds a sixth of the
+ * time could be caught at each of a few looks by chance (seen: a refusal
+ * at 28 s with the time rule alone, load 50 on 2 cores).
  */
 export const READER_STUCK_MS = 5000;
+export const READER_STUCK_LOOKS = 40;
 /** How often, while extended, the kernel's lock table is looked at again (ms). */
 const RECHECK_MS = 100;
 const FLOCK_HELD = /^\d+:\s+FLOCK\s+\S+\s+(READ|WRITE)\s+(-?\d+)\s+([0-9a-f]+:[0-9a-f]+:\d+)\s/;
@@ -441,7 +447,8 @@ type Contention =
  * seen at every look.
  */
 class ReadersOnlyWait {
-  private readonly since = new Map<number, number>();
+  /** For each reader pid seen at every look since: the first of those looks, and how many. */
+  private readonly since = new Map<number, { at: number; looks: number }>();
   private readonly hardDeadline: number;
   constructor(
     private readonly start: number,
@@ -457,9 +464,13 @@ class ReadersOnlyWait {
     if (census === undefined || census.exclusive) return { kind: 'leg' };
     for (const pid of [...this.since.keys()]) if (!census.readers.has(pid)) this.since.delete(pid);
     for (const pid of census.readers) {
-      const first = this.since.get(pid);
-      if (first === undefined) this.since.set(pid, now);
-      else if (now - first >= READER_STUCK_MS) return { kind: 'stuck-reader', pid };
+      const seen = this.since.get(pid);
+      if (seen === undefined) {
+        this.since.set(pid, { at: now, looks: 1 });
+        continue;
+      }
+      seen.looks++;
+      if (now - seen.at >= READER_STUCK_MS && seen.looks >= READER_STUCK_LOOKS) return { kind: 'stuck-reader', pid };
     }
     return undefined;
   }
@@ -487,7 +498,8 @@ class ReadersOnlyWait {
  *   {@link RECHECK_MS}. Readers can starve an exclusive flock (the kernel
  *   grants a shared lock beside shared ones however long a writer waits),
  *   so the window is long; it ends early only for a reader pid seen holding
- *   at every look for {@link READER_STUCK_MS} (stopped, not probing). So
+ *   at every look for {@link READER_STUCK_MS} and {@link READER_STUCK_LOOKS}
+ *   looks (stopped, not probing). So
  *   readers delay a starting leg, boundedly, but do not turn it away, and a
  *   live leg is still refused after `retryMs`. A refusal says which it was.
  * - Deadlines are on the monotonic clock: a wall clock stepped back cannot
