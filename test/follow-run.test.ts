@@ -287,6 +287,20 @@ describe('followRun', () => {
     expect((e as StreamError).message).toContain('replaced');
   });
 
+  it('a line over the 1 MiB cap ends the follow with ELINETOOLONG, after every whole line before it', async () => {
+    const dir = join(tempDir('rw-follow-'), 'long-line');
+    mkdirSync(dir);
+    await startHolder(join(dir, 'resume.lock'));
+    writeFileSync(join(dir, 'events.jsonl'), line({ event: 'run_started' }) + line({ event: 'node_started', node_id: 'a' }) + 'x'.repeat(1024 * 1024 + 10) + '\n');
+    const seen: FollowItem[] = [];
+    const e = await (async () => {
+      for await (const item of followRun(dir, { pollMs: 5 })) seen.push(item);
+    })().then(() => undefined, (x: unknown) => x);
+    expect(e).toBeInstanceOf(StreamError);
+    expect((e as StreamError).code).toBe('ELINETOOLONG');
+    expect(names(seen.filter((i) => i.kind === 'event'))).toEqual(['run_started', 'node_started:a']);
+  });
+
   it('rejects bad options before reading anything', async () => {
     const dir = tempDir('rw-follow-');
     await expect(followRun(dir, { until: 'never' as never }).next()).rejects.toBeInstanceOf(TypeError);

@@ -693,8 +693,13 @@ export class LiveEngine {
   /** `lines`: tells, once, that the run's stream can no longer be followed line by line. */
   private streamFault(r: RunState, error: StreamError): void {
     if (!this.emitLines || r.told !== undefined) return;
+    // Lines read before the fault in this pass were whole and in order: tell them first.
+    if (r.newLines.length > 0) {
+      const lines = r.newLines;
+      r.newLines = [];
+      this.emit({ type: 'lines', runId: r.id, runDir: r.dir, lines, behind: false });
+    }
     r.told = error;
-    r.newLines = [];
     this.emit({ type: 'stream-error', runId: r.id, runDir: r.dir, error });
   }
 
