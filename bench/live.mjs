@@ -20,8 +20,9 @@
  * (the marker written beforehand by acquireLock), cheap enough to start
  * hundreds of. Needs flock(1) (util-linux).
  *
- * usage: node bench/live.mjs [--quick] [--no-write] [--write FILE]
- *   --quick   10 kills per cell, 200 settled runs, 3 s idle window
+ * usage: node bench/live.mjs [--quick] [--watch-only] [--no-write] [--write FILE]
+ *   --quick       10 kills per cell, 200 settled runs, 3 s idle window
+ *   --watch-only  only part A (watch death-to-exit); prints its numbers, writes nothing
  *   --write   replace the "## live" section of FILE (default bench/RESULTS.md)
  * The section is printed on stdout; progress on stderr.
  */
@@ -45,6 +46,7 @@ const outFile = wi >= 0 ? args[wi + 1] : join(benchDir, 'RESULTS.md');
 const KILLS = quick ? 10 : 50;
 const SETTLED = quick ? 200 : 1000;
 const IDLE_MS = quick ? 3000 : 10_000;
+const watchOnly = args.includes('--watch-only');
 
 const root = mkdtempSync(join(tmpdir(), 'rw-bench-live-'));
 const children = new Set();
@@ -246,6 +248,21 @@ const started = new Date();
 const load0 = loadavg()[0];
 log(`root ${root}; ${KILLS} kills per cell, ${SETTLED} settled runs`);
 let watch, notified, polled, page;
+if (watchOnly) {
+  try {
+    watch = await benchWatch();
+  } finally {
+    cleanup();
+  }
+  const load1w = loadavg()[0];
+  process.stdout.write(
+    `watch death-to-exit over ${watch.n} kills: p50 ${ms(watch.p50)}, p99 ${ms(watch.p99)}, max ${ms(watch.max)}; ` +
+      `to the ABANDONED line: p50 ${ms(watch.said.p50)}, p99 ${ms(watch.said.p99)}; exit codes ${JSON.stringify(watch.codes)}; ` +
+      `load ${load0.toFixed(2)} -> ${load1w.toFixed(2)}\n` +
+      `raw (exit): ${watch.all.map((x) => x.toFixed(1)).join(' ')}\n`,
+  );
+  process.exit(0);
+}
 try {
   page = await benchServe();
   log(`serve: p50 ${ms(page.p50)} p99 ${ms(page.p99)}, idle ${(page.idleShare * 100).toFixed(2)} %`);

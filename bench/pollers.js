@@ -142,6 +142,7 @@ function mergeWindows({ setting, kind, P, windowMs, windows }) {
       acquireP50: percentileSorted(acq, 50),
       acquireP99: percentileSorted(acq, 99),
       acquireMax: acq.length ? acq[acq.length - 1] : NaN,
+      refusals: windows.flatMap((w) => w.legResult.refusals ?? []),
     };
   }
   return cell;

@@ -13,9 +13,11 @@
  * Data is generated under os.tmpdir() and deleted afterwards (also on
  * Ctrl-C). Needs about 2.2 GB free there (checked first) and /usr/bin/time.
  *
- * usage: node bench/scale.mjs [--quick] [--no-write]
- *   --quick     10,000 small runs, 5 runs per leg set, 2 reps, pollers 16 and 64 only
- *   --no-write  only print the section (default: replace "## Scale" in bench/RESULTS.md)
+ * usage: node bench/scale.mjs [--quick] [--no-write] [--acquire-only]
+ *   --quick         10,000 small runs, 5 runs per leg set, 2 reps, pollers 16 and 64 only
+ *   --no-write      only print the section (default: replace "## Scale" in bench/RESULTS.md)
+ *   --acquire-only  only part C (no data generated, nothing written): its table,
+ *                   and for each refusal how long it tried and the flocks on the file
  */
 import { execFileSync, spawnSync } from 'node:child_process';
 import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, statfsSync, writeFileSync, writeSync } from 'node:fs';
@@ -34,13 +36,14 @@ if (args.includes('--help') || args.includes('-h')) {
   process.stdout.write(readFileSync(fileURLToPath(import.meta.url), 'utf8').split('\n').slice(2, 20).map((l) => l.replace(/^ \*\/? ?/, '')).join('\n') + '\n');
   process.exit(0);
 }
-const unknown = args.filter((a) => a !== '--quick' && a !== '--no-write');
+const unknown = args.filter((a) => a !== '--quick' && a !== '--no-write' && a !== '--acquire-only');
 if (unknown.length > 0) {
   process.stderr.write(`scale: unknown arguments ${unknown.join(' ')}; see --help\n`);
   process.exit(2);
 }
 const quick = args.includes('--quick');
 const noWrite = args.includes('--no-write');
+const acquireOnly = args.includes('--acquire-only');
 const cfg = quick ? { small: 10_000, legRuns: 5, reps: 2, Ps: [16, 64], windowMs: 4000, cellReps: 1 } : { small: 100_000, legRuns: 20, reps: 3, Ps: [16, 32, 64], windowMs: 10_000, cellReps: 2 };
 const BIG = 50 * 1024 * 1024;
 const SMALL = 100 * 1024;
@@ -53,7 +56,7 @@ if (!existsSync(TIME)) {
   process.stderr.write(`scale: ${TIME} is needed to measure the CLI's CPU time and peak RSS\n`);
   process.exit(1);
 }
-const need = 2 * cfg.legRuns * BIG + cfg.small * 8192 + 256 * 1024 * 1024;
+const need = acquireOnly ? 0 : 2 * cfg.legRuns * BIG + cfg.small * 8192 + 256 * 1024 * 1024;
 const fsInfo = statfsSync(tmpdir());
 const free = fsInfo.bavail * fsInfo.bsize;
 if (free < need) {
@@ -170,6 +173,40 @@ function inProcess(root, n) {
 }
 const loadStart = loadavg().map((x) => x.toFixed(1)).join(' ');
 
+/** Part C: one leg churning with the default acquire retry among P tight-loop pollers. */
+async function acquireCell() {
+  log(`acquire cell: pollers ${cfg.Ps.join(', ')}, ${cfg.windowMs} ms windows × ${cfg.cellReps}`);
+  const { runPollers } = await import('./pollers.js');
+  return runPollers({
+    Ps: cfg.Ps,
+    windowMs: cfg.windowMs,
+    reps: cfg.cellReps,
+    settings: [{ id: 'churn-default', label: 'churn, acquireLock default retry', retryMs: undefined }],
+    kinds: [{ id: 'shared', label: 'runwarden probeLock (LOCK_SH)' }],
+    log: () => {},
+  });
+}
+
+if (acquireOnly) {
+  try {
+    const cells = await acquireCell();
+    const msOf = (ns) => (Number.isFinite(ns) ? `${(ns / 1e6).toFixed(1)} ms` : 'no attempt');
+    const out = [
+      `C only (\`node bench/scale.mjs${quick ? ' --quick' : ''} --acquire-only\`), ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC, ${cpus().length} CPUs, load ${loadStart} -> ${loadavg().map((x) => x.toFixed(1)).join(' ')}; ${cfg.windowMs} ms windows × ${cfg.cellReps}`,
+      '',
+      '| pollers | leg attempts | refused | acquire p50 | p99 | max |',
+      '| --- | --- | --- | --- | --- | --- |',
+      ...cells.map((c) => `| ${c.P} | ${c.leg.attempts} | **${c.leg.refused}** | ${msOf(c.leg.acquireP50)} | ${msOf(c.leg.acquireP99)} | ${msOf(c.leg.acquireMax)} |`),
+      '',
+      ...cells.flatMap((c) => c.leg.refusals.map((r) => `refused at P=${c.P} after ${(r.ns / 1e6).toFixed(1)} ms; /proc/locks then: ${r.shared} shared, ${r.exclusive} exclusive; "${r.message.split('\n')[0]}"`)),
+    ];
+    process.stdout.write(out.join('\n') + '\n');
+  } finally {
+    cleanupAll();
+  }
+  process.exit(0);
+}
+
 try {
   // A. 100,000 small runs.
   const smallRoot = join(scratch, 'small');
@@ -209,16 +246,7 @@ try {
   const med = (xs, k) => median(xs.map((x) => x[k]));
 
   // C. the acquire-refusal cell.
-  log(`acquire cell: pollers ${cfg.Ps.join(', ')}, ${cfg.windowMs} ms windows × ${cfg.cellReps}`);
-  const { runPollers } = await import('./pollers.js');
-  const cells = await runPollers({
-    Ps: cfg.Ps,
-    windowMs: cfg.windowMs,
-    reps: cfg.cellReps,
-    settings: [{ id: 'churn-default', label: 'churn, acquireLock default retry', retryMs: undefined }],
-    kinds: [{ id: 'shared', label: 'runwarden probeLock (LOCK_SH)' }],
-    log: () => {},
-  });
+  const cells = await acquireCell();
 
   // ---------------------------------------------------------- report ---
   let commit = 'unknown';

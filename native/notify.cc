@@ -11,7 +11,13 @@
 // Lifetime: an open notifier holds a strong reference to its JS object, so
 // it is never collected while the kernel may still report to it; close()
 // stops the poll, closes the descriptor and drops that reference. An
-// environment that ends (a worker thread exiting) closes it too.
+// environment that ends (a worker thread exiting, or terminated, without
+// close()) closes it too, through an *async* cleanup hook: the poll handle's
+// close completes on the loop (uv_close calls back later), and Node unloads
+// a worker's addons once its environment is gone, so a close callback left
+// pending would be run from unmapped code (a SIGSEGV in the worker's last
+// uv_run). The hook is reported done only from that close callback, and
+// Node keeps the environment, its loop and this library until then.
 #include "notify.h"
 
 #include <uv.h>
@@ -25,10 +31,22 @@ namespace {
 
 constexpr size_t kBatchMax = 4096;
 
+struct Notifier;
+
+// The poll handle, boxed apart from the notifier: its close completes after
+// the notifier may be gone (collected), and the box says whom to tell.
+struct PollBox {
+  uv_poll_t poll;  // first: the handle's address is the box's
+  Notifier* owner = nullptr;  // the notifier while it lives, for OnPoll and OnPollClosed
+  napi_async_cleanup_hook_handle teardown = nullptr;  // an ending environment waiting for this close
+};
+
 struct Notifier {
   napi_env env = nullptr;
   NotifyState* state = nullptr;
-  uv_poll_t* poll = nullptr;
+  PollBox* poll = nullptr;  // while polled
+  PollBox* closing = nullptr;  // after uv_close, until its callback
+  napi_async_cleanup_hook_handle hook = nullptr;  // registered, not yet run or removed
   Napi::FunctionReference callback;
   Napi::ObjectReference self;
   napi_async_context async = nullptr;
@@ -37,7 +55,14 @@ struct Notifier {
   std::vector<NotifyEvent> events;
 };
 
-void OnPollClosed(uv_handle_t* h) { delete reinterpret_cast<uv_poll_t*>(h); }
+void OnPollClosed(uv_handle_t* h) {
+  auto* box = reinterpret_cast<PollBox*>(h);
+  if (box->owner != nullptr) box->owner->closing = nullptr;
+  napi_async_cleanup_hook_handle teardown = box->teardown;
+  delete box;
+  // Last: once told, the environment may finish ending and unload this library.
+  if (teardown != nullptr) napi_remove_async_cleanup_hook(teardown);
+}
 
 // Stops everything the kernel and libuv hold for `n`. Safe to call twice, and
 // from inside the callback (the batch loop checks `closed`).
@@ -45,9 +70,11 @@ void Shutdown(Notifier* n, bool from_js) {
   if (n->closed) return;
   n->closed = true;
   if (n->poll != nullptr) {
-    uv_poll_stop(n->poll);
-    uv_close(reinterpret_cast<uv_handle_t*>(n->poll), OnPollClosed);
+    PollBox* box = n->poll;
     n->poll = nullptr;
+    uv_poll_stop(&box->poll);
+    n->closing = box;
+    uv_close(reinterpret_cast<uv_handle_t*>(&box->poll), OnPollClosed);
   }
   if (n->state != nullptr) {
     NotifyClose(n->state);
@@ -61,11 +88,26 @@ void Shutdown(Notifier* n, bool from_js) {
   }
 }
 
-void CleanupHook(void* arg) { Shutdown(static_cast<Notifier*>(arg), false); }
-
-void Finalize(Napi::Env env, Notifier* n) {
-  napi_remove_env_cleanup_hook(env, CleanupHook, n);
+// The environment is ending with the notifier still registered: stop it,
+// and report the hook done only when the poll handle's close has completed.
+void TeardownHook(napi_async_cleanup_hook_handle handle, void* arg) {
+  auto* n = static_cast<Notifier*>(arg);
+  n->hook = nullptr;  // handed over: removed below or by the close callback
   Shutdown(n, false);
+  if (n->closing != nullptr) {
+    n->closing->teardown = handle;
+  } else {
+    napi_remove_async_cleanup_hook(handle);
+  }
+}
+
+void Finalize(Napi::Env /*env*/, Notifier* n) {
+  if (n->hook != nullptr) {
+    napi_remove_async_cleanup_hook(n->hook);
+    n->hook = nullptr;
+  }
+  Shutdown(n, false);
+  if (n->closing != nullptr) n->closing->owner = nullptr;
   delete n;
 }
 
@@ -128,7 +170,7 @@ void Deliver(Notifier* n) {
 }
 
 void OnPoll(uv_poll_t* handle, int status, int /*events*/) {
-  auto* n = static_cast<Notifier*>(handle->data);
+  auto* n = reinterpret_cast<PollBox*>(handle)->owner;
   if (n == nullptr || n->closed) return;
   if (status < 0) {
     Call(n, std::vector<NotifyEvent>{NotifyEvent{-2, static_cast<uint32_t>(-status), std::string()}});
@@ -187,13 +229,13 @@ Napi::Value Close(const Napi::CallbackInfo& info) {
 
 Napi::Value Ref(const Napi::CallbackInfo& info) {
   Notifier* n = Of(info);
-  if (n->poll != nullptr) uv_ref(reinterpret_cast<uv_handle_t*>(n->poll));
+  if (n->poll != nullptr) uv_ref(reinterpret_cast<uv_handle_t*>(&n->poll->poll));
   return info.Env().Undefined();
 }
 
 Napi::Value Unref(const Napi::CallbackInfo& info) {
   Notifier* n = Of(info);
-  if (n->poll != nullptr) uv_unref(reinterpret_cast<uv_handle_t*>(n->poll));
+  if (n->poll != nullptr) uv_unref(reinterpret_cast<uv_handle_t*>(&n->poll->poll));
   return info.Env().Undefined();
 }
 
@@ -212,8 +254,8 @@ Napi::Value Open(const Napi::CallbackInfo& info) {
   auto* n = new Notifier();
   n->env = env;
   n->state = state;
-  n->poll = new uv_poll_t();
-  int r = uv_poll_init(loop, n->poll, fd);
+  n->poll = new PollBox();
+  int r = uv_poll_init(loop, &n->poll->poll, fd);
   if (r != 0) {
     delete n->poll;
     n->poll = nullptr;
@@ -221,7 +263,7 @@ Napi::Value Open(const Napi::CallbackInfo& info) {
     delete n;
     return Napi::Number::New(env, r);  // libuv errors are already -errno
   }
-  n->poll->data = n;
+  n->poll->owner = n;
   Napi::Object obj = Napi::Object::New(env);
   obj.Set("add", Napi::Function::New(env, Add, "add", n));
   obj.Set("remove", Napi::Function::New(env, Remove, "remove", n));
@@ -229,11 +271,11 @@ Napi::Value Open(const Napi::CallbackInfo& info) {
   obj.Set("ref", Napi::Function::New(env, Ref, "ref", n));
   obj.Set("unref", Napi::Function::New(env, Unref, "unref", n));
   obj.AddFinalizer(Finalize, n);
-  napi_add_env_cleanup_hook(env, CleanupHook, n);
+  if (napi_add_async_cleanup_hook(env, TeardownHook, n, &n->hook) != napi_ok) n->hook = nullptr;
   n->callback = Napi::Persistent(info[0].As<Napi::Function>());
   n->self = Napi::Persistent(obj);
   napi_async_init(env, obj, Napi::String::New(env, "runwarden:notify"), &n->async);
-  r = uv_poll_start(n->poll, UV_READABLE, OnPoll);
+  r = uv_poll_start(&n->poll->poll, UV_READABLE, OnPoll);
   if (r != 0) {
     Shutdown(n, true);
     return Napi::Number::New(env, r);

@@ -93,7 +93,7 @@ export { runStatus, type RunStatusOptions } from './status/inspect.js';
 export { runDetail, type RunDetail, type RunDetailOptions, type DetailNode, type DetailLeg } from './status/detail.js';
 export { listRuns, runsDocument, pickCurrentRun, type RunList, type SkippedEntry, type ListRunsOptions } from './status/list.js';
 export { parseStatusFilter, type RunSelection } from './status/select.js';
-export { followRun, FOLLOW_RECHECK_MS, type FollowItem, type FollowRunOptions } from './status/follow.js';
+export { followRun, FOLLOW_RECHECK_MS, type FollowItem, type FollowRunOptions } from './live/follow.js';
 export { abandonedHint, pausedHint, ORPHAN_WARNING, type AbandonedHintFacts, type MarkScan, type OrphanEvidence } from './status/hints.js';
 
 // Live: every run's status kept current by the kernel's change notification.
@@ -104,6 +104,7 @@ export {
   LIVE_POLL_MS,
   type LiveEngineOptions,
   type LiveChange,
+  type LiveLine,
   type LiveRun,
   type LiveStats,
 } from './live/engine.js';

@@ -1,15 +1,17 @@
 /**
- * followRun, the follower behind `watch`, as a library call: it replays and
- * follows real legs, ends at the last leg's finish or with an `abandoned`
- * item when the leg's process is killed -9, honours its AbortSignal, and
- * closes the stream when the loop is left early.
+ * followRun, the follower behind `watch`, as a library call, on the live
+ * engine: it replays and follows real legs, yields each status change, ends
+ * at the last leg's finish or with a final ABANDONED status when the leg's
+ * process is killed -9, honours its AbortSignal (closing the engine's kernel
+ * watches), and closes the stream when the loop is left early.
  */
 import { spawn } from 'node:child_process';
-import { appendFileSync, mkdirSync, readdirSync, readlinkSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, readdirSync, readFileSync, readlinkSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { AbortError, followRun, startLeg, StreamError, type FollowItem } from '../src/index.js';
-import { FOLLOW_STATS } from '../src/status/follow.js';
+import { sharedDirWatcher } from '../src/kernel/notify.js';
+import { FOLLOW_STATS } from '../src/live/follow.js';
 import { cleanupTemp, killAll, ROOT, startHolder, tempDir, track, until, waitReady } from './helpers/lock-procs.js';
 
 afterEach(async () => {
@@ -18,10 +20,31 @@ afterEach(async () => {
 });
 
 const LEG = join(ROOT, 'test', 'fixtures', 'leg.mjs');
+const APPENDER = join(ROOT, 'test', 'fixtures', 'leg-append.mjs');
 const line = (o: Record<string, unknown>) => JSON.stringify({ schema: 3, ts: '2026-11-30T10:00:00Z', run_id: 'r', ...o }) + '\n';
 
 function names(items: FollowItem[]): string[] {
-  return items.map((i) => (i.kind === 'event' ? `${i.event.event}${i.event.node_id ? ':' + i.event.node_id : ''}` : i.kind));
+  return items.map((i) =>
+    i.kind === 'event'
+      ? `${i.event.event}${i.event.node_id ? ':' + i.event.node_id : ''}`
+      : i.kind === 'status'
+        ? `${i.final ? 'final' : 'status'}:${i.report.status}/${i.report.liveness}`
+        : i.kind,
+  );
+}
+
+/** Kernel watches held by this process's inotify descriptors (from /proc/self/fdinfo). */
+function inotifyWatches(): number {
+  let n = 0;
+  for (const fd of readdirSync('/proc/self/fd')) {
+    try {
+      if (readlinkSync(`/proc/self/fd/${fd}`) !== 'anon_inode:inotify') continue;
+      n += readFileSync(`/proc/self/fdinfo/${fd}`, 'utf8').split('\n').filter((l) => l.startsWith('inotify wd:')).length;
+    } catch {
+      /* closed meanwhile */
+    }
+  }
+  return n;
 }
 
 /** Descriptors of this process open on `path`. */
@@ -46,13 +69,13 @@ describe('followRun', () => {
     const following = (async () => {
       for await (const item of followRun(dir, { pollMs: 5 })) seen.push(item);
     })();
-    await until(() => seen.length === 2);
+    await until(() => seen.length === 3);
     leg.append({ event: 'node_passed', node_id: 'a' });
     leg.append({ event: 'node_started', node_id: 'b' });
     leg.finish('passed');
     await following;
-    expect(names(seen)).toEqual(['run_started', 'node_started:a', 'node_passed:a', 'node_started:b', 'run_finished']);
-    const offsets = seen.map((i) => (i.kind === 'event' ? i.offset : -1));
+    expect(names(seen)).toEqual(['run_started', 'node_started:a', 'status:RUNNING/held', 'node_passed:a', 'node_started:b', 'run_finished', 'final:PASS/null']);
+    const offsets = seen.flatMap((i) => (i.kind === 'event' ? [i.offset] : []));
     expect(offsets[0]).toBe(0);
     expect([...offsets].sort((x, y) => x - y)).toEqual(offsets);
   });
@@ -67,10 +90,10 @@ describe('followRun', () => {
     }
     const seen: FollowItem[] = [];
     for await (const item of followRun(dir)) seen.push(item);
-    expect(names(seen)).toEqual(['run_started', 'node_started:a', 'node_failed:a', 'run_finished']);
+    expect(names(seen)).toEqual(['run_started', 'node_started:a', 'node_failed:a', 'run_finished', 'final:FAIL/null']);
   });
 
-  it('ends with an abandoned item when the leg\'s process is killed -9', async () => {
+  it('ends with a final ABANDONED status when the leg\'s process is killed -9', async () => {
     const dir = join(tempDir('rw-follow-'), 'dies');
     const proc = spawn(process.execPath, [LEG, dir], { stdio: ['ignore', 'pipe', 'pipe'] });
     track(proc);
@@ -79,13 +102,56 @@ describe('followRun', () => {
     const following = (async () => {
       for await (const item of followRun(dir, { pollMs: 5, recheckMs: 20 })) seen.push(item);
     })();
-    await until(() => seen.length === 2);
+    await until(() => seen.length === 3);
     proc.kill('SIGKILL');
     await following;
-    expect(names(seen)).toEqual(['run_started', 'node_started:work', 'abandoned']);
-    const last = seen[seen.length - 1] as Extract<FollowItem, { kind: 'abandoned' }>;
+    expect(names(seen)).toEqual(['run_started', 'node_started:work', 'status:RUNNING/held', 'final:ABANDONED/free']);
+    const last = seen[seen.length - 1] as Extract<FollowItem, { kind: 'status' }>;
     expect(last.report.status).toBe('ABANDONED');
     expect(last.report.hint).toContain('never reported an end');
+  });
+
+  it('a real leg that appends and is killed -9: every event as appended, then the status change to ABANDONED, last; an abort ends a second follower and releases its watch', async () => {
+    const dir = join(tempDir('rw-follow-'), 'appends');
+    const proc = spawn(process.execPath, [APPENDER, dir], { stdio: ['pipe', 'pipe', 'pipe'] });
+    track(proc);
+    await waitReady(proc);
+    let answers = '';
+    proc.stdout.on('data', (d: Buffer) => (answers += d.toString()));
+    const base = inotifyWatches();
+    const seen: FollowItem[] = [];
+    const following = (async () => {
+      // Re-check intervals longer than the test: only the kernel's word can end it in time.
+      for await (const item of followRun(dir, { recheckMs: 600_000, pollMs: 600_000 })) seen.push(item);
+    })();
+    // A second follower of the same run, aborted mid-follow.
+    const ac = new AbortController();
+    const other: FollowItem[] = [];
+    const aborted = (async () => {
+      for await (const item of followRun(dir, { signal: ac.signal, until: 'forever' })) other.push(item);
+    })().then(() => undefined, (x: unknown) => x);
+    await until(() => seen.length === 2 && other.length === 2);
+    expect(names(seen)).toEqual(['run_started', 'status:RUNNING/held']);
+    // Two followers, one process-wide notifier: one kernel watch on the run directory.
+    const notified = sharedDirWatcher() !== undefined;
+    if (notified) expect(inotifyWatches()).toBe(base + 1);
+    for (const node of ['a', 'b']) {
+      proc.stdin.write(`${node}\n`);
+      await until(() => answers.includes(`ok ${node}`));
+      await until(() => seen.some((i) => i.kind === 'event' && i.event.event === 'node_passed' && i.event.node_id === node));
+    }
+    ac.abort();
+    const e = await aborted;
+    expect(e).toBeInstanceOf(AbortError);
+    expect(names(other.filter((i) => i.kind === 'event'))).toEqual(['run_started', 'node_started:a', 'node_passed:a', 'node_started:b', 'node_passed:b']);
+    if (notified) expect(inotifyWatches()).toBe(base + 1); // still the first follower's
+    proc.kill('SIGKILL');
+    await following;
+    expect(names(seen)).toEqual(['run_started', 'status:RUNNING/held', 'node_started:a', 'node_passed:a', 'node_started:b', 'node_passed:b', 'final:ABANDONED/free']);
+    const last = seen[seen.length - 1] as Extract<FollowItem, { kind: 'status' }>;
+    expect(last.report.hint).toContain('never reported an end');
+    // Both followers gone: no watch of this run is left.
+    if (notified) expect(inotifyWatches()).toBe(base);
   });
 
   it('is told of the death: with a re-check interval longer than the test, a kill -9 still ends it, through the lock file\'s close-write', async () => {
@@ -99,10 +165,10 @@ describe('followRun', () => {
       // Neither the poll nor the idle re-check could find the death within the test's bounds.
       for await (const item of followRun(dir, { pollMs: 600_000, recheckMs: 600_000 })) seen.push(item);
     })();
-    await until(() => seen.length === 2);
+    await until(() => seen.length === 3);
     holder.proc.kill('SIGKILL');
     await following;
-    expect(names(seen)).toEqual(['run_started', 'node_started:work', 'abandoned']);
+    expect(names(seen)).toEqual(['run_started', 'node_started:work', 'status:RUNNING/held', 'final:ABANDONED/free']);
     expect(FOLLOW_STATS.lockWakeups).toBeGreaterThan(before);
   });
 
@@ -133,19 +199,29 @@ describe('followRun', () => {
     const following = (async () => {
       for await (const item of followRun(dir, { until: 'forever', signal: ac.signal, pollMs: 5 })) seen.push(item);
     })();
-    await until(() => seen.length === 2);
+    await until(() => seen.length === 3);
+    expect(names(seen)).toEqual(['run_started', 'run_finished', 'status:PASS/null']); // not final: it goes on
+    const watching = inotifyWatches();
     {
       using leg = startLeg(dir);
       leg.append({ event: 'node_started', node_id: 'second' });
       leg.finish('passed');
     }
-    await until(() => seen.length === 5);
+    await until(() => seen.filter((i) => i.kind === 'event').length === 5);
     ac.abort();
     const e = await following.then(() => undefined, (x: unknown) => x);
     expect(e).toBeInstanceOf(AbortError);
     expect((e as AbortError).code).toBe('ABORT_ERR');
-    expect(names(seen)).toEqual(['run_started', 'run_finished', 'run_started', 'node_started:second', 'run_finished']);
+    const events = names(seen.filter((i) => i.kind === 'event'));
+    expect(events).toEqual(['run_started', 'run_finished', 'run_started', 'node_started:second', 'run_finished']);
+    // Whatever statuses it passed through on the way, it never said a final one.
+    expect(seen.some((i) => i.kind === 'status' && i.final)).toBe(false);
     expect(openOn(join(dir, 'events.jsonl'))).toBe(0);
+    // The abort closed the engine's kernel watch on the run directory.
+    if (sharedDirWatcher() !== undefined) {
+      expect(watching).toBeGreaterThan(0);
+      expect(inotifyWatches()).toBe(watching - 1);
+    }
   });
 
   it('leaving the loop early stops the follower and closes the stream; a slow consumer still gets every line in order', async () => {
@@ -156,19 +232,25 @@ describe('followRun', () => {
     for (let i = 0; i < 3000; i++) text += line({ event: 'node_started', node_id: `n${i}` });
     writeFileSync(join(dir, 'events.jsonl'), text);
     const events = join(dir, 'events.jsonl');
+    expect(text.length).toBeGreaterThan(3 * 64 * 1024);
     let n = 0;
-    let sawOpen = 0;
+    let readAt10 = 0;
+    const before = FOLLOW_STATS.bytesRead;
+    const watching = inotifyWatches();
     for await (const item of followRun(dir, { pollMs: 5 })) {
       expect(item.kind).toBe('event');
       if (item.kind === 'event' && n > 0) expect(item.event.node_id).toBe(`n${n - 1}`);
       n++;
-      if (n === 10) sawOpen = openOn(events);
+      if (n === 10) readAt10 = FOLLOW_STATS.bytesRead - before;
       if (n % 500 === 0) await new Promise((r) => setTimeout(r, 1)); // a consumer slower than the reader
       if (n === 3001) break;
     }
     expect(n).toBe(3001);
-    expect(sawOpen).toBe(1);
+    // Paced: ten lines taken, one 64 KiB chunk read, not the whole stream.
+    expect(readAt10).toBeGreaterThan(0);
+    expect(readAt10).toBeLessThanOrEqual(64 * 1024);
     expect(openOn(events)).toBe(0);
+    expect(inotifyWatches()).toBe(watching);
   });
 
   it('a stream that becomes unreadable ends the follow with its StreamError', async () => {
@@ -180,11 +262,43 @@ describe('followRun', () => {
     const following = (async () => {
       for await (const item of followRun(dir, { pollMs: 5 })) seen.push(item);
     })();
-    await until(() => seen.length === 2);
+    await until(() => seen.length === 3);
     writeFileSync(join(dir, 'events.jsonl'), ''); // truncated in place: it may only ever grow
     const e = await following.then(() => undefined, (x: unknown) => x);
     expect(e).toBeInstanceOf(StreamError);
     expect((e as StreamError).code).toBe('EREAD');
+    expect((e as StreamError).message).toContain('shrank');
+  });
+
+  it('a stream replaced by another file ends the follow with a StreamError that says so', async () => {
+    const dir = join(tempDir('rw-follow-'), 'replaced');
+    mkdirSync(dir);
+    await startHolder(join(dir, 'resume.lock'));
+    writeFileSync(join(dir, 'events.jsonl'), line({ event: 'run_started' }));
+    const seen: FollowItem[] = [];
+    const following = (async () => {
+      for await (const item of followRun(dir, { pollMs: 5 })) seen.push(item);
+    })();
+    await until(() => seen.length === 2);
+    writeFileSync(join(dir, 'other'), line({ event: 'run_started' }) + line({ event: 'node_started', node_id: 'x' }));
+    renameSync(join(dir, 'other'), join(dir, 'events.jsonl'));
+    const e = await following.then(() => undefined, (x: unknown) => x);
+    expect(e).toBeInstanceOf(StreamError);
+    expect((e as StreamError).message).toContain('replaced');
+  });
+
+  it('a line over the 1 MiB cap ends the follow with ELINETOOLONG, after every whole line before it', async () => {
+    const dir = join(tempDir('rw-follow-'), 'long-line');
+    mkdirSync(dir);
+    await startHolder(join(dir, 'resume.lock'));
+    writeFileSync(join(dir, 'events.jsonl'), line({ event: 'run_started' }) + line({ event: 'node_started', node_id: 'a' }) + 'x'.repeat(1024 * 1024 + 10) + '\n');
+    const seen: FollowItem[] = [];
+    const e = await (async () => {
+      for await (const item of followRun(dir, { pollMs: 5 })) seen.push(item);
+    })().then(() => undefined, (x: unknown) => x);
+    expect(e).toBeInstanceOf(StreamError);
+    expect((e as StreamError).code).toBe('ELINETOOLONG');
+    expect(names(seen.filter((i) => i.kind === 'event'))).toEqual(['run_started', 'node_started:a']);
   });
 
   it('rejects bad options before reading anything', async () => {

@@ -15,10 +15,14 @@
  * Every refused attempt is a false busy: no other leg exists.
  *
  * IPC in:  {type:'run', lockPath, startAt, windowMs, retryMs, holdMs, idleMs, out} ; 'exit'
- * IPC out: {type:'ready'} once; {type:'done', attempts, refused, acquireNs:[…]} per run
+ * IPC out: {type:'ready'} once; {type:'done', attempts, refused, acquireNs:[…], refusals:[…]} per run
+ *          (refusals: for each refused attempt, how long it tried (ns) and the
+ *          flocks /proc/locks showed on the lock file right after: shared
+ *          holders and exclusive ones, so a refusal can be told apart as a
+ *          timeout among readers or a holder the census saw)
  * File:    <out>.legs  Float64Array triples [1 held | 0 not held, from, to]
  */
-import { writeFileSync } from 'node:fs';
+import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import { acquireLock } from '../../dist/index.js';
 
 const sleeper = new Int32Array(new SharedArrayBuffer(4));
@@ -40,6 +44,8 @@ function run({ lockPath, startAt, windowMs, retryMs, holdMs, idleMs, out }) {
   const acquireNs = [];
   let attempts = 0;
   let refused = 0;
+  const refusals = [];
+  const ino = String(statSync(lockPath).ino);
   waitUntil(base);
   let notHeldSince = rel(process.hrtime.bigint());
   for (;;) {
@@ -50,14 +56,17 @@ function run({ lockPath, startAt, windowMs, retryMs, holdMs, idleMs, out }) {
     }
     attempts++;
     let lock;
+    let err;
     try {
       lock = acquireLock(lockPath, { retryMs });
-    } catch (err) {
+    } catch (e) {
+      err = e;
       if (err?.code !== 'ELOCKHELD') throw err;
       refused++;
     }
     const tBack = process.hrtime.bigint();
     acquireNs.push(Number(tBack - tCall));
+    if (!lock) refusals.push({ ns: Number(tBack - tCall), ...flocksOn(ino), message: String(err?.message ?? '') });
     if (lock) {
       intervals.push(0, notHeldSince, rel(tCall));
       sleep(holdMs);
@@ -70,7 +79,24 @@ function run({ lockPath, startAt, windowMs, retryMs, holdMs, idleMs, out }) {
     sleep(idleMs);
   }
   writeFileSync(`${out}.legs`, new Uint8Array(Float64Array.from(intervals).buffer));
-  return { attempts, refused, acquireNs };
+  return { attempts, refused, acquireNs, refusals };
+}
+
+/** The flocks /proc/locks lists on inode `ino` (any device: the bench's files are the only ones): shared and exclusive holders. */
+function flocksOn(ino) {
+  let shared = 0;
+  let exclusive = 0;
+  try {
+    for (const line of readFileSync('/proc/locks', 'latin1').split('\n')) {
+      const m = /^\d+:\s+FLOCK\s+\S+\s+(READ|WRITE)\s+-?\d+\s+[0-9a-f]+:[0-9a-f]+:(\d+)\s/.exec(line);
+      if (m === null || m[2] !== ino) continue;
+      if (m[1] === 'READ') shared++;
+      else exclusive++;
+    }
+  } catch {
+    return { shared: -1, exclusive: -1 };
+  }
+  return { shared, exclusive };
 }
 
 process.on('message', (m) => {

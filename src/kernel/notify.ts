@@ -227,7 +227,7 @@ let shared: DirWatcher | string | undefined;
 
 /**
  * One watcher for the whole process, for followers that each watch a
- * directory or two (`followRun`): opened on first use, never holding the
+ * directory or two (`followRun`, through its LiveEngine): opened on first use, never holding the
  * process open, so that a program following many runs uses one kernel
  * notifier, not one per run (`max_user_instances` is small). Undefined when
  * the platform has no notification or the kernel refused a notifier; the

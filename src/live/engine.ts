@@ -39,6 +39,16 @@
  * - Reads only: files are opened read-only (kernel/open.ts), the probe takes
  *   only a shared lock, and watches only observe. Nothing is created,
  *   written or removed under the root.
+ * - With `lines` (a follower, live/follow.ts): each line is told as it is
+ *   folded, in file order, and a run is never derived ahead of the lines
+ *   told, so a subscriber sees a leg's `run_finished` before the status it
+ *   leads to. A run reads no further than one chunk past what its
+ *   subscriber has taken (`more`), so a long replay never piles up. A
+ *   newer-schema line is skipped and told (once) instead of failing the
+ *   read, and the run is then derived by the reference path, like every
+ *   other reader; a stream that shrank, was replaced, rewritten or removed
+ *   is told once as a `stream-error`, since lines already told cannot be
+ *   taken back.
  */
 import { lstatSync, readdirSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
@@ -49,7 +59,7 @@ import { StreamFold } from '../contract/fold.js';
 import { compareNewestFirst } from '../contract/runid.js';
 import type { RunReport } from '../contract/types.js';
 import { closeQuietly } from '../kernel/open.js';
-import { notifyBackend, openDirWatcher, type DirEvent, type DirWatch, type DirWatcher } from '../kernel/notify.js';
+import { notifyBackend, openDirWatcher, sharedDirWatcher, type DirEvent, type DirWatch, type DirWatcher } from '../kernel/notify.js';
 import { probeLock, type ProbeResult } from '../lock/probe.js';
 import { foldLines, LineSplitter } from '../read/lines.js';
 import { readSnapshot, type SnapshotRead } from '../read/snapshot.js';
@@ -78,6 +88,15 @@ export interface LiveRun {
   error: string | null;
 }
 
+/** One line of a run's stream as the engine read it (`lines: true`), in file order. */
+export type LiveLine =
+  /** A line of the right shape (CONTRACT §2.2), after it was folded. */
+  | { kind: 'event'; event: StreamEvent; offset: number }
+  /** A malformed line that was skipped (CONTRACT §2.2 rule 3). */
+  | { kind: 'skipped'; offset: number }
+  /** The first line of the run written by a newer version (skipped, like every later one). */
+  | { kind: 'newer-schema'; error: StreamError; offset: number };
+
 /** What a subscriber is told. */
 export type LiveChange =
   /** A run was first derived, or its report (or error) changed. */
@@ -86,6 +105,18 @@ export type LiveChange =
   | { type: 'removed'; runId: string; runDir: string }
   /** With `events: true`: lines appended to a run's stream, in order, as folded. */
   | { type: 'events'; runId: string; runDir: string; events: { event: StreamEvent; offset: number }[] }
+  /**
+   * With `lines: true`: the lines just read from a run's stream, in file
+   * order. `behind`: more bytes are known to be there, to be read after
+   * `more(runDir)`; the run is derived only once it has caught up.
+   */
+  | { type: 'lines'; runId: string; runDir: string; lines: LiveLine[]; behind: boolean }
+  /**
+   * With `lines: true`, once per run: its stream can no longer be followed
+   * line by line (it shrank, was replaced, rewritten in place or removed,
+   * or a line is over the cap): lines already told may not hold any more.
+   */
+  | { type: 'stream-error'; runId: string; runDir: string; error: StreamError }
   /** Something a person should know once (notification unavailable, so polling). */
   | { type: 'notice'; message: string };
 
@@ -110,6 +141,20 @@ export interface LiveEngineOptions {
   maxWatches?: number;
   /** Keep the process alive while the engine runs (default true, like fs.watch). */
   ref?: boolean;
+  /**
+   * Tell subscribers each line read, paced by `more` (`lines` and
+   * `stream-error` changes; see the module comment). For followers of a
+   * few runs (followRun); default false.
+   */
+  lines?: boolean;
+  /**
+   * Use the process's shared notifier (kernel/notify.ts sharedDirWatcher)
+   * instead of opening one: one kernel notifier for many engines that each
+   * follow a run or two (followRun), since `max_user_instances` is small.
+   * The engine closes its own watches on it, never the notifier; the shared
+   * notifier never keeps the process alive. Default false.
+   */
+  shared?: boolean;
 }
 
 /** Counters, for tests and benchmarks. */
@@ -165,6 +210,16 @@ interface RunState {
   /** Tell subscribers after the next derivation even if the report did not change. */
   announce: boolean;
   newEvents: { event: StreamEvent; offset: number }[];
+  /** `lines`: lines read and not yet told. */
+  newLines: LiveLine[];
+  /** `lines`: a newer-schema line was seen (the run is then derived by the reference path). */
+  newer: boolean;
+  /** `lines`: the subscriber has not asked for more since the last lines told. */
+  held: boolean;
+  /** `lines`: bytes are known to be unread (the run is not derived until they are). */
+  behind: boolean;
+  /** `lines`: the stream-error told, if any (then no more lines are told). */
+  told: StreamError | undefined;
 }
 
 function fileSig(path: string): string {
@@ -202,6 +257,8 @@ export class LiveEngine {
   private readonly openRecheckMs: number;
   private readonly pollMs: number;
   private readonly emitEvents: boolean;
+  private readonly emitLines: boolean;
+  private readonly borrowed: boolean;
   private readonly ref: boolean;
   private watcher: DirWatcher | undefined;
   private rootWatch: DirWatch | undefined;
@@ -218,6 +275,8 @@ export class LiveEngine {
     this.openRecheckMs = positive('openRecheckMs', options.openRecheckMs, LIVE_OPEN_RECHECK_MS);
     this.pollMs = positive('pollMs', options.pollMs, LIVE_POLL_MS);
     this.emitEvents = options.events === true;
+    this.emitLines = options.lines === true;
+    this.borrowed = options.shared === true;
     this.ref = options.ref !== false;
     this.stats = { backend: 'polling', runs: 0, unwatched: 0, derivations: 0, referenceDerivations: 0, probes: 0, lockWakeups: 0, polledProbes: 0, bytesRead: 0, rereads: 0, batches: 0 };
   }
@@ -236,7 +295,13 @@ export class LiveEngine {
   async start(): Promise<void> {
     if (this.started) return;
     this.started = true;
-    if (this.options.notify !== false) {
+    const shared = this.borrowed && this.options.notify !== false ? sharedDirWatcher() : undefined;
+    if (shared !== undefined) {
+      this.watcher = shared;
+      this.stats.backend = notifyBackend() === 'kqueue' ? 'kqueue' : 'inotify';
+    } else if (this.borrowed && this.options.notify !== false) {
+      this.say(`change notification is unavailable here (${notifyBackend()}); open legs are polled every ${this.pollMs} ms`);
+    } else if (this.options.notify !== false) {
       const opened = openDirWatcher({
         ref: this.ref,
         onOverflow: () => this.overflow(),
@@ -252,6 +317,8 @@ export class LiveEngine {
     } else {
       this.say(`change notification is off; open legs are polled every ${this.pollMs} ms`);
     }
+    // Runs tracked before the notifier was there get their watch now.
+    if (this.watcher !== undefined) for (const r of this.runsByDir.values()) if (r.watch === undefined) this.rewatch(r);
     this.timer(() => this.safety(), this.safetyMs);
     this.timer(() => this.recheckOpen(false), this.openRecheckMs);
     this.timer(() => this.recheckOpen(true), this.pollMs);
@@ -297,6 +364,11 @@ export class LiveEngine {
       dirtyProbe: true,
       announce: false,
       newEvents: [],
+      newLines: [],
+      newer: false,
+      held: false,
+      behind: false,
+      told: undefined,
     };
     this.resetFold(r);
     this.runsByDir.set(dir, r);
@@ -323,6 +395,18 @@ export class LiveEngine {
     return r === undefined ? undefined : this.view(r);
   }
 
+  /**
+   * With `lines`: the subscriber has taken the lines told so far; read on
+   * (at most one more chunk's worth before the next `lines` change).
+   */
+  more(runDir: string): void {
+    const r = this.runsByDir.get(resolve(runDir));
+    if (r === undefined || !r.held) return;
+    r.held = false;
+    r.dirtyStream = true;
+    this.mark(r);
+  }
+
   /** Whether the root was missing at the last look. */
   get missing(): boolean {
     return this.rootMissing;
@@ -334,8 +418,15 @@ export class LiveEngine {
     this.closed = true;
     for (const t of this.timers) clearInterval(t);
     this.timers = [];
-    this.watcher?.close();
+    if (this.borrowed) {
+      // Not ours to close: release only our watches on it.
+      for (const r of this.runsByDir.values()) r.watch?.close();
+      this.rootWatch?.close();
+    } else {
+      this.watcher?.close();
+    }
     this.watcher = undefined;
+    this.rootWatch = undefined;
     this.runsByDir.clear();
     this.listeners.clear();
   }
@@ -365,7 +456,7 @@ export class LiveEngine {
   private degrade(why: string, all: boolean): void {
     this.say(`${why}; open legs of runs without a watch are polled every ${this.pollMs} ms`);
     if (!all) return;
-    this.watcher?.close();
+    if (!this.borrowed) this.watcher?.close();
     this.watcher = undefined;
     this.rootWatch = undefined;
     for (const r of this.runsByDir.values()) r.watch = undefined;
@@ -440,6 +531,14 @@ export class LiveEngine {
       this.stats.unwatched++;
       return;
     }
+    this.stats.unwatched++;
+    this.rewatch(r);
+  }
+
+  /** Watches an unwatched run (counted in `unwatched` until it is). */
+  private rewatch(r: RunState): void {
+    if (this.watcher === undefined) return;
+    this.stats.unwatched--;
     const a = this.watcher.watch(r.dir, (e) => this.onRunEvent(r, e));
     if (a.ok) {
       r.watch = a.watch;
@@ -551,10 +650,10 @@ export class LiveEngine {
     r.restart = 0;
     r.skipsSinceRestart = 0;
     r.streamError = null;
+    r.newer = false;
+    r.newLines = [];
     const fold = r.fold;
-    r.splitter = new LineSplitter(
-      r.eventsPath,
-      foldLines(fold, r.eventsPath, {
+    const folded = foldLines(fold, r.eventsPath, {
         onEvent: (event, offset) => {
           // The tail reader's restart point (read/tail.ts): the last run_started before the last run_finished.
           if (event.event === 'run_started') {
@@ -565,14 +664,43 @@ export class LiveEngine {
             if (r.lastStart >= 0) r.skipsSinceRestart = r.skipsSinceLastStart;
           }
           if (this.emitEvents) r.newEvents.push({ event, offset });
+          if (this.emitLines && r.told === undefined) r.newLines.push({ kind: 'event', event, offset });
         },
-        onSkip: () => {
+        onSkip: (offset) => {
           r.skipsSinceLastStart++;
           r.skipsSinceRestart++;
+          if (this.emitLines && r.told === undefined) r.newLines.push({ kind: 'skipped', offset });
         },
-      }),
-      0,
-    );
+      });
+    // A follower keeps going past a newer-schema line (told once); every
+    // other reader fails on it, so such a run is derived by the reference path.
+    const sink: typeof folded = !this.emitLines
+      ? folded
+      : (buf, start, end, offset) => {
+          try {
+            folded(buf, start, end, offset);
+          } catch (e) {
+            // parseLine throws before anything is folded: skip the line as the follower does.
+            if (!(e instanceof StreamError) || e.code !== 'ENEWERSCHEMA') throw e;
+            fold.skip();
+            if (!r.newer && r.told === undefined) r.newLines.push({ kind: 'newer-schema', error: e, offset });
+            r.newer = true;
+          }
+        };
+    r.splitter = new LineSplitter(r.eventsPath, sink, 0);
+  }
+
+  /** `lines`: tells, once, that the run's stream can no longer be followed line by line. */
+  private streamFault(r: RunState, error: StreamError): void {
+    if (!this.emitLines || r.told !== undefined) return;
+    // Lines read before the fault in this pass were whole and in order: tell them first.
+    if (r.newLines.length > 0) {
+      const lines = r.newLines;
+      r.newLines = [];
+      this.emit({ type: 'lines', runId: r.id, runDir: r.dir, lines, behind: false });
+    }
+    r.told = error;
+    this.emit({ type: 'stream-error', runId: r.id, runDir: r.dir, error });
   }
 
   /**
@@ -581,15 +709,18 @@ export class LiveEngine {
    * error is kept, and the run is then derived by the reference path.
    */
   private catchUp(r: RunState): void {
+    r.behind = false;
     let file;
     try {
       file = openStream(r.eventsPath);
     } catch (e) {
       r.streamError = e;
+      if (e instanceof StreamError) this.streamFault(r, e);
       return;
     }
     if (file === undefined) {
       if (r.ident !== undefined) {
+        this.streamFault(r, new StreamError('events.jsonl was removed while it was followed', 'EREAD', r.eventsPath));
         r.ident = undefined;
         this.resetFold(r);
         this.stats.rereads++;
@@ -599,14 +730,16 @@ export class LiveEngine {
     const { fd, size, stats } = file;
     try {
       const ident = `${stats.dev}:${stats.ino}`;
-      let reread = r.ident !== undefined && r.ident !== ident;
-      if (!reread && size < r.offset) reread = true;
-      if (!reread && r.print.length > 0) {
+      let reread: string | undefined = r.ident !== undefined && r.ident !== ident ? 'replaced' : undefined;
+      if (reread === undefined && size < r.offset) reread = 'shrank';
+      if (reread === undefined && r.print.length > 0) {
         const here = Buffer.allocUnsafe(r.print.length);
         const n = readStreamBytes(fd, here, r.print.length, r.offset - r.print.length, r.eventsPath);
-        if (n !== r.print.length || !here.equals(r.print)) reread = true;
+        if (n !== r.print.length || !here.equals(r.print)) reread = 'rewritten in place';
       }
-      if (reread) {
+      if (reread !== undefined) {
+        const what = reread === 'shrank' ? 'shrank while it was followed (it should only ever grow)' : `was ${reread} while it was followed`;
+        this.streamFault(r, new StreamError(`events.jsonl ${what}`, 'EREAD', r.eventsPath));
         this.resetFold(r);
         this.stats.rereads++;
       } else if (r.streamError !== null) {
@@ -614,9 +747,19 @@ export class LiveEngine {
       }
       r.ident = ident;
       if (size <= r.offset) return;
+      // A follower that has not taken the last lines: read nothing more yet.
+      const paced = this.emitLines && r.told === undefined;
+      if (paced && r.held) {
+        r.behind = true;
+        return;
+      }
       const chunk = Buffer.allocUnsafe(CHUNK);
       let pos = r.offset;
       while (pos < size) {
+        if (paced && r.newLines.length > 0) {
+          r.behind = true; // one chunk with lines at a time
+          break;
+        }
         const n = readStreamBytes(fd, chunk, Math.min(CHUNK, size - pos), pos, r.eventsPath);
         if (n === 0) break;
         this.stats.bytesRead += n;
@@ -627,9 +770,13 @@ export class LiveEngine {
         // The bytes just before the offset, to recognise a stream rewritten in place.
         r.print = n >= keep ? Buffer.from(chunk.subarray(n - keep, n)) : Buffer.concat([r.print, chunk.subarray(0, n)]).subarray(-keep);
       }
+      if (paced && r.newLines.length > 0) r.held = true;
     } catch (e) {
-      if (e instanceof StreamError) r.streamError = e;
-      else throw e;
+      if (e instanceof StreamError) {
+        r.streamError = e;
+        r.behind = false;
+        this.streamFault(r, e);
+      } else throw e;
     } finally {
       closeQuietly(fd);
     }
@@ -650,6 +797,13 @@ export class LiveEngine {
       r.newEvents = [];
       this.emit({ type: 'events', runId: r.id, runDir: r.dir, events });
     }
+    if (this.emitLines && r.newLines.length > 0) {
+      const lines = r.newLines;
+      r.newLines = [];
+      this.emit({ type: 'lines', runId: r.id, runDir: r.dir, lines, behind: r.behind });
+    }
+    // Never derived ahead of the lines told: it is, once the follower has read the rest.
+    if (r.behind) return;
     r.dirtyProbe = false;
     this.derive(r);
   }
@@ -660,7 +814,7 @@ export class LiveEngine {
     let error: string | null = null;
     const pending = r.offset > r.splitter.undelivered;
     try {
-      if (r.streamError !== null || pending) {
+      if (r.streamError !== null || pending || r.newer) {
         report = this.reference(r);
       } else {
         const leg = r.fold.lastLeg();

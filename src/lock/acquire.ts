@@ -91,7 +91,10 @@ export interface AcquireOptions {
    * How long to keep retrying a contended exclusive lock before refusing,
    * in milliseconds (default 100). A reader's shared probe holds the lock for
    * microseconds, so a starting leg may meet a reader rather than a leg; a
-   * live leg still refuses once the window is over. 0 disables retrying.
+   * live leg still refuses once the window is over. While only readers hold
+   * it (the kernel's lock table says so, linux), trying goes on for up to
+   * 300 × `retryMs` more (at most 30 s), unless one reader never lets go
+   * for 5 s. 0 disables retrying.
    */
   retryMs?: number;
   /** The pid label written into the file (default: this process). */
@@ -206,7 +209,20 @@ function futureRefusal(path: string, head: Buffer, len: number): LockHeldError {
   );
 }
 
-function heldRefusal(path: string, pid: number | undefined): LockHeldError {
+function heldRefusal(path: string, pid: number | undefined, why: Contention = { kind: 'leg' }): LockHeldError {
+  if (why.kind === 'readers') {
+    // No leg holds it: readers' shared probes never left an instant free (CONTRACT §4.1 step 3).
+    return new LockHeldError(
+      `no leg holds the lock "${path}", but readers' shared probes kept it held without a free instant for ${(why.waitedMs / 1000).toFixed(1)} s; try again, or probe less often`,
+      { path },
+    );
+  }
+  if (why.kind === 'stuck-reader') {
+    return new LockHeldError(
+      `no leg holds the lock "${path}", but pid ${why.pid} has held a shared lock on it for ${READER_STUCK_MS / 1000} s (a reader that is stopped, or holds it on purpose); resume or stop that process`,
+      { path },
+    );
+  }
   const by = pid === undefined ? '' : ` (started by pid ${pid})`;
   return new LockHeldError(`a leg of this run is in flight${by}; wait for it, or stop it`, { path, pid });
 }
@@ -293,6 +309,8 @@ export async function acquireLockAsync(lockPath: string, options: AcquireAsyncOp
   makeRunDir(lockPath);
   const at = coded(dirname(lockPath), 'open the run directory', () => openLockDir(lockPath));
   const start = performance.now();
+  // Past timeoutMs, as the sync call past retryMs: go on while only readers hold it, coming and going.
+  const readers = Number.isFinite(timeoutMs) && timeoutMs > 0 ? new ReadersOnlyWait(monotonicMs(), timeoutMs) : undefined;
   let pause = FIRST_PAUSE_MS;
   try {
     for (;;) {
@@ -303,7 +321,14 @@ export async function acquireLockAsync(lockPath: string, options: AcquireAsyncOp
         // file needs a person or a newer version, not time.
         if (!(err instanceof LockHeldError) || err.legacy || err.future) throw err;
         const left = timeoutMs - (performance.now() - start);
-        if (left <= 0) throw err;
+        if (left <= 0) {
+          const id = readers === undefined ? undefined : identityAt(at, basename(lockPath));
+          const why = id === undefined || readers === undefined ? { kind: 'leg' as const } : readers.look(monotonicMs(), id.dev, id.ino);
+          if (why !== undefined) throw why.kind === 'leg' ? err : heldRefusal(lockPath, undefined, why);
+          // Readers only: try again soon (a free instant among them is brief).
+          await waitOrAbort(FIRST_PAUSE_MS, lockPath, signal);
+          continue;
+        }
         await waitOrAbort(Math.min(pause, left), lockPath, signal);
         pause = Math.min(pause * 2, MAX_PAUSE_MS);
       }
@@ -351,19 +376,45 @@ function coded<T>(path: string, action: string, fn: () => T): T {
   }
 }
 
-/** How much longer than `retryMs` acquire keeps trying while only readers hold the lock (a factor, and a cap in ms). */
-const READERS_ONLY_FACTOR = 50;
-const READERS_ONLY_CAP_MS = 5000;
+/**
+ * How much longer than `retryMs` acquire keeps trying while only readers
+ * hold the lock and they come and go (a factor, and a cap in ms). Measured
+ * (bench/RESULTS.md "Acquire against tight-loop readers"): 64 tight-loop
+ * pollers on 2 cores keep 4 to 21 shared locks held at every look, and a
+ * leg waited up to 31.8 s for an instant with none; 16 pollers, under 1.2 s.
+ * No window can be enough for every storm; this one keeps a false "busy"
+ * out of reach of any realistic reader while still ending.
+ */
+export const READERS_ONLY_FACTOR = 300;
+export const READERS_ONLY_CAP_MS = 30_000;
+/**
+ * A reader pid seen holding a shared lock at every look for this long (ms),
+ * and at no fewer than {@link READER_STUCK_LOOKS} looks in a row, is not
+ * coming and going: it is stopped (SIGSTOP, a debugger) or holds the lock
+ * on purpose, so waiting for it is pointless, and acquire refuses. The
+ * count matters on a starved machine, where this process itself may look
+ * only a few times in 5 s and a tight-loop poller that holds a sixth of the
+ * time could be caught at each of a few looks by chance (seen: a refusal
+ * at 28 s with the time rule alone, load 50 on 2 cores).
+ */
+export const READER_STUCK_MS = 5000;
+export const READER_STUCK_LOOKS = 40;
 /** How often, while extended, the kernel's lock table is looked at again (ms). */
 const RECHECK_MS = 100;
-const FLOCK_WRITE_HELD = /^\d+:\s+FLOCK\s+\S+\s+WRITE\s+-?\d+\s+([0-9a-f]+:[0-9a-f]+:\d+)\s/;
+const FLOCK_HELD = /^\d+:\s+FLOCK\s+\S+\s+(READ|WRITE)\s+(-?\d+)\s+([0-9a-f]+:[0-9a-f]+:\d+)\s/;
+
+/** What the kernel's lock table shows held on one file: an exclusive flock (a leg), and the pids holding shared ones. */
+interface LockCensus {
+  exclusive: boolean;
+  readers: Set<number>;
+}
 
 /**
- * Whether the kernel's lock table shows an exclusive flock held on the file
- * `dev`/`ino` (a leg), not counting processes waiting for one. undefined when
- * it cannot be told (no /proc/locks: darwin, or unreadable).
+ * The flocks held on the file `dev`/`ino`, not counting processes waiting
+ * for one. undefined when it cannot be told (no /proc/locks: darwin, or
+ * unreadable).
  */
-function exclusiveHolderVisible(dev: bigint, ino: bigint): boolean | undefined {
+function lockCensus(dev: bigint, ino: bigint): LockCensus | undefined {
   let table: string;
   try {
     table = readFileSync('/proc/locks', 'latin1');
@@ -371,11 +422,63 @@ function exclusiveHolderVisible(dev: bigint, ino: bigint): boolean | undefined {
     return undefined;
   }
   const id = `${procDevice(dev)}:${ino}`;
+  const census: LockCensus = { exclusive: false, readers: new Set() };
   for (const line of table.split('\n')) {
-    const m = FLOCK_WRITE_HELD.exec(line);
-    if (m !== null && m[1] === id) return true;
+    const m = FLOCK_HELD.exec(line);
+    if (m === null || m[3] !== id) continue;
+    if (m[1] === 'WRITE') census.exclusive = true;
+    else census.readers.add(Number(m[2]));
   }
-  return false;
+  return census;
+}
+
+/** Why a contended lock was not taken. */
+type Contention =
+  /** An exclusive holder (a leg), or the lock table could not be read, after the retry window. */
+  | { kind: 'leg' }
+  /** Only readers held it, coming and going, for the whole readers-only window. */
+  | { kind: 'readers'; waitedMs: number }
+  /** One reader pid held a shared lock at every look for {@link READER_STUCK_MS}. */
+  | { kind: 'stuck-reader'; pid: number };
+
+/**
+ * Decides, past the retry window, whether to keep waiting on a lock held by
+ * readers only. Keeps, across looks, since when each reader pid has been
+ * seen at every look.
+ */
+class ReadersOnlyWait {
+  /** For each reader pid seen at every look since: the first of those looks, and how many. */
+  private readonly since = new Map<number, { at: number; looks: number }>();
+  private readonly hardDeadline: number;
+  constructor(
+    private readonly start: number,
+    retryWindowMs: number,
+  ) {
+    this.hardDeadline = start + retryWindowMs + Math.min(retryWindowMs * READERS_ONLY_FACTOR, READERS_ONLY_CAP_MS);
+  }
+
+  /** undefined: keep waiting (look again in {@link RECHECK_MS} at most); else why to refuse. */
+  look(now: number, dev: bigint, ino: bigint): Contention | undefined {
+    if (now >= this.hardDeadline) return { kind: 'readers', waitedMs: now - this.start };
+    const census = lockCensus(dev, ino);
+    if (census === undefined || census.exclusive) return { kind: 'leg' };
+    for (const pid of [...this.since.keys()]) if (!census.readers.has(pid)) this.since.delete(pid);
+    for (const pid of census.readers) {
+      const seen = this.since.get(pid);
+      if (seen === undefined) {
+        this.since.set(pid, { at: now, looks: 1 });
+        continue;
+      }
+      seen.looks++;
+      if (now - seen.at >= READER_STUCK_MS && seen.looks >= READER_STUCK_LOOKS) return { kind: 'stuck-reader', pid };
+    }
+    return undefined;
+  }
+
+  /** When to look again. */
+  next(now: number): number {
+    return Math.min(now + RECHECK_MS, this.hardDeadline);
+  }
 }
 
 /**
@@ -389,32 +492,38 @@ function exclusiveHolderVisible(dev: bigint, ino: bigint): boolean | undefined {
  * - For `retryMs` it tries whoever holds the lock (a leg about to end is
  *   waited for). After that it refuses if the kernel's lock table shows an
  *   exclusive holder (a leg), or cannot be read; if it shows only shared
- *   holders (readers, which never hold on for long), it keeps trying, for up
- *   to {@link READERS_ONLY_FACTOR} × `retryMs` more (at most
+ *   holders (readers), it keeps trying, for up to
+ *   {@link READERS_ONLY_FACTOR} × `retryMs` more (at most
  *   {@link READERS_ONLY_CAP_MS}), looking at the table again every
- *   {@link RECHECK_MS}. So readers can delay a starting leg, boundedly, but
- *   not turn it away, and a live leg is still refused after `retryMs`.
+ *   {@link RECHECK_MS}. Readers can starve an exclusive flock (the kernel
+ *   grants a shared lock beside shared ones however long a writer waits),
+ *   so the window is long; it ends early only for a reader pid seen holding
+ *   at every look for {@link READER_STUCK_MS} and {@link READER_STUCK_LOOKS}
+ *   looks (stopped, not probing). So
+ *   readers delay a starting leg, boundedly, but do not turn it away, and a
+ *   live leg is still refused after `retryMs`. A refusal says which it was.
  * - Deadlines are on the monotonic clock: a wall clock stepped back cannot
  *   stretch them.
- * Returns true once locked, false to refuse. `retryMs` 0: one attempt.
+ * Returns undefined once locked, else why it refuses. `retryMs` 0: one attempt.
  */
-function takeContended(fd: number, retryMs: number): boolean {
+function takeContended(fd: number, retryMs: number): Contention | undefined {
   const n = native();
   const op = nativeConstants().flockOp;
-  if (n.flock(fd, op.Exclusive)) return true;
-  if (retryMs === 0) return false;
-  let deadline = monotonicMs() + retryMs;
-  const hardDeadline = deadline + Math.min(retryMs * READERS_ONLY_FACTOR, READERS_ONLY_CAP_MS);
+  if (n.flock(fd, op.Exclusive)) return undefined;
+  if (retryMs === 0) return { kind: 'leg' };
+  const start = monotonicMs();
+  let deadline = start + retryMs;
+  const readers = new ReadersOnlyWait(start, retryMs);
   for (;;) {
     sleepSync(0.5 + Math.random());
-    if (n.flock(fd, op.Exclusive)) return true;
+    if (n.flock(fd, op.Exclusive)) return undefined;
     const now = monotonicMs();
     if (now < deadline) continue;
-    if (now >= hardDeadline) return false;
-    // The window (or an extension) is over: refuse unless only readers hold the lock.
+    // The window (or an extension) is over: refuse unless only readers hold the lock, coming and going.
     const st = fstatSync(fd, { bigint: true });
-    if (exclusiveHolderVisible(st.dev, st.ino) !== false) return false;
-    deadline = Math.min(now + RECHECK_MS, hardDeadline);
+    const refusal = readers.look(now, st.dev, st.ino);
+    if (refusal !== undefined) return refusal;
+    deadline = readers.next(now);
   }
 }
 
@@ -450,9 +559,10 @@ function lockOnce(at: number, lockPath: string, pid: number, retryMs: number): T
     const early = refusalForHead(lockPath, fd, head);
     if (early) throw early;
 
-    if (!takeContended(fd, retryMs)) {
+    const contended = takeContended(fd, retryMs);
+    if (contended !== undefined) {
       const len = readHead(fd, head);
-      throw heldRefusal(lockPath, classifyHead(head, len) === 'marked' ? markedPid(head, len) : undefined);
+      throw heldRefusal(lockPath, classifyHead(head, len) === 'marked' ? markedPid(head, len) : undefined, contended);
     }
     locked = true;
 

@@ -78,7 +78,11 @@ export function otherUnions(s: SnapshotRead, d: Derivation, item: FollowItem): v
   // @ts-expect-error only an `ok` read has a snapshot
   void s.snapshot;
   if (d.unreadable !== null) same<typeof d.status, null>(true);
-  if (item.kind === 'abandoned') same<typeof item.report.status, 'ABANDONED' | 'PLANNING' | 'RUNNING' | 'PAUSED' | 'PASS' | 'FAIL' | null>(true);
+  if (item.kind === 'status') {
+    same<typeof item.report.status, 'ABANDONED' | 'PLANNING' | 'RUNNING' | 'PAUSED' | 'PASS' | 'FAIL' | null>(true);
+    same<typeof item.final, boolean>(true);
+    if (item.report.liveness === 'free') same<typeof item.report.status, 'ABANDONED'>(true);
+  }
   // @ts-expect-error only an event item has an event
   void item.event;
 }

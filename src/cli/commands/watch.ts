@@ -3,22 +3,22 @@
  * the end of its last leg, and never wait on a corpse: an abandoned run is
  * refused at once; on linux the kernel announces the leg's death (its lock
  * file's close after writing) and appends (inotify), so the run is
- * re-derived at once; and while the stream is idle it is re-derived (a
- * read-only probe) every second anyway, the safety net where the kernel
- * cannot tell. The following itself is the library's `followRun`
- * (status/follow.ts).
+ * re-derived at once; and an open leg is probed again every second anyway,
+ * the safety net where the kernel cannot tell. The following itself is the
+ * library's `followRun` (live/follow.ts), on the live engine the dashboard
+ * uses, so watch, serve and library followers read and derive alike.
  */
 import type { Command } from 'commander';
 import { AbortError, RunUnreadableError, StreamError } from '../../contract/errors.js';
 import type { StreamEvent } from '../../contract/events.js';
 import type { RunReport } from '../../contract/types.js';
-import { followRun } from '../../status/follow.js';
+import { followRun } from '../../live/follow.js';
 import { runStatus } from '../../status/inspect.js';
 import { err, Exit, out, UserError } from '../io.js';
 import { printable, quietOnClosedPipe } from '../term.js';
 import { runTarget } from '../target.js';
 
-/** How long the stream may stay silent before the run is re-derived. */
+/** The follower's safety net: how often an open leg is probed again anyway (ms). */
 export const IDLE_RECHECK_MS = 1000;
 
 function clock(ts: unknown): string {
@@ -109,8 +109,8 @@ export function registerWatch(program: Command): void {
         'that closes its last leg (exit 0).\n\n' +
         'An ABANDONED run is refused at once with its recovery hint on stderr (exit 3). If its leg dies ' +
         'mid-watch the hint is printed and watch exits 3: on linux the kernel reports the death (inotify sees the ' +
-        'leg\'s lock file closed) and the run is re-derived at once; while no event arrives it is also re-derived ' +
-        `every ${IDLE_RECHECK_MS / 1000} s with a read-only probe, where the kernel cannot tell. ` +
+        'leg\'s lock file closed) and the run is re-derived at once; an open leg is also probed again ' +
+        `every ${IDLE_RECHECK_MS / 1000} s (read-only), where the kernel cannot tell. ` +
         'A run not started yet whose directory is removed while ' +
         'watch waits for its first leg ends the watch with exit 1. Malformed lines are warned about and skipped. ' +
         'Ctrl-C exits 130. watch never writes anything.',
@@ -142,11 +142,11 @@ export function registerWatch(program: Command): void {
         abort.abort();
       };
       process.once('SIGINT', onInt);
-      let dead: RunReport | undefined;
+      let final: RunReport | undefined;
       let vanished = false;
       try {
         // The library's follower (followRun): replay, follow to the end of the
-        // last leg, and re-derive while idle so a dead leg ends the watch.
+        // last leg; its final status says how the run ended (ABANDONED: the leg died).
         for await (const item of followRun(runDir, { until: 'leg-end', signal: abort.signal, recheckMs: IDLE_RECHECK_MS })) {
           switch (item.kind) {
             case 'event': {
@@ -160,8 +160,9 @@ export function registerWatch(program: Command): void {
             case 'newer-schema':
               err(`runwarden: warning: ${item.error.message}; such lines are skipped`);
               break;
-            case 'abandoned':
-              dead = item.report;
+            case 'status':
+              // Changes on the way are not printed (the first line said what the run was).
+              if (item.final) final = item.report;
               break;
             case 'vanished':
               vanished = true;
@@ -181,16 +182,17 @@ export function registerWatch(program: Command): void {
       if (vanished) {
         throw new UserError(`run ${runId}: its directory ${printable(runDir)} was removed while watch waited for its first leg`, Exit.Error);
       }
-      if (dead !== undefined) {
+      if (final?.status === 'ABANDONED') {
         out(`run ${runId} is ABANDONED`);
-        printHint(dead);
+        printHint(final);
         // The news is out: leave at once (once both streams have taken what
         // was written) rather than after node's unhurried teardown, so a
         // death ends the watch in milliseconds (bench/RESULTS.md "live").
         await flushed();
         process.exit(Exit.Abandoned);
       }
-      const final = derive(runDir);
-      out(`run ${runId} is ${final?.status ?? 'settled'}`);
+      // No final status: the run could not be derived at the end (a newer-schema stream); ask once more.
+      const settled = final ?? derive(runDir);
+      out(`run ${runId} is ${settled?.status ?? 'settled'}`);
     });
 }

@@ -1,0 +1,41 @@
+/**
+ * A worker thread that opens the change notifier (raw, or through a
+ * LiveEngine) and is terminated without close() must not take the process
+ * down: the addon's teardown hook stops the poll and reports the
+ * environment's cleanup done only once libuv has closed the handle, before
+ * Node unloads the worker's copy of the addon (native/notify.cc). Each case
+ * runs in a child process, so a crash (SIGSEGV) fails this test, not the
+ * runner.
+ */
+import { spawn } from 'node:child_process';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { notifyBackend } from '../src/kernel/notify.js';
+import { cleanupTemp, ROOT, tempDir } from './helpers/lock-procs.js';
+
+afterEach(() => cleanupTemp());
+
+const FIXTURE = join(ROOT, 'test', 'fixtures', 'notify-teardown.mjs');
+
+function runCase(mode: string): Promise<{ code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string }> {
+  const dir = tempDir('rw-teardown-');
+  for (let i = 0; i < 3; i++) mkdirSync(join(dir, `run-${i}`));
+  return new Promise((resolve, reject) => {
+    const p = spawn(process.execPath, [FIXTURE, dir, mode, '4'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    p.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    p.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    p.once('error', reject);
+    p.once('exit', (code, signal) => resolve({ code, signal, stdout, stderr }));
+  });
+}
+
+describe('a notifier in a worker terminated without close()', () => {
+  it.skipIf(notifyBackend() === 'unsupported').each(['raw', 'engine', 'closed', 'both'])('%s: the parent survives every termination and exits 0', async (mode) => {
+    const r = await runCase(mode);
+    expect({ code: r.code, signal: r.signal, stderr: r.stderr }).toEqual({ code: 0, signal: null, stderr: '' });
+    expect(r.stdout.trim()).toBe('survived 4');
+  });
+});
