@@ -142,17 +142,23 @@ class BackScan {
   private chunk: number;
   private flip: 0 | 1 = 0;
 
+  /** `pre`, when given, holds the file's last min(size, firstChunk) bytes already (kernel/runfiles.ts). */
   constructor(
     private readonly fd: number,
     private readonly size: number,
     private readonly path: string,
     firstChunk: number,
+    pre?: Buffer,
   ) {
     this.chunk = firstChunk;
     const len = Math.min(size, firstChunk);
     this.tailStart = size - len;
-    this.tail = sharedBuffer('tail', len);
-    this.read(this.tail, len, this.tailStart);
+    if (pre === undefined) {
+      this.tail = sharedBuffer('tail', len);
+      this.read(this.tail, len, this.tailStart);
+    } else {
+      this.tail = pre;
+    }
     this.win = this.tail;
     this.winStart = this.tailStart;
     this.winEnd = size;
@@ -298,11 +304,11 @@ function foldDense(scan: BackScan, fd: number, path: string, fold: StreamFold, f
   foldRange(fd, path, fold, from, size, chunkBytes, {});
 }
 
-function tailOf(file: OpenFile, path: string, firstChunk: number): TailFacts {
+function tailOf(file: { fd: number; size: number }, path: string, firstChunk: number, pre?: Buffer): TailFacts {
   const fold = new StreamFold();
   const { fd, size } = file;
   if (size === 0) return { leg: fold.lastLeg(), skippedLines: 0, from: 0, size: 0 };
-  const scan = new BackScan(fd, size, path, firstChunk);
+  const scan = new BackScan(fd, size, path, firstChunk, pre);
   const { restart, firstGate, legEvents } = walk(scan, size, path);
   let from = restart;
   if (legEvents !== null && restart < size - DENSE_BYTES) {
@@ -341,6 +347,49 @@ export function readLastLeg(eventsPath: string, options: ReadLastLegOptions = {}
     closeQuietly(file.fd);
   }
 }
+
+/** What a missing stream yields: no legs (and, for a re-read, the identity "no file"). */
+export function noStreamFacts(): TailFacts {
+  const facts = { leg: new StreamFold().lastLeg(), skippedLines: 0, from: 0, size: 0 };
+  identities.set(facts, null);
+  return facts;
+}
+
+/** The stream as kernel/runfiles.ts read it: its last bytes, its identity, and its descriptor when it is longer than those. */
+export interface PreReadStream {
+  /** `buf[0, bytes)` are the file's bytes from offset `at`. */
+  buf: Buffer;
+  bytes: number;
+  at: number;
+  size: number;
+  dev: number;
+  ino: number;
+  mtimeMs: number;
+  ctimeMs: number;
+  /** Open descriptor of the file (the caller closes it), or -1 when `buf` holds the whole file. */
+  fd: number;
+}
+
+/**
+ * {@link readLastLeg} over a stream whose last {@link FIRST_TAIL_BYTES} (or
+ * fewer: the whole file) were already read, in the same call that opened
+ * the run directory (kernel/runfiles.ts). The same answer as readLastLeg
+ * would give for the file open as `pre.fd` with that size: the first window
+ * is the bytes given, and any further read goes through `pre.fd`. Does not
+ * close `pre.fd`. Throws StreamError as readLastLeg does.
+ */
+export function readLastLegFrom(eventsPath: string, pre: PreReadStream): TailFacts {
+  const len = Math.min(pre.size, FIRST_TAIL_CHUNK);
+  // A short read is a stream that shrank between fstat and pread, as BackScan's own read says.
+  if (pre.bytes !== len || pre.at !== pre.size - len) throw shrank(eventsPath);
+  if (pre.fd < 0 && len < pre.size) throw new Error('internal error: a stream longer than its first window without a descriptor');
+  const facts = tailOf({ fd: pre.fd, size: pre.size }, eventsPath, FIRST_TAIL_CHUNK, pre.buf.subarray(0, len));
+  identities.set(facts, { dev: pre.dev, ino: pre.ino, size: pre.size, mtimeMs: pre.mtimeMs, ctimeMs: pre.ctimeMs });
+  return facts;
+}
+
+/** How many of the stream's last bytes the first window holds (what kernel/runfiles.ts should read). */
+export const FIRST_TAIL_BYTES = FIRST_TAIL_CHUNK;
 
 /**
  * {@link readLastLeg} again, for read-probe-confirm (CONTRACT §4.3): when the

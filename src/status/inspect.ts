@@ -35,9 +35,10 @@ import { monotonicMs } from '../kernel/clock.js';
 import { foreignHolder } from '../kernel/holders.js';
 import { closeFd, errnoCode, kindOfEntry, openDirNoFollow, runDirPath } from '../kernel/dirfd.js';
 import { closeQuietly, openForReadAt, readAt } from '../kernel/open.js';
+import { RunFilesReader, type RunDirFacts } from '../kernel/runfiles.js';
 import { probeLockAt, type ProbeResult } from '../lock/probe.js';
-import { readSnapshot, type SnapshotRead } from '../read/snapshot.js';
-import { readLastLeg, rereadLastLeg, type TailFacts } from '../read/tail.js';
+import { readSnapshot, snapshotFromRead, type SnapshotRead } from '../read/snapshot.js';
+import { FIRST_TAIL_BYTES, noStreamFacts, readLastLeg, readLastLegFrom, rereadLastLeg, type TailFacts } from '../read/tail.js';
 import { buildReport } from './report.js';
 
 /** Test seams for {@link runStatus}. */
@@ -117,12 +118,56 @@ function readTail(runId: string, eventsPath: string, at: number | undefined, pre
   try {
     return previous === undefined ? readLastLeg(eventsPath, at === undefined ? {} : { at }) : rereadLastLeg(eventsPath, previous, at);
   } catch (err) {
-    if (err instanceof StreamError) {
-      const denied = err.code === 'EREAD' && isPermissionErrno(err.errno);
-      throw new RunUnreadableError(runId, err.message, denied ? 'permission-denied' : 'unreadable-stream');
-    }
-    throw err;
+    throw unreadableStream(runId, err);
   }
+}
+
+/** A stream error as the run's unreadable error; anything else as it is. */
+function unreadableStream(runId: string, err: unknown): unknown {
+  if (err instanceof StreamError) {
+    const denied = err.code === 'EREAD' && isPermissionErrno(err.errno);
+    return new RunUnreadableError(runId, err.message, denied ? 'permission-denied' : 'unreadable-stream');
+  }
+  return err;
+}
+
+/**
+ * The first read of the stream and the snapshot, from what the one-crossing
+ * read found (kernel/runfiles.ts), each file that was not plainly there or
+ * absent read again call by call (which words its error as always).
+ */
+function firstRead(runId: string, eventsPath: string, statePath: string, at: number, pre: RunDirFacts): { tail: TailFacts; snapshot: SnapshotRead } {
+  let tail: TailFacts;
+  const ev = pre.events;
+  if (ev.kind === 'read') {
+    try {
+      tail = readLastLegFrom(eventsPath, ev);
+    } catch (err) {
+      throw unreadableStream(runId, err);
+    }
+  } else if (ev.kind === 'absent') {
+    tail = noStreamFacts();
+  } else {
+    tail = readTail(runId, eventsPath, at);
+  }
+  const st = pre.state;
+  const snapshot = st.kind === 'read' ? snapshotFromRead(st.buf, st.bytes, st.size) : st.kind === 'absent' ? MISSING : readSnapshot(statePath, { at });
+  return { tail, snapshot };
+}
+
+const MISSING: SnapshotRead = Object.freeze({ kind: 'missing' });
+
+/**
+ * The snapshot buffer of the one-crossing read: a snapshot up to 64 KiB
+ * (a few hundred nodes) is read in it; a larger one is read call by call.
+ */
+const SNAPSHOT_BUFFER = 64 * 1024;
+/** The one-crossing reader of this thread, made at first use; null when the addon has none (built from older sources). */
+let reader: RunFilesReader | null | undefined;
+
+function runFilesReader(): RunFilesReader | null {
+  if (reader === undefined) reader = RunFilesReader.available() ? new RunFilesReader(EVENTS_FILE, STATE_FILE, FIRST_TAIL_BYTES, SNAPSHOT_BUFFER) : null;
+  return reader;
 }
 
 /**
@@ -154,6 +199,18 @@ function openRunDir(runId: string, dir: string): number | undefined {
 export function inspectRun(runDir: string, options: RunStatusOptions = {}): Inspection {
   const dir = resolve(runDir);
   const runId = basename(dir);
+  // One crossing opens the directory and reads both files (kernel/runfiles.ts); a directory it
+  // could not open is opened again by openRunDir, which words why (or finds it there by now).
+  const fast = runFilesReader();
+  const pre = fast === null ? undefined : fast.read(runDirPath(dir));
+  if (pre !== undefined && pre.dirfd >= 0) {
+    try {
+      return inspectAt(dir, runId, pre.dirfd, options, pre);
+    } finally {
+      if (pre.events.kind === 'read' && pre.events.fd >= 0) closeQuietly(pre.events.fd);
+      closeFd(pre.dirfd);
+    }
+  }
   const at = openRunDir(runId, dir);
   try {
     return inspectAt(dir, runId, at, options);
@@ -162,7 +219,7 @@ export function inspectRun(runDir: string, options: RunStatusOptions = {}): Insp
   }
 }
 
-function inspectAt(dir: string, runId: string, at: number | undefined, options: RunStatusOptions): Inspection {
+function inspectAt(dir: string, runId: string, at: number | undefined, options: RunStatusOptions, pre?: RunDirFacts): Inspection {
   const eventsPath = join(dir, EVENTS_FILE);
   const statePath = join(dir, STATE_FILE);
   const lockPath = join(dir, LOCK_FILE);
@@ -185,8 +242,9 @@ function inspectAt(dir: string, runId: string, at: number | undefined, options: 
     snapshot,
   });
 
-  let tail = readTail(runId, eventsPath, at);
-  let snapshot = readSnapshot(statePath, snapshotOptions);
+  const first = pre !== undefined && at !== undefined ? firstRead(runId, eventsPath, statePath, at, pre) : undefined;
+  let tail = first?.tail ?? readTail(runId, eventsPath, at);
+  let snapshot = first?.snapshot ?? readSnapshot(statePath, snapshotOptions);
   for (let round = 0; ; round++) {
     if (!tail.leg.open) return done(tail, snapshot, null);
     let answer = probe(lockPath);
