@@ -147,6 +147,14 @@ export interface NativeBinding {
    * are facts in `out` (runFilesLayout), never thrown.
    */
   runFiles(handle: unknown, path: string | Buffer, want: number): number;
+  /**
+   * Every entry of the directory at `path` but . and .., in ascending byte
+   * order: names as latin1 strings (one character per byte, the exact
+   * bytes), `kinds[i]` the letter of names[i]'s kind (d directory, l
+   * symlink, f file, p fifo, s socket, c/b device, ? unknown). Links in
+   * `path` are followed. Throws NativeError (ENOENT, ENOTDIR, EACCES …).
+   */
+  readDirSorted(path: string | Buffer): { names: string[]; kinds: string };
   /** Where runFiles puts each fact in `out`, by name. */
   readonly runFilesLayout: RunFilesLayout;
   /** Change notification (native/notify.h): inotify on linux, kqueue on darwin (untested), none elsewhere. */
