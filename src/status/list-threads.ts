@@ -22,7 +22,7 @@
 import { availableParallelism } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Worker } from 'node:worker_threads';
-import { runStatus } from './inspect.js';
+import { inspectBatch } from './inspect.js';
 import { entrySkip, inspectionSkip, reportText, rootEntries, RunsDocumentWriter, shownName, type RunList, type SkippedEntry } from './list.js';
 
 /** Run directories per chunk: large enough that a message per chunk costs little, small enough to keep the threads even. */
@@ -56,17 +56,9 @@ export interface ChunkMessage {
 
 /** Inspects chunk `k` of `names` (run directories under `abs`), as the sequential listing would. */
 export function inspectChunk(abs: string, names: readonly string[], k: number): ChunkItem[] {
-  const items: ChunkItem[] = [];
-  const end = Math.min(names.length, (k + 1) * CHUNK_RUNS);
-  for (let i = k * CHUNK_RUNS; i < end; i++) {
-    const name = names[i] as string;
-    try {
-      items.push(reportText(runStatus(join(abs, name))));
-    } catch (err) {
-      items.push(inspectionSkip(name, err));
-    }
-  }
-  return items;
+  const chunk = names.slice(k * CHUNK_RUNS, (k + 1) * CHUNK_RUNS);
+  // One batch per chunk: one read of the kernel's lock table for all its free probes (inspect.ts).
+  return inspectBatch(chunk.map((name) => join(abs, name))).map((r, i) => (r.ok ? reportText(r.inspection.report) : inspectionSkip(chunk[i] as string, r.error)));
 }
 
 /**
