@@ -19,7 +19,6 @@
  * - Readers still write nothing: a worker runs the same inspection as the
  *   main thread would, each with its own descriptors and buffers.
  */
-import { availableParallelism } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { inspectBatch } from './inspect.js';
@@ -29,18 +28,12 @@ import { entrySkip, inspectionSkip, reportText, rootEntries, RunsDocumentWriter,
 export const CHUNK_RUNS = 256;
 /** How many chunks a worker may finish before the one being written. */
 export const AHEAD = 8;
-/** Fewer run directories than this per thread, and threads would cost more to start than they save. */
-const MIN_RUNS_PER_THREAD = 4096;
-/** Threads beyond this add little: the kernel's part of an inspection does not scale with them. */
-const MAX_THREADS = 4;
 
 /** What a worker is given (list-worker.ts). */
 export interface ListWorkerData {
   abs: string;
-  /** The run directories' shown names, in listing order. */
-  names: string[];
-  worker: number;
-  workers: number;
+  /** This worker's chunks, in order: each chunk's number and its run directories' shown names. */
+  chunks: { k: number; names: string[] }[];
   /** Int32 [0]: the number of chunks written so far. */
   written: SharedArrayBuffer;
 }
@@ -55,27 +48,33 @@ export interface ChunkMessage {
 }
 
 /** Inspects chunk `k` of `names` (run directories under `abs`), as the sequential listing would. */
-export function inspectChunk(abs: string, names: readonly string[], k: number): ChunkItem[] {
-  const chunk = names.slice(k * CHUNK_RUNS, (k + 1) * CHUNK_RUNS);
+export function inspectChunk(abs: string, chunk: readonly string[]): ChunkItem[] {
   // One batch per chunk: one read of the kernel's lock table for all its free probes (inspect.ts).
   return inspectBatch(chunk.map((name) => join(abs, name))).map((r, i) => (r.ok ? reportText(r.inspection.report) : inspectionSkip(chunk[i] as string, r.error)));
 }
 
+/** Chunk `k` of `names`. */
+function chunkOf(names: readonly string[], k: number): string[] {
+  return names.slice(k * CHUNK_RUNS, (k + 1) * CHUNK_RUNS);
+}
+
 /**
- * How many worker threads to use for `dirs` run directories: 0 when the
- * listing is better done on this thread. By default one per core (at most
- * {@link MAX_THREADS}) when each gets {@link MIN_RUNS_PER_THREAD}; `asked`
- * overrides that (at most one per chunk; fewer than 2 means none).
+ * How many worker threads to use for `dirs` run directories when `asked`
+ * for that many: at most one per chunk; 0 (the listing on this thread) when
+ * that is fewer than 2, and by default. Not on by default because, measured
+ * on the 2-core machine this was written on (bench/RESULTS.md "Scale"), two
+ * threads cost about a third more CPU time and 100 MB more peak memory for
+ * the same 100,000 runs; they pay only where idle cores wait for them.
  */
-export function threadsFor(dirs: number, asked?: number): number {
-  const n = asked !== undefined ? Math.min(asked, Math.ceil(dirs / CHUNK_RUNS)) : Math.min(availableParallelism(), MAX_THREADS, Math.floor(dirs / MIN_RUNS_PER_THREAD));
+export function threadsFor(dirs: number, asked = 0): number {
+  const n = Math.min(asked, Math.ceil(dirs / CHUNK_RUNS));
   return n >= 2 ? n : 0;
 }
 
 /**
  * {@link writeRunsDocument} with every run listed (no selection), its
- * inspections spread over worker threads when the root is large enough
- * (`threads` overrides how many, for tests; fewer than 2 means none).
+ * inspections spread over `threads` worker threads ({@link threadsFor};
+ * none by default).
  * Resolves with what listRuns would return, without `runs`. Throws (before
  * anything is written) as listRuns does.
  */
@@ -113,7 +112,7 @@ export async function writeRunsDocumentThreaded(root: string, write: (text: stri
   };
   const workers = threadsFor(names.length, threads);
   if (workers === 0) {
-    for (let k = 0; k < chunks; k++) emit(k, inspectChunk(abs, names, k));
+    for (let k = 0; k < chunks; k++) emit(k, inspectChunk(abs, chunkOf(names, k)));
     return finish();
   }
   const written = new Int32Array(new SharedArrayBuffer(4));
@@ -137,7 +136,7 @@ export async function writeRunsDocumentThreaded(root: string, write: (text: stri
           let items = pending.get(next);
           if (items === undefined) {
             if (!gone.has(next % workers)) return;
-            items = inspectChunk(abs, names, next);
+            items = inspectChunk(abs, chunkOf(names, next));
           }
           pending.delete(next);
           emit(next, items);
@@ -152,7 +151,9 @@ export async function writeRunsDocumentThreaded(root: string, write: (text: stri
       }
     };
     for (let w = 0; w < workers; w++) {
-      const data: ListWorkerData = { abs, names, worker: w, workers, written: written.buffer as SharedArrayBuffer };
+      const mine: ListWorkerData['chunks'] = [];
+      for (let k = w; k < chunks; k += workers) mine.push({ k, names: chunkOf(names, k) });
+      const data: ListWorkerData = { abs, chunks: mine, written: written.buffer as SharedArrayBuffer };
       const worker = new Worker(new URL('./list-worker.js', import.meta.url), { workerData: data });
       pool.push(worker);
       worker.on('message', (m: ChunkMessage) => {
