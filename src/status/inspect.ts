@@ -24,6 +24,16 @@
  *   descriptor, so a directory renamed or swapped for a symlink while it is
  *   read cannot make the report mix two directories or read outside the root.
  *   The descriptor is closed before the inspection returns, however it ends.
+ * - The first read is one crossing into the addon (kernel/runfiles.ts): the
+ *   directory opened as above and both files read relative to it, with the
+ *   same flags and calls. A file it did not plainly read or find absent is
+ *   read again call by call, which words its error as always; a listing
+ *   pays the call-by-call cost only for such runs.
+ * - A listing may inspect a batch of runs together ({@link inspectBatch}):
+ *   each is read and probed as alone, and those whose probe said free share
+ *   one read of the kernel's lock table made after all of them, then each
+ *   confirms alone. No answer can differ from one inspection at a time
+ *   except through what changed meanwhile, which the confirmation sees.
  */
 import { fstatSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
