@@ -8,7 +8,7 @@ import { showName } from '../contract/names.js';
 import { errnoCode } from '../kernel/dirfd.js';
 import { native } from '../kernel/native.js';
 import { IN_FLIGHT, JSON_SCHEMA, type RunReport, type RunsDocument, type SkippedRun } from '../contract/types.js';
-import { runStatus, type RunStatusOptions } from './inspect.js';
+import { inspectBatch, runStatus, type BatchResult, type RunStatusOptions } from './inspect.js';
 import { checkSelection, needsReport, selectsName, selectsReport, type RunSelection } from './select.js';
 
 /** A run listing entry that could not be reported: the `runs --json` shape plus a kind for grouping. */
@@ -128,6 +128,43 @@ export function inspectionSkip(name: string, err: unknown): SkippedEntry {
   return { run_id: name, error: err instanceof Error ? err.message : String(err), kind: 'error' };
 }
 
+/** Run directories inspected together by a listing (inspect.ts inspectBatch): one lock-table read per batch. */
+const BATCH_RUNS = 256;
+
+/**
+ * The report of root entry `i` (a directory named `name`), or what its
+ * inspection threw. Without a page size every selected directory is read,
+ * so they are inspected in batches of {@link BATCH_RUNS} in listing order
+ * (entry i and the next directories the selection keeps by name); with
+ * one, or with a caller's own `report`, one at a time, so that a small
+ * page reads only what it shows.
+ */
+function inspector(abs: string, entries: RootEntries, sel: RunSelection, options: ListRunsOptions): (i: number, name: string) => RunReport {
+  const own = options.report;
+  if (own !== undefined) return (_i, name) => own(join(abs, name));
+  if (sel.limit !== undefined) return (_i, name) => runStatus(join(abs, name), options);
+  let batch = new Map<number, BatchResult>();
+  return (i, name) => {
+    let got = batch.get(i);
+    if (got === undefined) {
+      const at: number[] = [];
+      const dirs: string[] = [];
+      for (let j = i; j < entries.names.length && at.length < BATCH_RUNS; j++) {
+        if (entries.kinds[j] !== 'd') continue;
+        const shown = j === i ? name : shownName(entries.names[j] as string);
+        if (!selectsName(sel, shown)) continue;
+        at.push(j);
+        dirs.push(join(abs, shown));
+      }
+      const results = inspectBatch(dirs, options);
+      batch = new Map(at.map((j, k) => [j, results[k] as BatchResult]));
+      got = batch.get(i) as BatchResult;
+    }
+    if (!got.ok) throw got.error;
+    return got.inspection.report;
+  };
+}
+
 function visitRuns(root: string, options: ListRunsOptions, onRun: (report: RunReport) => void): Omit<RunList, 'runs'> & { count: number; last: string | undefined } {
   const abs = resolve(root);
   const entries = rootEntries(abs);
@@ -139,6 +176,7 @@ function visitRuns(root: string, options: ListRunsOptions, onRun: (report: RunRe
   let last: string | undefined;
   const skipped: SkippedEntry[] = [];
   let more = false;
+  const inspect = inspector(abs, entries, sel, options);
   for (let i = 0; i < entries.names.length; i++) {
     // The shown name (contract/names.ts): the run id every surface reports, and
     // the one the reading layer turns back into these exact bytes.
@@ -157,7 +195,7 @@ function visitRuns(root: string, options: ListRunsOptions, onRun: (report: RunRe
     }
     let report: RunReport;
     try {
-      report = options.report ? options.report(join(abs, name)) : runStatus(join(abs, name), options);
+      report = inspect(i, name);
     } catch (err) {
       if (full || byReport) continue;
       skipped.push(inspectionSkip(name, err));
