@@ -292,7 +292,13 @@ function openInspection(runDir: string, options: RunStatusOptions): { steps: Ste
   // One crossing opens the directory and reads both files (kernel/runfiles.ts); a directory it
   // could not open is opened again by openRunDir, which words why (or finds it there by now).
   const fast = runFilesReader();
-  const pre = fast === null ? undefined : fast.read(runDirPath(dir));
+  let pre: RunDirFacts | undefined;
+  try {
+    pre = fast === null ? undefined : fast.read(runDirPath(dir));
+  } catch {
+    // A path the addon refuses before any syscall (too long, a NUL): openRunDir words it as always.
+    pre = undefined;
+  }
   if (pre !== undefined && pre.dirfd >= 0) {
     const close = (): void => {
       if (pre.events.kind === 'read' && pre.events.fd >= 0) closeQuietly(pre.events.fd);
