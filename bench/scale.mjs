@@ -13,9 +13,10 @@
  * Data is generated under os.tmpdir() and deleted afterwards (also on
  * Ctrl-C). Needs about 2.2 GB free there (checked first) and /usr/bin/time.
  *
- * usage: node bench/scale.mjs [--quick] [--no-write] [--acquire-only]
+ * usage: node bench/scale.mjs [--quick] [--no-write] [--only-a] [--acquire-only]
  *   --quick         10,000 small runs, 5 runs per leg set, 2 reps, pollers 16 and 64 only
  *   --no-write      only print the section (default: replace "## Scale" in bench/RESULTS.md)
+ *   --only-a        part A alone, printed (implies --no-write); RUNWARDEN_THREADS is passed on
  *   --acquire-only  only part C (no data generated, nothing written): its table,
  *                   and for each refusal how long it tried and the flocks on the file
  */
@@ -33,17 +34,18 @@ const TIME = '/usr/bin/time';
 
 const args = process.argv.slice(2);
 if (args.includes('--help') || args.includes('-h')) {
-  process.stdout.write(readFileSync(fileURLToPath(import.meta.url), 'utf8').split('\n').slice(2, 20).map((l) => l.replace(/^ \*\/? ?/, '')).join('\n') + '\n');
+  process.stdout.write(readFileSync(fileURLToPath(import.meta.url), 'utf8').split('\n').slice(2, 22).map((l) => l.replace(/^ \*\/? ?/, '')).join('\n') + '\n');
   process.exit(0);
 }
-const unknown = args.filter((a) => a !== '--quick' && a !== '--no-write' && a !== '--acquire-only');
+const unknown = args.filter((a) => a !== '--quick' && a !== '--no-write' && a !== '--only-a' && a !== '--acquire-only');
 if (unknown.length > 0) {
   process.stderr.write(`scale: unknown arguments ${unknown.join(' ')}; see --help\n`);
   process.exit(2);
 }
 const quick = args.includes('--quick');
-const noWrite = args.includes('--no-write');
+const onlyA = args.includes('--only-a');
 const acquireOnly = args.includes('--acquire-only');
+const noWrite = args.includes('--no-write') || onlyA;
 const cfg = quick ? { small: 10_000, legRuns: 5, reps: 2, Ps: [16, 64], windowMs: 4000, cellReps: 1 } : { small: 100_000, legRuns: 20, reps: 3, Ps: [16, 32, 64], windowMs: 10_000, cellReps: 2 };
 const BIG = 50 * 1024 * 1024;
 const SMALL = 100 * 1024;
@@ -56,7 +58,7 @@ if (!existsSync(TIME)) {
   process.stderr.write(`scale: ${TIME} is needed to measure the CLI's CPU time and peak RSS\n`);
   process.exit(1);
 }
-const need = acquireOnly ? 0 : 2 * cfg.legRuns * BIG + cfg.small * 8192 + 256 * 1024 * 1024;
+const need = acquireOnly ? 0 : (onlyA ? 0 : 2 * cfg.legRuns * BIG) + cfg.small * 8192 + 256 * 1024 * 1024;
 const fsInfo = statfsSync(tmpdir());
 const free = fsInfo.bavail * fsInfo.bsize;
 if (free < need) {
@@ -218,7 +220,7 @@ try {
 
   // B. one-leg runs.
   const sets = [];
-  for (const closed of [true, false]) {
+  for (const closed of onlyA ? [] : [true, false]) {
     for (const bytes of [SMALL, BIG]) {
       const root = join(scratch, `${closed ? 'closed' : 'open'}-${bytes}`);
       mkdirSync(root);
@@ -242,6 +244,17 @@ try {
       (s.lib ??= []).push(inProcess(s.root, cfg.legRuns));
     }
     log(`rep ${r + 1}/${cfg.reps}: 100k ${fmt(small[r].wall)} wall, ${fmt(small[r].cpu)} cpu, ${small[r].rss.toFixed(0)} MB`);
+  }
+  if (onlyA) {
+    const e = { wall: median(empty.map((x) => x.wall)), cpu: median(empty.map((x) => x.cpu)) };
+    const m = (k) => median(small.map((x) => x[k]));
+    process.stdout.write(
+      `A only, ${cfg.small} runs, ${cfg.reps} reps, load ${loadStart} → ${loadavg().map((x) => x.toFixed(1)).join(' ')}${process.env.RUNWARDEN_THREADS ? `, RUNWARDEN_THREADS=${process.env.RUNWARDEN_THREADS}` : ''}\n` +
+        `empty root: ${fmt(e.wall)} wall, ${fmt(e.cpu)} cpu\n` +
+        `runs --json: median ${fmt(m('wall'))} wall, ${fmt(m('cpu'))} cpu, ${m('rss').toFixed(0)} MB peak; each rep: ${small.map((x) => `${fmt(x.wall)}/${fmt(x.cpu)}/${x.rss.toFixed(0)} MB`).join(', ')}\n`,
+    );
+    cleanupAll();
+    process.exit(0);
   }
   const med = (xs, k) => median(xs.map((x) => x[k]));
 

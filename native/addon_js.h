@@ -25,6 +25,8 @@ Napi::Value FsTypeValue(Napi::Env env, const FsType& type);
 
 // Adds dirfd.cc's functions to the addon's exports (called by addon.cc).
 void RegisterDirFd(Napi::Env env, Napi::Object exports);
+// Adds runfiles.cc's functions (a run directory's files in one crossing).
+void RegisterRunFiles(Napi::Env env, Napi::Object exports);
 }  // namespace rw
 
 #endif  // RUNWARDEN_ADDON_JS_H_

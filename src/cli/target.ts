@@ -22,6 +22,16 @@ export function asUsage<T>(f: () => T): T {
   }
 }
 
+/** {@link asUsage} for a promise. */
+export async function asUsageAsync<T>(f: () => Promise<T>): Promise<T> {
+  try {
+    return await f();
+  } catch (e) {
+    if (e instanceof RunIdError) throw new UserError(e.message);
+    throw e;
+  }
+}
+
 /** The root from `--root` or the environment, with a bad `--root` as a user error. */
 export function rootFrom(option: string | undefined): string {
   return asUsage(() => resolveRoot(option));

@@ -15,7 +15,7 @@
  * darwin has no /proc: the answer there is always `none-known` (untested;
  * the window is then the holder's own re-lock interval, see write/leg.ts).
  */
-import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import { closeSync, openSync, readdirSync, readlinkSync, readSync } from 'node:fs';
 import { basename, dirname } from 'node:path';
 import { monotonicMs } from './clock.js';
 import { runFilePath } from './dirfd.js';
@@ -55,6 +55,21 @@ export interface HolderQuery {
   labelPid?: number | undefined;
   /** A process whose own locks do not count (default: this one). */
   exceptPid?: number;
+  /**
+   * The lock table ({@link readLockTable}) to search instead of reading it
+   * now. Only one read AFTER the probe whose `free` this evidence is asked
+   * about: a table from before that probe could miss a holder that took its
+   * lock since. A listing reads one table for a batch of probes made before
+   * it (status/inspect.ts inspectBatch): reading /proc/locks takes the
+   * kernel's global lock-table semaphore for writing, which stalls every
+   * flock(2) on the machine and costs up to milliseconds each.
+   */
+  table?: string;
+}
+
+/** The lock table (/proc/locks) as text, read now. Throws the read's error (no /proc, …). */
+export function readLockTable(): string {
+  return readProcLocks();
 }
 
 /**
@@ -72,7 +87,7 @@ export function foreignHolder(q: HolderQuery): HolderEvidence {
   const currentIno = q.currentIno === undefined ? undefined : String(q.currentIno);
   let table: string;
   try {
-    table = readFileSync('/proc/locks', 'latin1');
+    table = q.table ?? readProcLocks();
   } catch (e) {
     return { kind: 'unknown', detail: `/proc/locks: ${(e as NodeJS.ErrnoException).code ?? String(e)}` };
   }
@@ -103,6 +118,35 @@ export function foreignHolder(q: HolderQuery): HolderEvidence {
     if (fds.has(exact) || fds.has(deleted)) return { kind: 'held-elsewhere', holder: { pid, file } };
   }
   return doubt === undefined ? { kind: 'none-known' } : { kind: 'unknown', detail: doubt };
+}
+
+/** The buffer /proc/locks is read into, kept between calls (grown when a table fills it). */
+let locksBuf = Buffer.allocUnsafe(16 * 1024);
+
+/**
+ * /proc/locks, whole, as latin1 text. Read into a buffer kept between
+ * calls: procfs reports a size of 0, so readFileSync allocated 64 KiB and
+ * copied for every call, which was most of a free probe's cost when a
+ * listing confirms thousands of them.
+ */
+function readProcLocks(): string {
+  const fd = openSync('/proc/locks', 'r');
+  try {
+    let n = 0;
+    for (;;) {
+      if (n === locksBuf.length) {
+        const grown = Buffer.allocUnsafe(locksBuf.length * 2);
+        locksBuf.copy(grown, 0, 0, n);
+        locksBuf = grown;
+      }
+      const k = readSync(fd, locksBuf, n, locksBuf.length - n, null);
+      if (k === 0) break;
+      n += k;
+    }
+    return locksBuf.toString('latin1', 0, n);
+  } finally {
+    closeSync(fd);
+  }
 }
 
 /** How long a census of holders' descriptors may be reused while the exclusive flocks are the same (ms). */

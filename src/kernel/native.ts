@@ -133,12 +133,47 @@ export interface NativeBinding {
    * [length byte][bytes]…. A byte search, nothing more (the tail reader's).
    */
   lastMatch(haystack: Uint8Array, end: number, needles: Uint8Array): number;
+  /**
+   * Registers the two entry names a run directory's files are read by, the
+   * buffers that receive their bytes and the `out` array that receives the
+   * facts (native/runfiles.cc); returns the handle {@link runFiles} takes.
+   */
+  runFilesSetup(events: string, state: string, tail: Buffer, snapshot: Buffer, out: Float64Array): unknown;
+  /**
+   * Opens the run directory at `path` (O_DIRECTORY|O_NOFOLLOW|O_CLOEXEC) and
+   * reads the wanted files relative to it (bit 0 the stream's last bytes, bit 1
+   * the snapshot whole) in one crossing. Returns the directory's descriptor,
+   * left open for the caller, or -1 (the errno in `out`). Failures of the files
+   * are facts in `out` (runFilesLayout), never thrown.
+   */
+  runFiles(handle: unknown, path: string | Buffer, want: number): number;
+  /**
+   * Every entry of the directory at `path` but . and .., in ascending byte
+   * order: names as latin1 strings (one character per byte, the exact
+   * bytes), `kinds[i]` the letter of names[i]'s kind (d directory, l
+   * symlink, f file, p fifo, s socket, c/b device, ? unknown). Links in
+   * `path` are followed. Throws NativeError (ENOENT, ENOTDIR, EACCES …).
+   */
+  readDirSorted(path: string | Buffer): { names: string[]; kinds: string };
+  /** Where runFiles puts each fact in `out`, by name. */
+  readonly runFilesLayout: RunFilesLayout;
   /** Change notification (native/notify.h): inotify on linux, kqueue on darwin (untested), none elsewhere. */
   readonly notify: NativeNotify;
   readonly hasFlock: boolean;
   readonly platform: 'linux' | 'darwin' | 'other';
   /** Frozen; read through {@link nativeConstants}, which has checked it. */
   readonly constants: unknown;
+}
+
+/** The layout of runFiles' `out` array (native/runfiles.cc). */
+export interface RunFilesLayout {
+  readonly slot: Readonly<Record<'status' | 'errnum' | 'mode' | 'size' | 'dev' | 'ino' | 'mtimeMs' | 'ctimeMs' | 'bytes' | 'at' | 'fd', number>>;
+  readonly status: Readonly<Record<'NotAsked' | 'Read' | 'OpenFailed' | 'StatFailed' | 'NotRegular' | 'ReadFailed' | 'NotRead', number>>;
+  readonly fileSlots: number;
+  readonly fileBase: number;
+  readonly dirErrno: number;
+  readonly dirFd: number;
+  readonly outLength: number;
 }
 
 /** One kernel event as the notifier reports it; wd -2 carries a read failure's errno in `mask`. */

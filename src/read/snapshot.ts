@@ -193,6 +193,11 @@ export function readSnapshot(statePath: string, options: { at?: number } = {}): 
   } finally {
     closeQuietly(file.fd);
   }
+  return snapshotOfBytes(buf, n);
+}
+
+/** The snapshot whose `n` bytes are `buf[0, n)`: bounded in depth, then parsed and interpreted. */
+function snapshotOfBytes(buf: Buffer, n: number): SnapshotRead {
   if (jsonDeeperThan(buf, 0, n)) return fail(`nested deeper than ${MAX_JSON_DEPTH} levels (refused before parsing)`);
   let value: unknown;
   try {
@@ -201,4 +206,18 @@ export function readSnapshot(statePath: string, options: { at?: number } = {}): 
     return fail(`not valid JSON (${(err as Error).message})`);
   }
   return interpretSnapshot(value);
+}
+
+/**
+ * {@link readSnapshot} for a snapshot already read (kernel/runfiles.ts):
+ * a regular file whose size fstat gave as `size`, of which a read of
+ * `size + 1` bytes returned `bytes` into `buf`. The same answers as
+ * readSnapshot from there on (empty, over the limit, changed while read,
+ * too deep, not JSON, not a snapshot).
+ */
+export function snapshotFromRead(buf: Buffer, bytes: number, size: number): SnapshotRead {
+  if (size === 0) return fail('empty file');
+  if (size > SNAPSHOT_MAX_BYTES) return fail(`${size} bytes, over the ${SNAPSHOT_MAX_BYTES / 1024 / 1024} MiB limit for a snapshot`);
+  if (bytes !== size) return fail('changed while it was being read');
+  return snapshotOfBytes(buf, bytes);
 }

@@ -142,17 +142,23 @@ class BackScan {
   private chunk: number;
   private flip: 0 | 1 = 0;
 
+  /** `pre`, when given, holds the file's last min(size, firstChunk) bytes already (kernel/runfiles.ts). */
   constructor(
     private readonly fd: number,
     private readonly size: number,
     private readonly path: string,
     firstChunk: number,
+    pre?: Buffer,
   ) {
     this.chunk = firstChunk;
     const len = Math.min(size, firstChunk);
     this.tailStart = size - len;
-    this.tail = sharedBuffer('tail', len);
-    this.read(this.tail, len, this.tailStart);
+    if (pre === undefined) {
+      this.tail = sharedBuffer('tail', len);
+      this.read(this.tail, len, this.tailStart);
+    } else {
+      this.tail = pre;
+    }
     this.win = this.tail;
     this.winStart = this.tailStart;
     this.winEnd = size;
@@ -254,23 +260,28 @@ interface Walk {
   firstGate: number;
   /** `run_started`/`run_finished` events from the restart point on, newest first; null if there were too many to keep. */
   legEvents: { offset: number; ev: StreamEvent }[] | null;
+  /** Every line the walk parsed, by its start offset, with what parseLine answered (the dense fold does not parse them again). */
+  parsed: Map<number, StreamEvent | null>;
 }
 
 function walk(scan: BackScan, size: number, path: string): Walk {
   let legEvents: Walk['legEvents'] = [];
+  const parsed = new Map<number, StreamEvent | null>();
   let firstGate = size;
   let sawStart = false;
   let finishAfter = false; // a run_finished lies between this point and the start found after it
   let limit = size;
   for (;;) {
     const hit = scan.prevCandidate(limit);
-    if (hit < 0) return { restart: 0, firstGate, legEvents };
+    if (hit < 0) return { restart: 0, firstGate, legEvents, parsed };
     const nl = scan.nlBefore(hit);
     const ls = nl + 1;
     const le = scan.nlFrom(hit, ls);
     if (le - ls > MAX_LINE_BYTES + 1) throw lineTooLong(path, ls);
     const { buf, start } = scan.bytes(ls, le);
     const ev = parseLine(buf, start, start + (le - ls), path, ls);
+    // Kept only for lines the dense fold could meet again; a long leg's walk may parse many more.
+    if (parsed.size < MAX_KEPT) parsed.set(ls, ev);
     if (ev?.event === 'run_finished') {
       finishAfter = true;
       if (legEvents !== null && legEvents.push({ offset: ls, ev }) > MAX_KEPT) legEvents = null;
@@ -278,19 +289,32 @@ function walk(scan: BackScan, size: number, path: string): Walk {
       sawStart = true;
       if (legEvents !== null && legEvents.push({ offset: ls, ev }) > MAX_KEPT) legEvents = null;
       // Closed last leg, or the nearest closed leg before an open one: fold from here.
-      if (finishAfter) return { restart: ls, firstGate, legEvents };
+      if (finishAfter) return { restart: ls, firstGate, legEvents, parsed };
     } else if (ev?.event === 'gate_paused' && !sawStart) {
       firstGate = ls;
     }
-    if (ls === 0) return { restart: 0, firstGate, legEvents };
+    if (ls === 0) return { restart: 0, firstGate, legEvents, parsed };
     limit = ls;
   }
 }
 
-/** Folds lines [from, size) of the stream, from the first window when it holds them. */
-function foldDense(scan: BackScan, fd: number, path: string, fold: StreamFold, from: number, size: number, chunkBytes: number): void {
+/**
+ * Folds lines [from, size) of the stream, from the first window when it
+ * holds them. A line the walk already parsed (`parsed`, by start offset) is
+ * folded from that answer: parseLine is a function of the line's bytes, and
+ * the walk's lines and the splitter's have the same bounds (one `\n` to the
+ * next).
+ */
+function foldDense(scan: BackScan, fd: number, path: string, fold: StreamFold, from: number, size: number, chunkBytes: number, parsed: Map<number, StreamEvent | null>): void {
   if (from >= scan.tailStart) {
-    const lines = new LineSplitter(path, foldLines(fold, path), from);
+    const parse = foldLines(fold, path);
+    const sink = (buf: Buffer, start: number, end: number, offset: number): void => {
+      const known = parsed.get(offset);
+      if (known === undefined) parse(buf, start, end, offset);
+      else if (known === null) fold.skip();
+      else fold.apply(known, offset);
+    };
+    const lines = new LineSplitter(path, sink, from);
     lines.push(scan.tail.subarray(from - scan.tailStart), from);
     lines.end();
     return;
@@ -298,12 +322,12 @@ function foldDense(scan: BackScan, fd: number, path: string, fold: StreamFold, f
   foldRange(fd, path, fold, from, size, chunkBytes, {});
 }
 
-function tailOf(file: OpenFile, path: string, firstChunk: number): TailFacts {
+function tailOf(file: { fd: number; size: number }, path: string, firstChunk: number, pre?: Buffer): TailFacts {
   const fold = new StreamFold();
   const { fd, size } = file;
   if (size === 0) return { leg: fold.lastLeg(), skippedLines: 0, from: 0, size: 0 };
-  const scan = new BackScan(fd, size, path, firstChunk);
-  const { restart, firstGate, legEvents } = walk(scan, size, path);
+  const scan = new BackScan(fd, size, path, firstChunk, pre);
+  const { restart, firstGate, legEvents, parsed } = walk(scan, size, path);
   let from = restart;
   if (legEvents !== null && restart < size - DENSE_BYTES) {
     // A long last leg: parse densely only the last lines and what the gates need.
@@ -314,7 +338,7 @@ function tailOf(file: OpenFile, path: string, firstChunk: number): TailFacts {
       if (offset >= restart && offset < from) fold.apply(ev, offset);
     }
   }
-  foldDense(scan, fd, path, fold, from, size, Math.min(FOLD_CHUNK, Math.max(firstChunk, 4096)));
+  foldDense(scan, fd, path, fold, from, size, Math.min(FOLD_CHUNK, Math.max(firstChunk, 4096)), parsed);
   return { leg: fold.lastLeg(), skippedLines: fold.skippedLines, from, size };
 }
 
@@ -341,6 +365,49 @@ export function readLastLeg(eventsPath: string, options: ReadLastLegOptions = {}
     closeQuietly(file.fd);
   }
 }
+
+/** What a missing stream yields: no legs (and, for a re-read, the identity "no file"). */
+export function noStreamFacts(): TailFacts {
+  const facts = { leg: new StreamFold().lastLeg(), skippedLines: 0, from: 0, size: 0 };
+  identities.set(facts, null);
+  return facts;
+}
+
+/** The stream as kernel/runfiles.ts read it: its last bytes, its identity, and its descriptor when it is longer than those. */
+export interface PreReadStream {
+  /** `buf[0, bytes)` are the file's bytes from offset `at`. */
+  buf: Buffer;
+  bytes: number;
+  at: number;
+  size: number;
+  dev: number;
+  ino: number;
+  mtimeMs: number;
+  ctimeMs: number;
+  /** Open descriptor of the file (the caller closes it), or -1 when `buf` holds the whole file. */
+  fd: number;
+}
+
+/**
+ * {@link readLastLeg} over a stream whose last {@link FIRST_TAIL_BYTES} (or
+ * fewer: the whole file) were already read, in the same call that opened
+ * the run directory (kernel/runfiles.ts). The same answer as readLastLeg
+ * would give for the file open as `pre.fd` with that size: the first window
+ * is the bytes given, and any further read goes through `pre.fd`. Does not
+ * close `pre.fd`. Throws StreamError as readLastLeg does.
+ */
+export function readLastLegFrom(eventsPath: string, pre: PreReadStream): TailFacts {
+  const len = Math.min(pre.size, FIRST_TAIL_CHUNK);
+  // A short read is a stream that shrank between fstat and pread, as BackScan's own read says.
+  if (pre.bytes !== len || pre.at !== pre.size - len) throw shrank(eventsPath);
+  if (pre.fd < 0 && len < pre.size) throw new Error('internal error: a stream longer than its first window without a descriptor');
+  const facts = tailOf({ fd: pre.fd, size: pre.size }, eventsPath, FIRST_TAIL_CHUNK, pre.buf.subarray(0, len));
+  identities.set(facts, { dev: pre.dev, ino: pre.ino, size: pre.size, mtimeMs: pre.mtimeMs, ctimeMs: pre.ctimeMs });
+  return facts;
+}
+
+/** How many of the stream's last bytes the first window holds (what kernel/runfiles.ts should read). */
+export const FIRST_TAIL_BYTES = FIRST_TAIL_CHUNK;
 
 /**
  * {@link readLastLeg} again, for read-probe-confirm (CONTRACT §4.3): when the

@@ -12,8 +12,9 @@ import type { Command } from 'commander';
 import type { SkipKind } from '../../contract/errors.js';
 import { STATUS_WORD, type RunReport, type Status } from '../../contract/types.js';
 import { writeRunsDocument, type RunList } from '../../status/list.js';
-import { out } from '../io.js';
-import { asUsage, listRunsOrExplain, rootFrom, selectionFrom } from '../target.js';
+import { writeRunsDocumentThreaded } from '../../status/list-threads.js';
+import { out, UserError } from '../io.js';
+import { asUsage, asUsageAsync, listRunsOrExplain, rootFrom, selectionFrom } from '../target.js';
 import { dim, formatCost, paint, printable, quietOnClosedPipe, STATE_COLOR, statusWord, useColor } from '../term.js';
 
 function nodesCell(r: RunReport): string {
@@ -62,6 +63,17 @@ function writeStdoutSync(buf: Buffer): void {
       process.exit(1);
     }
   }
+}
+
+/** The environment variable that sets how many worker threads `runs --json` uses (0 or 1: none). */
+export const THREADS_ENV = 'RUNWARDEN_THREADS';
+
+/** `RUNWARDEN_THREADS` as a thread count, or undefined (the default: by the machine's cores and the root's size). */
+function threadsFromEnv(): number | undefined {
+  const v = process.env[THREADS_ENV];
+  if (v === undefined || v === '') return undefined;
+  if (!/^\d{1,2}$/.test(v)) throw new UserError(`${THREADS_ENV} must be a whole number from 0 to 99 (got ${JSON.stringify(v)})`);
+  return Number(v);
 }
 
 export function closingLine(list: RunList, showSkipped: boolean): string {
@@ -138,7 +150,7 @@ export function registerRuns(program: Command): void {
     .option('--id <text>', 'only runs whose id contains this text')
     .option('--limit <n>', 'at most N runs (1 to 10000), newest first')
     .option('--before <run-id>', 'only runs listed after this one (the next page)')
-    .action((opts: { root?: string; json?: boolean; showSkipped?: boolean; status?: string; graph?: string; id?: string; limit?: string; before?: string }) => {
+    .action(async (opts: { root?: string; json?: boolean; showSkipped?: boolean; status?: string; graph?: string; id?: string; limit?: string; before?: string }) => {
       quietOnClosedPipe();
       const select = selectionFrom(opts);
       if (opts.json) {
@@ -154,7 +166,11 @@ export function registerRuns(program: Command): void {
           if (Buffer.byteLength(text) > buf.length) writeStdoutSync(Buffer.from(text));
           else used += buf.write(text, used);
         };
-        const listed = asUsage(() => writeRunsDocument(rootFrom(opts.root), select === undefined ? {} : { select }, put));
+        // Every run listed: the inspections may be spread over worker threads (status/list-threads.ts).
+        const listed =
+          select === undefined
+            ? await asUsageAsync(() => writeRunsDocumentThreaded(rootFrom(opts.root), put, threadsFromEnv()))
+            : asUsage(() => writeRunsDocument(rootFrom(opts.root), { select }, put));
         if (listed.missing) process.stderr.write(`runwarden: note: ${listed.root} does not exist; no runs\n`);
         put('\n');
         writeStdoutSync(buf.subarray(0, used));
