@@ -453,7 +453,11 @@ export class LiveEngine {
     if (this.watcher !== undefined) this.stats.batches = this.watcher.stats.batches;
     if (e.kind === 'gone') {
       r.watch = undefined;
-      if (this.runsByDir.get(r.dir) === r) this.drop(r, true);
+      if (this.runsByDir.get(r.dir) === r) {
+        // Counted unwatched now, so that drop() (which un-counts a run without a watch) keeps the count exact.
+        this.stats.unwatched++;
+        this.drop(r, true);
+      }
       return;
     }
     if (e.kind === 'changed') {
@@ -515,6 +519,8 @@ export class LiveEngine {
    * is no longer free.
    */
   private recheckOpen(polled: boolean): void {
+    // Every run watched: nothing to poll (this runs every pollMs; walking every run for nothing cost ~3 % of a core at 10,000 runs).
+    if (polled && this.watcher !== undefined && this.stats.unwatched === 0) return;
     for (const r of this.runsByDir.values()) {
       if (!r.fold.open) continue;
       if (polled && r.watch !== undefined) continue;

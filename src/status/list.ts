@@ -67,6 +67,27 @@ export function listRuns(root: string, options: ListRunsOptions = {}): RunList {
   return { root: abs, missing, runs, skipped, more };
 }
 
+/** What a root entry's type says (a dirent or an lstat result). */
+export interface EntryType {
+  isSymbolicLink(): boolean;
+  isDirectory(): boolean;
+  isFile(): boolean;
+  isFIFO(): boolean;
+  isSocket(): boolean;
+}
+
+/**
+ * The skip for a root entry that is not a run directory (a symlink, never
+ * followed, or anything but a directory), or undefined for a directory. The
+ * one wording of these skips, shared by listRuns and serve's live model.
+ */
+export function strayEntry(e: EntryType, name: string): SkippedEntry | undefined {
+  if (e.isSymbolicLink()) return { run_id: name, error: 'is a symlink; links under the runs root are not followed', kind: 'symlink' };
+  if (e.isDirectory()) return undefined;
+  const what = e.isFile() ? 'a regular file' : e.isFIFO() ? 'a fifo' : e.isSocket() ? 'a socket' : 'not a directory';
+  return { run_id: name, error: `is ${what}, not a run directory`, kind: 'not-a-directory' };
+}
+
 /**
  * {@link listRuns}, handing each report to `onRun` as it is made instead of
  * keeping them (newest first): memory does not grow with the number of runs.
@@ -100,13 +121,9 @@ function visitRuns(root: string, options: ListRunsOptions, onRun: (report: RunRe
     if (!selectsName(sel, name)) continue;
     // Once the page is full, look ahead only far enough to say whether another selected run follows.
     const full = sel.limit !== undefined && count >= sel.limit;
-    if (e.isSymbolicLink()) {
-      if (!full && !byReport) skipped.push({ run_id: name, error: 'is a symlink; links under the runs root are not followed', kind: 'symlink' });
-      continue;
-    }
-    if (!e.isDirectory()) {
-      const what = e.isFile() ? 'a regular file' : e.isFIFO() ? 'a fifo' : e.isSocket() ? 'a socket' : 'not a directory';
-      if (!full && !byReport) skipped.push({ run_id: name, error: `is ${what}, not a run directory`, kind: 'not-a-directory' });
+    const stray = strayEntry(e, name);
+    if (stray !== undefined) {
+      if (!full && !byReport) skipped.push(stray);
       continue;
     }
     if (full && !byReport) {
