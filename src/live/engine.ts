@@ -110,6 +110,13 @@ export interface LiveEngineOptions {
   maxWatches?: number;
   /** Keep the process alive while the engine runs (default true, like fs.watch). */
   ref?: boolean;
+  /**
+   * Also announce a run (a `run` change) whose stream or snapshot changed
+   * (told by the kernel, or found by the safety re-check) when its report
+   * did not: for a subscriber that keeps more of a run than its report (the
+   * dashboard's node strips and times). Default false.
+   */
+  announceFiles?: boolean;
 }
 
 /** Counters, for tests and benchmarks. */
@@ -169,7 +176,9 @@ interface RunState {
 
 function fileSig(path: string): string {
   try {
-    const st = lstatSync(path, { bigint: true });
+    // No exception for a missing file (most runs have no state.json): a thrown ENOENT cost as much as the lstat.
+    const st = lstatSync(path, { bigint: true, throwIfNoEntry: false });
+    if (st === undefined) return '-ENOENT';
     return `${st.dev}:${st.ino}:${st.size}:${st.mtimeNs}`;
   } catch (e) {
     return `-${(e as NodeJS.ErrnoException).code ?? '?'}`;
@@ -462,10 +471,13 @@ export class LiveEngine {
     }
     if (e.kind === 'changed') {
       r.dirtyStream = r.dirtySnapshot = r.dirtyProbe = true;
+      if (this.options.announceFiles === true) r.announce = true;
     } else if (e.name === EVENTS_FILE) {
       r.dirtyStream = true;
+      if (this.options.announceFiles === true) r.announce = true;
     } else if (e.name === STATE_FILE) {
       r.dirtySnapshot = true;
+      if (this.options.announceFiles === true) r.announce = true;
     } else if (e.name === LOCK_FILE) {
       if (e.kind === 'written') {
         // The last writable descriptor of the lock file closed: the leg that
@@ -541,6 +553,7 @@ export class LiveEngine {
     for (const r of this.runsByDir.values()) {
       const sig = fileSig(r.eventsPath) + '|' + fileSig(r.statePath);
       if (sig !== r.sig || r.fold.open) {
+        if (sig !== r.sig && this.options.announceFiles === true) r.announce = true;
         r.dirtyStream = r.dirtySnapshot = true;
         r.dirtyProbe = true;
         this.mark(r);

@@ -177,7 +177,9 @@ function clip(v: unknown, depth = 0): unknown {
 function runFilesSig(dir: string): string {
   const one = (file: string): string => {
     try {
-      const st = lstatSync(runFilePath(dir, file), { bigint: true });
+      // No exception for a missing file (most runs have no state.json): a thrown ENOENT cost as much as the lstat.
+      const st = lstatSync(runFilePath(dir, file), { bigint: true, throwIfNoEntry: false });
+      if (st === undefined) return 'ENOENT';
       return `${st.dev}:${st.ino}:${st.size}:${st.mtimeNs}:${st.ctimeNs}:${st.mode}`;
     } catch (e) {
       return (e as NodeJS.ErrnoException).code ?? 'error';
@@ -256,9 +258,6 @@ interface FoldEntry {
 function recordsOf(s: SnapshotRead): Map<string, { cost_usd: number | null; cost_unknown: boolean }> {
   return s.kind === 'ok' ? s.snapshot.records : new Map();
 }
-
-/** How often the live model's safety re-check looks at its next slice of runs (ms). */
-export const LIVE_SLICE_MS = 1000;
 
 /**
  * Run ids kept newest first (descending byte order of the names, as
@@ -374,9 +373,6 @@ export class DashboardModel {
   private readonly forced = new Set<string>();
   private retryTimer: NodeJS.Timeout | undefined;
   private sliceTimer: NodeJS.Timeout | undefined;
-  private sweep: string[] = [];
-  private sweepAt = 0;
-  private cycleStart = -Infinity;
   /** Set by derive(): whether its answer was an expensive run's reused one. */
   private reused = false;
 
@@ -393,7 +389,7 @@ export class DashboardModel {
     // Each probe an inspection makes, timed by the inspection itself (the kernel's own probe, through the run's descriptor).
     this.onProbe = observer === undefined ? undefined : (seconds, answer) => observer.probed(seconds, answer.liveness);
     if (options.live === true) {
-      this.engine = new LiveEngine({ root, events: true, ref: false });
+      this.engine = new LiveEngine({ root, events: true, ref: false, announceFiles: true });
       this.engine.subscribe((c) => {
         if (c.type === 'notice') {
           process.stderr.write(`runwarden serve: ${c.message}\n`);
@@ -770,42 +766,27 @@ export class DashboardModel {
 
   private startSafety(): void {
     if (this.sliceTimer !== undefined) return;
-    this.cycleStart = monotonicMs();
-    this.sliceTimer = setInterval(() => this.safetySlice(), LIVE_SLICE_MS);
+    this.sliceTimer = setInterval(() => this.safety(), LIVE_TRUST_MS);
     this.sliceTimer.unref();
   }
 
   /**
-   * One slice of the safety re-check: at the start of a cycle the root is
-   * listed again (entries that appeared, vanished or changed type); each
-   * slice re-stats its share of the runs so that every run is looked at
-   * once per LIVE_TRUST_MS. Runs whose files changed identity, open legs and
-   * unreadable runs are inspected again. Subscribers are told only when
-   * something a page shows changed.
+   * The model's share of the safety re-check, once per LIVE_TRUST_MS. The
+   * engine's own re-check re-stats every run and re-probes open legs, and
+   * (announceFiles) announces any run whose files changed behind its back,
+   * so what is left here is what the engine does not follow: the root is
+   * listed again (stray entries, entries that changed type, the root
+   * itself), and runs that could not be read are tried again (a permission
+   * fixed changes no file identity the engine compares). Subscribers are
+   * told only when something a page shows changed.
    */
-  private safetySlice(): void {
+  private safety(): void {
     if (this.entries === undefined) return;
-    const now = monotonicMs();
-    let any = false;
-    if (this.sweepAt >= this.sweep.length) {
-      if (now - this.cycleStart < LIVE_TRUST_MS) return;
-      this.cycleStart = now;
-      any = this.relist();
-      this.sweep = [...this.entries.keys()];
-      this.sweepAt = 0;
-      // Sums kept by additions and subtractions drift; start each cycle from an exact one.
-      this.costKnown = 0;
-      for (const e of this.entries.values()) if (typeof e.inspection?.report.cost_usd === 'number') this.costKnown += e.inspection.report.cost_usd;
-    }
-    const slices = Math.max(1, Math.floor((LIVE_TRUST_MS * 0.8) / LIVE_SLICE_MS));
-    const per = Math.ceil(this.sweep.length / slices);
-    const end = Math.min(this.sweep.length, this.sweepAt + per);
-    for (; this.sweepAt < end; this.sweepAt++) {
-      const e = this.entries.get(this.sweep[this.sweepAt] as string);
-      if (e === undefined || e.kind === 'stray') continue; // the root's listing looks after those
-      if (e.kind === 'run' && e.inspection?.report.liveness === null && runFilesSig(e.dir) === e.sig) continue;
-      if (this.refresh(e.dir, true)) any = true;
-    }
+    let any = this.relist();
+    for (const e of [...this.entries.values()]) if (e.kind === 'unreadable' && this.refresh(e.dir, true)) any = true;
+    // Sums kept by additions and subtractions drift; start each cycle from an exact one.
+    this.costKnown = 0;
+    for (const e of this.entries.values()) if (typeof e.inspection?.report.cost_usd === 'number') this.costKnown += e.inspection.report.cost_usd;
     if (any) this.bump();
   }
 
