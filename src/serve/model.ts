@@ -31,6 +31,12 @@
  *   no error from one run escapes to the others.
  * - Reads only: everything goes through the reading layer, which opens files
  *   read-only and probes with a shared lock.
+ * - With `live` (what `runwarden serve` uses), the cost follows what
+ *   changes: every entry and the sections are kept as indexes, a change
+ *   re-inspects only its run, a document costs only the cards it shows, and
+ *   the safety re-check re-stats instead of re-deriving ("the live model"
+ *   below). Its document is the one a whole derivation gives (a test
+ *   compares them after real changes).
  * - Each derivation's list of reports is kept (`currentReports`), so that
  *   /metrics reads what the last derivation learned instead of making its
  *   own pass; an observer (`ModelOptions.observer`) is told of each probe and
@@ -112,11 +118,12 @@ export interface ModelOptions {
   /** Told of every lock probe and every derivation the model makes (for /metrics); see {@link ModelObserver}. */
   observer?: ModelObserver;
   /**
-   * Follow the root with the live engine (src/live/engine.ts): a run is
+   * Follow the root with the live engine (src/live/engine.ts) and keep the
+   * dashboard incrementally (see "the live model" below): a run is
    * inspected again only when the engine saw one of its files change or its
-   * report move (a death announced by the kernel included), or after
-   * {@link LIVE_TRUST_MS} in any case; and {@link DashboardModel.subscribe}
-   * tells the hub at once. Default false (every run inspected on every call).
+   * report move (a death announced by the kernel included), and
+   * {@link DashboardModel.subscribe} tells the hub at once. Default false
+   * (every run inspected on every call).
    */
   live?: boolean;
 }
@@ -149,7 +156,7 @@ export interface ReportsList {
   error?: string;
 }
 
-/** With `live`, an inspection is reused at most this long (ms) without a change seen: the safety net. */
+/** With `live`, the period of the model's share of the safety re-check (ms): the root listed again, unreadable runs tried again. */
 export const LIVE_TRUST_MS = 30_000;
 
 /** Skips that are not runs at all (a stray file, a symlink): counted, not drawn as cards. */
@@ -552,10 +559,11 @@ export class DashboardModel {
   // engine announces costs the inspection of that run only (none at all for
   // a settled run whose files kept their identity) and an O(log n) move in
   // its section, and a document costs the cards it shows, never the root.
-  // The safety re-check (the issue's "a missed event cannot freeze a card
-  // forever") is a re-stat, spread over LIVE_TRUST_MS in slices: each run's
-  // file identities are compared with those it was inspected with, open legs
-  // are probed again, and the root is listed again once per cycle.
+  // The safety re-check (a missed event cannot freeze a card forever) is a
+  // re-stat, not a re-derivation: the engine's own re-check compares every
+  // run's file identities and re-probes open legs, and announces a run whose
+  // files changed even when its report did not (announceFiles); this model
+  // adds a root listing and a retry of unreadable runs per LIVE_TRUST_MS.
 
   /** The first listing: every entry inspected once, the indexes built. */
   private initLive(): Map<string, LiveEntry> {
