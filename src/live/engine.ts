@@ -543,6 +543,14 @@ export class LiveEngine {
         this.stats.probes++;
         if (probeLock(r.lockPath).liveness === 'free') continue;
       }
+      if (!polled && r.watch !== undefined && r.report?.liveness === 'held') {
+        // Watched and held: an append or a new snapshot would have been told,
+        // so only the lock can have changed unseen. One probe; still held
+        // changes nothing (re-reading every open run every openRecheckMs was
+        // most of an idle dashboard's cost).
+        this.stats.probes++;
+        if (probeLock(r.lockPath).liveness === 'held') continue;
+      }
       r.dirtyStream = r.dirtyProbe = true;
       this.process(r);
     }
