@@ -11,7 +11,7 @@ import { appendFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { DashboardServer } from '../dist/serve/server.js';
-import { cleanupTemp, killAll, tempDir, until } from './helpers/lock-procs.js';
+import { cleanupTemp, killAll, tempDir, until, waitExit } from './helpers/lock-procs.js';
 import { SseStream, closeAll } from './helpers/serve-client.js';
 import { DIAMOND, ev, holdRun, killedHolder, openRun, passedRun, runDir } from './helpers/serve-fixtures.js';
 
@@ -123,6 +123,7 @@ describe('serve on the live engine', () => {
     expect(first.skipped.map((s) => s.run_id)).toEqual(['stray.txt']);
 
     holder.proc.kill('SIGKILL');
+    await waitExit(holder.proc);
     await agrees();
     expect((await model.dashboard()).tallies.abandoned).toBe(2);
 
