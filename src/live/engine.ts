@@ -265,8 +265,14 @@ export class LiveEngine {
     this.timer(() => this.recheckOpen(false), this.openRecheckMs);
     this.timer(() => this.recheckOpen(true), this.pollMs);
     if (this.root !== undefined) this.watchRoot();
+    const initial = [...this.runsByDir.values()];
+    // The loop below derives each of these, yielding as it goes; the flush
+    // queued when the root's listing marked them must not take them all in
+    // one synchronous batch meanwhile (at 100,000 runs that blocked the
+    // event loop for 14 s). A run marked again by an event is still flushed.
+    for (const r of initial) this.dirty.delete(r);
     let n = 0;
-    for (const r of [...this.runsByDir.values()]) {
+    for (const r of initial) {
       if (this.closed) return;
       if (this.runsByDir.get(r.dir) !== r) continue;
       this.dirty.delete(r); // derived here, not again by the flush

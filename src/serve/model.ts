@@ -159,6 +159,19 @@ export interface ReportsList {
 /** With `live`, the period of the model's share of the safety re-check (ms): the root listed again, unreadable runs tried again. */
 export const LIVE_TRUST_MS = 30_000;
 
+/** The live model lists an unchanged root again at least every this many safety cycles anyway. */
+const RELIST_SKIPS = 9;
+
+/** A directory's identity and mtime (`dev:ino:mtimeNs:ctimeNs`, following a link as readdir does), or undefined. */
+function dirSig(path: string): string | undefined {
+  try {
+    const st = statSync(path, { bigint: true });
+    return st.isDirectory() ? `${st.dev}:${st.ino}:${st.mtimeNs}:${st.ctimeNs}` : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /** Skips that are not runs at all (a stray file, a symlink): counted, not drawn as cards. */
 const NOT_RUNS: ReadonlySet<SkippedEntry['kind']> = new Set(['not-a-directory', 'symlink']);
 
@@ -376,6 +389,9 @@ export class DashboardModel {
   private reportsCache: ReportsList | undefined;
   /** Expensive runs whose report was reused: looked at again when their window ends (dir → monotonic ms). */
   private readonly retry = new Map<string, number>();
+  /** The root's identity and mtime when it was last listed, if trusted (see safety()); and listings skipped since. */
+  private listedSig: string | undefined;
+  private relistSkips = 0;
   /** Runs to inspect again at the next change even if their files kept their identity. */
   private readonly forced = new Set<string>();
   private retryTimer: NodeJS.Timeout | undefined;
@@ -790,7 +806,17 @@ export class DashboardModel {
    */
   private safety(): void {
     if (this.entries === undefined) return;
-    let any = this.relist();
+    let any = false;
+    // The root's listing is skipped while the root directory's own identity
+    // and mtime are those of the last listing (an entry created, removed or
+    // renamed in it changes its mtime), at most RELIST_SKIPS cycles in a row.
+    const sig = dirSig(this.root);
+    if (sig === undefined || sig !== this.listedSig || ++this.relistSkips > RELIST_SKIPS) {
+      this.relistSkips = 0;
+      any = this.relist();
+      // Racy: an mtime this recent may not show a change made within the same clock tick after the stat.
+      this.listedSig = sig !== undefined && Date.now() - Number(sig.split(':')[2]) / 1e6 > 2000 ? sig : undefined;
+    }
     for (const e of [...this.entries.values()]) if (e.kind === 'unreadable' && this.refresh(e.dir, true)) any = true;
     // Sums kept by additions and subtractions drift; start each cycle from an exact one.
     this.costKnown = 0;
