@@ -534,7 +534,8 @@ export class LiveEngine {
    * Re-probes open legs: with `polled`, those of runs without a watch (every
    * `pollMs`); otherwise every open leg (every `openRecheckMs`). A run
    * already ABANDONED costs one probe, and is derived again only if its lock
-   * is no longer free.
+   * is no longer free; a watched run whose lock was held costs one probe,
+   * and is derived again only if it no longer is.
    */
   private recheckOpen(polled: boolean): void {
     // Every run watched: nothing to poll (this runs every pollMs; walking every run for nothing cost ~3 % of a core at 10,000 runs).
@@ -552,8 +553,7 @@ export class LiveEngine {
       if (!polled && r.watch !== undefined && r.report?.liveness === 'held') {
         // Watched and held: an append or a new snapshot would have been told,
         // so only the lock can have changed unseen. One probe; still held
-        // changes nothing (re-reading every open run every openRecheckMs was
-        // most of an idle dashboard's cost).
+        // changes nothing, and the run's files are not read again for it.
         this.stats.probes++;
         if (probeLock(r.lockPath).liveness === 'held') continue;
       }
