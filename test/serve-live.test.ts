@@ -2,13 +2,18 @@
  * The dashboard on the live engine (DashboardModel { live: true }): a
  * holder's kill -9 reaches an open page although the hub's own interval is
  * far longer than the test (the kernel announced it), and while nothing
- * changes the hub sends beats without deriving anything.
+ * changes the hub sends beats without deriving anything. The live model
+ * keeps its sections as indexes updated run by run; after real changes
+ * (a kill -9, a run appearing, a run removed, an append) its document is
+ * the document a whole derivation of the root gives.
  */
+import { appendFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { DashboardServer } from '../dist/serve/server.js';
-import { cleanupTemp, killAll, tempDir, until } from './helpers/lock-procs.js';
+import { cleanupTemp, killAll, tempDir, until, waitExit } from './helpers/lock-procs.js';
 import { SseStream, closeAll } from './helpers/serve-client.js';
-import { DIAMOND, holdRun, openRun, passedRun } from './helpers/serve-fixtures.js';
+import { DIAMOND, ev, holdRun, killedHolder, openRun, passedRun, runDir } from './helpers/serve-fixtures.js';
 
 const models: { close(): void }[] = [];
 const servers: DashboardServer[] = [];
@@ -85,5 +90,60 @@ describe('serve on the live engine', () => {
     const at = beats();
     await until(() => beats() >= at + 20);
     expect(derivations()).toBe(before);
+  });
+
+  it('keeps its sections run by run, and its document equals a whole derivation after each change', async () => {
+    const { DashboardModel } = await import('../dist/serve/model.js');
+    const root = tempDir('rw-serve-live-');
+    // A page of 2 per paged section, so that runs move in and out of the page.
+    for (let i = 1; i <= 5; i++) passedRun(root, `20261130-0${i}0000-done`, 'g', DIAMOND);
+    runDir(root, '20261130-070000-nothing-yet'); // no stream: no status yet
+    writeFileSync(join(root, 'stray.txt'), 'not a run\n');
+    await killedHolder(openRun(root, '20261130-080000-dead', 'g', DIAMOND, 1));
+    const live = openRun(root, '20261130-090000-live', 'g', DIAMOND, 1);
+    const holder = await holdRun(live);
+    const opts = { sectionPage: 2, expensiveMs: Infinity };
+    const model = new DashboardModel(root, { ...opts, live: true });
+    models.push(model);
+    const strip = (d: { generated_at: string }) => ({ ...d, generated_at: '' });
+    const whole = async () => strip(await new DashboardModel(root, opts).dashboard());
+    // Converges on the whole derivation (or the test times out showing the difference).
+    const agrees = async () => {
+      const end = Date.now() + 60_000;
+      for (;;) {
+        const [a, b] = [strip(await model.dashboard()), await whole()];
+        if (JSON.stringify(a) === JSON.stringify(b) || Date.now() > end) return expect(a).toEqual(b);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    };
+    await agrees();
+    const first = await model.dashboard();
+    expect(first.more).toEqual({ settled: 3, other: 0 });
+    expect(first.order).toEqual(['20261130-090000-live', '20261130-080000-dead', '20261130-070000-nothing-yet', '20261130-050000-done', '20261130-040000-done']);
+    expect(first.skipped.map((s) => s.run_id)).toEqual(['stray.txt']);
+
+    holder.proc.kill('SIGKILL');
+    await waitExit(holder.proc);
+    await agrees();
+    expect((await model.dashboard()).tallies.abandoned).toBe(2);
+
+    // A newer settled run pushes the oldest shown one off the page; removing a shown one pulls the next one in.
+    passedRun(root, '20261130-060000-done', 'g', DIAMOND);
+    await agrees();
+    expect((await model.dashboard()).more.settled).toBe(4);
+    rmSync(join(root, '20261130-050000-done'), { recursive: true });
+    await agrees();
+    expect((await model.dashboard()).order).toContain('20261130-040000-done');
+
+    // A run in flight appears, and an append reaches its card's strip.
+    const next = openRun(root, '20261130-100000-next', 'g', DIAMOND, 0);
+    const h2 = await holdRun(next);
+    await agrees();
+    appendFileSync(join(next, 'events.jsonl'), JSON.stringify(ev('20261130-100000-next', 'node_passed', { node_id: 'plan', verdict: 'PASS', cost_usd: 1 })) + '\n');
+    await agrees();
+    const doc = await model.dashboard();
+    expect(doc.runs.find((c) => c.run_id === '20261130-100000-next')?.nodes.find((n) => n.id === 'plan')?.state).toBe('passed');
+    expect(doc.tallies.running).toBe(1);
+    h2.proc.kill('SIGKILL');
   });
 });

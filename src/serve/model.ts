@@ -31,26 +31,35 @@
  *   no error from one run escapes to the others.
  * - Reads only: everything goes through the reading layer, which opens files
  *   read-only and probes with a shared lock.
+ * - With `live` (what `runwarden serve` uses), the cost follows what
+ *   changes: every entry and the sections are kept as indexes, a change
+ *   re-inspects only its run, a document costs only the cards it shows, and
+ *   the safety re-check re-stats instead of re-deriving ("the live model"
+ *   below). Its document is the one a whole derivation gives (a test
+ *   compares them after real changes).
  * - Each derivation's list of reports is kept (`currentReports`), so that
  *   /metrics reads what the last derivation learned instead of making its
  *   own pass; an observer (`ModelOptions.observer`) is told of each probe and
  *   each derivation's error count as they happen. That list and the observer
  *   are all that serve/metrics.ts depends on.
  */
-import { lstatSync } from 'node:fs';
-import { join } from 'node:path';
+import { lstatSync, readdirSync, statSync } from 'node:fs';
+import { basename, join } from 'node:path';
 import { EVENTS_FILE, STATE_FILE } from '../contract/files.js';
 import { monotonicMs } from '../kernel/clock.js';
-import { runFilePath } from '../kernel/dirfd.js';
+import { runDirPath, runFilePath } from '../kernel/dirfd.js';
 import { LiveEngine } from '../live/engine.js';
 import { compareNewestFirst } from '../contract/runid.js';
+import { nameBytes, showName } from '../contract/names.js';
+import { RunUnreadableError } from '../contract/errors.js';
 import type { Liveness, RunReport, RunsDocument, Status } from '../contract/types.js';
 import type { SnapshotRead } from '../read/snapshot.js';
 import { detailOf, type DetailLeg, type RunDetail } from '../status/detail.js';
 import { inspectRun, type Inspection, type RunStatusOptions } from '../status/inspect.js';
-import { listRuns, runsDocument, type SkippedEntry } from '../status/list.js';
+import { listRuns, runsDocument, strayEntry, type SkippedEntry } from '../status/list.js';
 import type { RunSelection } from '../status/select.js';
 import {
+  CARD_STATES,
   cardState,
   sectionOf,
   STRIP_MAX,
@@ -62,6 +71,7 @@ import {
   type RunCard,
   type RunPage,
   type RunTimes,
+  type CardState,
   type Section,
   type SectionMore,
   type TimelineItem,
@@ -108,11 +118,12 @@ export interface ModelOptions {
   /** Told of every lock probe and every derivation the model makes (for /metrics); see {@link ModelObserver}. */
   observer?: ModelObserver;
   /**
-   * Follow the root with the live engine (src/live/engine.ts): a run is
+   * Follow the root with the live engine (src/live/engine.ts) and keep the
+   * dashboard incrementally (see "the live model" below): a run is
    * inspected again only when the engine saw one of its files change or its
-   * report move (a death announced by the kernel included), or after
-   * {@link LIVE_TRUST_MS} in any case; and {@link DashboardModel.subscribe}
-   * tells the hub at once. Default false (every run inspected on every call).
+   * report move (a death announced by the kernel included), and
+   * {@link DashboardModel.subscribe} tells the hub at once. Default false
+   * (every run inspected on every call).
    */
   live?: boolean;
 }
@@ -145,8 +156,21 @@ export interface ReportsList {
   error?: string;
 }
 
-/** With `live`, an inspection is reused at most this long (ms) without a change seen: the safety net. */
+/** With `live`, the period of the model's share of the safety re-check (ms): the root listed again, unreadable runs tried again. */
 export const LIVE_TRUST_MS = 30_000;
+
+/** The live model lists an unchanged root again at least every this many safety cycles anyway. */
+const RELIST_SKIPS = 9;
+
+/** A directory's identity and mtime (`dev:ino:mtimeNs:ctimeNs`, following a link as readdir does), or undefined. */
+function dirSig(path: string): string | undefined {
+  try {
+    const st = statSync(path, { bigint: true });
+    return st.isDirectory() ? `${st.dev}:${st.ino}:${st.mtimeNs}:${st.ctimeNs}` : undefined;
+  } catch {
+    return undefined;
+  }
+}
 
 /** Skips that are not runs at all (a stray file, a symlink): counted, not drawn as cards. */
 const NOT_RUNS: ReadonlySet<SkippedEntry['kind']> = new Set(['not-a-directory', 'symlink']);
@@ -173,7 +197,9 @@ function clip(v: unknown, depth = 0): unknown {
 function runFilesSig(dir: string): string {
   const one = (file: string): string => {
     try {
-      const st = lstatSync(runFilePath(dir, file), { bigint: true });
+      // No exception for a missing file (most runs have no state.json): a thrown ENOENT cost as much as the lstat.
+      const st = lstatSync(runFilePath(dir, file), { bigint: true, throwIfNoEntry: false });
+      if (st === undefined) return 'ENOENT';
       return `${st.dev}:${st.ino}:${st.size}:${st.mtimeNs}:${st.ctimeNs}:${st.mode}`;
     } catch (e) {
       return (e as NodeJS.ErrnoException).code ?? 'error';
@@ -253,6 +279,74 @@ function recordsOf(s: SnapshotRead): Map<string, { cost_usd: number | null; cost
   return s.kind === 'ok' ? s.snapshot.records : new Map();
 }
 
+/**
+ * Run ids kept newest first (descending byte order of the names, as
+ * listRuns orders them), with insertion and removal by binary search: a
+ * change costs O(log n) comparisons and one array move, never a sort.
+ */
+class NewestFirst {
+  private readonly ids: string[] = [];
+  private readonly keys: Buffer[] = [];
+
+  get size(): number {
+    return this.ids.length;
+  }
+
+  /** Where `key` is, or would go. */
+  private find(key: Buffer): number {
+    let lo = 0;
+    let hi = this.keys.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      // Newest first: larger names come first.
+      if (Buffer.compare(this.keys[mid] as Buffer, key) > 0) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo;
+  }
+
+  add(id: string): void {
+    const key = nameBytes(id);
+    const i = this.find(key);
+    if (i < this.keys.length && (this.keys[i] as Buffer).equals(key)) return;
+    this.ids.splice(i, 0, id);
+    this.keys.splice(i, 0, key);
+  }
+
+  delete(id: string): void {
+    const key = nameBytes(id);
+    const i = this.find(key);
+    if (i < this.keys.length && (this.keys[i] as Buffer).equals(key)) {
+      this.ids.splice(i, 1);
+      this.keys.splice(i, 1);
+    }
+  }
+
+  head(n: number): string[] {
+    return this.ids.slice(0, n);
+  }
+}
+
+/**
+ * One root entry as the live model knows it: a run and its inspection, a
+ * run that could not be read (an `unknown` card), or an entry that is not a
+ * run (a stray file, a symlink: counted in `skipped`, never drawn).
+ */
+interface LiveEntry {
+  id: string;
+  dir: string;
+  kind: 'run' | 'unreadable' | 'stray';
+  inspection: Inspection | undefined;
+  /** For `unreadable` and `stray`: the skip listRuns would give. */
+  skip: SkippedEntry | undefined;
+  state: CardState;
+  section: Section;
+  /** The run's file identities (runFilesSig) taken just before it was inspected. */
+  sig: string;
+  /** The card, built when first shown, dropped when the run is inspected again. */
+  card: RunCard | undefined;
+}
+
 /** The dashboard's reading side, with the per-run bounds described above. */
 export class DashboardModel {
   private readonly cardStreamMax: number;
@@ -276,6 +370,34 @@ export class DashboardModel {
   private readonly changed = new Set<string>();
   private readonly listeners = new Set<() => void>();
   private changes = 0;
+  private notifyQueued = false;
+  // --- the live model's incremental state (with `live` only; see liveDashboard) ---
+  /** Every root entry by run id, once the first listing is made. */
+  private entries: Map<string, LiveEntry> | undefined;
+  private liveMissing = false;
+  /** Why the root could not be listed at the last look (the listing's own error), if it could not. */
+  private liveError: unknown;
+  private readonly inFlight = new Set<string>();
+  private readonly abandoned = new Set<string>();
+  private readonly pagedSettled = new NewestFirst();
+  private readonly pagedOther = new NewestFirst();
+  private readonly liveTallies = Object.fromEntries(CARD_STATES.map((s) => [s, 0])) as Record<CardState, number>;
+  private costKnown = 0;
+  private costUnknown = 0;
+  private readonly skips = new Map<string, SkippedEntry>();
+  private skipsSorted: SkippedEntry[] | undefined;
+  private reportsCache: ReportsList | undefined;
+  /** Expensive runs whose report was reused: looked at again when their window ends (dir → monotonic ms). */
+  private readonly retry = new Map<string, number>();
+  /** The root's identity and mtime when it was last listed, if trusted (see safety()); and listings skipped since. */
+  private listedSig: string | undefined;
+  private relistSkips = 0;
+  /** Runs to inspect again at the next change even if their files kept their identity. */
+  private readonly forced = new Set<string>();
+  private retryTimer: NodeJS.Timeout | undefined;
+  private sliceTimer: NodeJS.Timeout | undefined;
+  /** Set by derive(): whether its answer was an expensive run's reused one. */
+  private reused = false;
 
   constructor(
     readonly root: string,
@@ -290,15 +412,14 @@ export class DashboardModel {
     // Each probe an inspection makes, timed by the inspection itself (the kernel's own probe, through the run's descriptor).
     this.onProbe = observer === undefined ? undefined : (seconds, answer) => observer.probed(seconds, answer.liveness);
     if (options.live === true) {
-      this.engine = new LiveEngine({ root, events: true, ref: false });
+      this.engine = new LiveEngine({ root, events: true, ref: false, announceFiles: true });
       this.engine.subscribe((c) => {
         if (c.type === 'notice') {
           process.stderr.write(`runwarden serve: ${c.message}\n`);
           return;
         }
         this.changed.add(c.runDir);
-        this.changes++;
-        for (const l of [...this.listeners]) l();
+        this.bump();
       });
       void this.engine.start();
     }
@@ -322,6 +443,20 @@ export class DashboardModel {
   close(): void {
     this.engine?.close();
     this.listeners.clear();
+    if (this.sliceTimer !== undefined) clearInterval(this.sliceTimer);
+    if (this.retryTimer !== undefined) clearTimeout(this.retryTimer);
+    this.sliceTimer = this.retryTimer = undefined;
+  }
+
+  /** A new version; listeners are told once per turn of the event loop, however many changes it brought. */
+  private bump(): void {
+    this.changes++;
+    if (this.notifyQueued) return;
+    this.notifyQueued = true;
+    setImmediate(() => {
+      this.notifyQueued = false;
+      for (const l of [...this.listeners]) l();
+    });
   }
 
   /**
@@ -333,6 +468,7 @@ export class DashboardModel {
    * derivation. Never throws: a root that cannot be listed is `error`.
    */
   async currentReports(maxAgeMs: number): Promise<ReportsList> {
+    if (this.engine !== undefined) return this.liveReports();
     const l = this.latest;
     if (l !== undefined && monotonicMs() - l.at <= maxAgeMs) return l.list;
     if (this.pending === undefined) {
@@ -379,16 +515,6 @@ export class DashboardModel {
    */
   private inspectionOf(dir: string): Inspection {
     const now = monotonicMs();
-    const old = this.reports.get(dir);
-    if (this.engine !== undefined) {
-      // Nothing seen changing: the last inspection still stands (for at most LIVE_TRUST_MS).
-      if (old !== undefined && !this.changed.has(dir) && now - old.at < LIVE_TRUST_MS) {
-        if (old.expensive) this.asOf.set(dir, old.startedIso);
-        if (old.inspection === undefined) throw old.error;
-        return old.inspection;
-      }
-      this.changed.delete(dir);
-    }
     // A closed last leg: nothing but the files decides the report (no probe), so unchanged files mean an unchanged report.
     const filesSig = runFilesSig(dir);
     const kept = this.settled.get(dir);
@@ -396,7 +522,22 @@ export class DashboardModel {
       if (kept.sig === filesSig && now - kept.at < SETTLED_RECHECK_MS) return kept.inspection;
       this.settled.delete(dir);
     }
+    const inspection = this.derive(dir, now);
+    // The identity was taken before the read: a change during it shows as a different identity next time.
+    if (inspection.report.liveness === null) this.settled.set(dir, { sig: filesSig, inspection, at: monotonicMs() });
+    return inspection;
+  }
+
+  /**
+   * A fresh inspection of `dir`, except that an expensive run's last answer
+   * (or error) is reused within its window (EXPENSIVE_FACTOR × its cost);
+   * `this.reused` says which. Throws what inspectRun throws.
+   */
+  private derive(dir: string, now: number): Inspection {
+    const old = this.reports.get(dir);
+    this.reused = false;
     if (old !== undefined && old.expensive && now - old.at < this.expensiveFactor * Math.max(old.cost, 1)) {
+      this.reused = true;
       this.asOf.set(dir, old.startedIso);
       if (old.inspection === undefined) throw old.error;
       return old.inspection;
@@ -413,12 +554,11 @@ export class DashboardModel {
       // An expensive run always carries its "as of" time (not only when its
       // report is reused), so its card does not change every cycle.
       if (expensive) this.asOf.set(dir, startedIso);
+      else if (this.engine !== undefined) this.asOf.delete(dir);
     };
     try {
       const inspection = this.onProbe === undefined ? inspectRun(dir) : inspectRun(dir, { onProbe: this.onProbe });
       done(inspection, undefined);
-      // The identity was taken before the read: a change during it shows as a different identity next time.
-      if (inspection.report.liveness === null) this.settled.set(dir, { sig: filesSig, inspection, at: monotonicMs() });
       return inspection;
     } catch (e) {
       done(undefined, e);
@@ -426,8 +566,373 @@ export class DashboardModel {
     }
   }
 
+  // --- the live model -------------------------------------------------------
+  //
+  // With `live`, the model keeps every root entry (LiveEntry) and the
+  // dashboard's sections as indexes (In flight and Abandoned as sets, the
+  // paged sections as newest-first arrays, tallies and cost as sums), made
+  // by one listing the first time they are needed. After that a change the
+  // engine announces costs the inspection of that run only (none at all for
+  // a settled run whose files kept their identity) and an O(log n) move in
+  // its section, and a document costs the cards it shows, never the root.
+  // The safety re-check (a missed event cannot freeze a card forever) is a
+  // re-stat, not a re-derivation: the engine's own re-check compares every
+  // run's file identities and re-probes open legs, and announces a run whose
+  // files changed even when its report did not (announceFiles); this model
+  // adds a root listing and a retry of unreadable runs per LIVE_TRUST_MS.
+
+  /** The first listing: every entry inspected once, the indexes built. */
+  private initLive(): Map<string, LiveEntry> {
+    const entries = new Map<string, LiveEntry>();
+    this.entries = entries;
+    // Everything seen changing so far is older than this listing.
+    this.changed.clear();
+    const sigs = new Map<string, string>();
+    let list;
+    try {
+      list = listRuns(this.root, {
+        report: (dir) => {
+          const sig = runFilesSig(dir);
+          sigs.set(dir, sig);
+          return this.derive(dir, monotonicMs()).report;
+        },
+      });
+    } catch (e) {
+      this.liveError = e;
+      this.startSafety();
+      return entries;
+    }
+    this.liveError = undefined;
+    this.liveMissing = list.missing;
+    for (const report of list.runs) {
+      const dir = join(list.root, report.run_id);
+      const inspection = this.reports.get(dir)?.inspection;
+      if (inspection === undefined) continue; // cannot happen: derive() recorded it
+      this.addEntry(this.runEntry(report.run_id, dir, inspection, sigs.get(dir) ?? ''));
+    }
+    for (const skip of list.skipped) {
+      const dir = join(list.root, skip.run_id);
+      this.addEntry(this.skipEntry(skip, dir, sigs.get(dir) ?? ''));
+    }
+    this.startSafety();
+    return entries;
+  }
+
+  private runEntry(id: string, dir: string, inspection: Inspection, sig: string): LiveEntry {
+    const state = cardState(inspection.report);
+    return { id, dir, kind: 'run', inspection, skip: undefined, state, section: sectionOf(state), sig, card: undefined };
+  }
+
+  private skipEntry(skip: SkippedEntry, dir: string, sig: string): LiveEntry {
+    const stray = NOT_RUNS.has(skip.kind);
+    return { id: skip.run_id, dir, kind: stray ? 'stray' : 'unreadable', inspection: undefined, skip, state: 'unknown', section: 'other', sig, card: undefined };
+  }
+
+  private addEntry(e: LiveEntry): void {
+    (this.entries as Map<string, LiveEntry>).set(e.id, e);
+    this.reportsCache = undefined;
+    if (e.skip !== undefined) {
+      this.skips.set(e.id, e.skip);
+      this.skipsSorted = undefined;
+    }
+    if (e.kind === 'stray') return;
+    this.liveTallies[e.state]++;
+    const report = e.inspection?.report;
+    if (report === undefined || report.cost_unknown) this.costUnknown++;
+    if (report !== undefined && typeof report.cost_usd === 'number') this.costKnown += report.cost_usd;
+    if (e.section === 'in-flight') this.inFlight.add(e.id);
+    else if (e.section === 'abandoned') this.abandoned.add(e.id);
+    else if (e.section === 'settled') this.pagedSettled.add(e.id);
+    else this.pagedOther.add(e.id);
+  }
+
+  private removeEntry(e: LiveEntry): void {
+    (this.entries as Map<string, LiveEntry>).delete(e.id);
+    this.reportsCache = undefined;
+    if (e.skip !== undefined) {
+      this.skips.delete(e.id);
+      this.skipsSorted = undefined;
+    }
+    if (e.kind === 'stray') return;
+    this.liveTallies[e.state]--;
+    const report = e.inspection?.report;
+    if (report === undefined || report.cost_unknown) this.costUnknown--;
+    if (report !== undefined && typeof report.cost_usd === 'number') this.costKnown -= report.cost_usd;
+    if (e.section === 'in-flight') this.inFlight.delete(e.id);
+    else if (e.section === 'abandoned') this.abandoned.delete(e.id);
+    else if (e.section === 'settled') this.pagedSettled.delete(e.id);
+    else this.pagedOther.delete(e.id);
+  }
+
+  /** Forgets a run that is gone, and every cache of it. */
+  private forget(dir: string): void {
+    for (const m of [this.cardFolds, this.pageFolds, this.reports, this.settled]) m.delete(dir);
+    this.asOf.delete(dir);
+    this.retry.delete(dir);
+  }
+
+  /**
+   * Brings one root entry up to date; true when what the page shows of it
+   * may have changed. `force` inspects a run even when its files kept their
+   * identity (an open leg, whose liveness no file shows; a retry).
+   */
+  private refresh(dir: string, force: boolean): boolean {
+    const entries = this.entries as Map<string, LiveEntry>;
+    const id = basename(dir);
+    if (join(this.root, id) !== dir) return false; // not an entry of the root (the engine follows only the root's)
+    const old = entries.get(id);
+    let st;
+    try {
+      st = lstatSync(runDirPath(dir));
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code;
+      if (code === 'ENOENT' || code === 'ENOTDIR') {
+        if (old === undefined) return false;
+        this.removeEntry(old);
+        this.forget(dir);
+        return true;
+      }
+      st = undefined; // let the inspection say why it cannot be read
+    }
+    const stray = st === undefined ? undefined : strayEntry(st, id);
+    if (stray !== undefined) {
+      if (old?.kind === 'stray' && old.skip?.error === stray.error) return false;
+      if (old !== undefined) this.removeEntry(old);
+      this.forget(dir);
+      this.addEntry(this.skipEntry(stray, dir, ''));
+      return true;
+    }
+    const sig = runFilesSig(dir);
+    // A closed last leg whose files kept their identity: its report cannot have changed.
+    if (!force && old?.kind === 'run' && old.sig === sig && old.inspection?.report.liveness === null) return false;
+    const asOfBefore = this.asOf.get(dir);
+    let next: LiveEntry;
+    try {
+      next = this.runEntry(id, dir, this.derive(dir, monotonicMs()), sig);
+    } catch (e) {
+      const skip: SkippedEntry =
+        e instanceof RunUnreadableError ? { run_id: id, error: e.message, kind: e.kind } : { run_id: id, error: e instanceof Error ? e.message : String(e), kind: 'error' };
+      next = this.skipEntry(skip, dir, sig);
+    }
+    if (this.reused) this.retryAt(dir);
+    // Same kind, same files, same report (or reason), same "as of": the card stays, and nothing a page shows changed.
+    const same =
+      old !== undefined &&
+      old.kind === next.kind &&
+      old.sig === next.sig &&
+      asOfBefore === this.asOf.get(dir) &&
+      JSON.stringify(old.inspection?.report ?? old.skip) === JSON.stringify(next.inspection?.report ?? next.skip);
+    if (old !== undefined) this.removeEntry(old);
+    if (same) next.card = (old as LiveEntry).card;
+    this.addEntry(next);
+    return !same;
+  }
+
+  /** An expensive run's reused report: look again when its window has passed. */
+  private retryAt(dir: string): void {
+    const r = this.reports.get(dir);
+    if (r === undefined) return;
+    const due = r.at + this.expensiveFactor * Math.max(r.cost, 1) + 1;
+    this.retry.set(dir, due);
+    this.armRetry();
+  }
+
+  private armRetry(): void {
+    if (this.retryTimer !== undefined || this.retry.size === 0) return;
+    const next = Math.min(...this.retry.values());
+    this.retryTimer = setTimeout(() => {
+      this.retryTimer = undefined;
+      const now = monotonicMs();
+      let any = false;
+      for (const [dir, due] of this.retry) {
+        if (due > now) continue;
+        this.retry.delete(dir);
+        // Inspected again even if its files kept their identity, and its card built again.
+        const e = this.entries?.get(basename(dir));
+        if (e !== undefined) e.card = undefined;
+        this.forced.add(dir);
+        this.changed.add(dir);
+        any = true;
+      }
+      if (any) this.bump();
+      this.armRetry();
+    }, Math.max(0, next - monotonicMs()));
+    this.retryTimer.unref();
+  }
+
+  /** Applies every change seen since the last call (the first call lists the root). */
+  private applyChanges(): Map<string, LiveEntry> {
+    if (this.entries === undefined) return this.initLive();
+    if (this.changed.size > 0) {
+      const dirs = [...this.changed];
+      this.changed.clear();
+      // The engine tells of changes it has seen; a change whose run is open (or unknown) is probed again.
+      for (const dir of dirs) this.refresh(dir, this.forced.delete(dir) || this.isOpen(dir));
+      // One stat of the root per batch: a root that went away or stopped being a directory is listed again now, not at the next cycle.
+      if (this.rootState() !== (this.liveError !== undefined ? 'error' : this.liveMissing ? 'missing' : 'ok')) this.relist();
+    }
+    return this.entries;
+  }
+
+  /** What one stat says of the root, in the terms of the listing's outcome. */
+  private rootState(): 'ok' | 'missing' | 'error' {
+    try {
+      return statSync(this.root).isDirectory() ? 'ok' : 'error';
+    } catch (e) {
+      return (e as NodeJS.ErrnoException).code === 'ENOENT' ? 'missing' : 'error';
+    }
+  }
+
+  private isOpen(dir: string): boolean {
+    const e = this.entries?.get(basename(dir));
+    return e === undefined || e.kind !== 'run' || e.inspection?.report.liveness !== null;
+  }
+
+  private startSafety(): void {
+    if (this.sliceTimer !== undefined) return;
+    this.sliceTimer = setInterval(() => this.safety(), LIVE_TRUST_MS);
+    this.sliceTimer.unref();
+  }
+
+  /**
+   * The model's share of the safety re-check, once per LIVE_TRUST_MS. The
+   * engine's own re-check re-stats every run and re-probes open legs, and
+   * (announceFiles) announces any run whose files changed behind its back,
+   * so what is left here is what the engine does not follow: the root is
+   * listed again (stray entries, entries that changed type, the root
+   * itself), and runs that could not be read are tried again (a permission
+   * fixed changes no file identity the engine compares). Subscribers are
+   * told only when something a page shows changed.
+   */
+  private safety(): void {
+    if (this.entries === undefined) return;
+    let any = false;
+    // The root's listing is skipped while the root directory's own identity
+    // and mtime are those of the last listing (an entry created, removed or
+    // renamed in it changes its mtime), at most RELIST_SKIPS cycles in a row.
+    const sig = dirSig(this.root);
+    if (sig === undefined || sig !== this.listedSig || ++this.relistSkips > RELIST_SKIPS) {
+      this.relistSkips = 0;
+      any = this.relist();
+      // Racy: an mtime this recent may not show a change made within the same clock tick after the stat.
+      this.listedSig = sig !== undefined && Date.now() - Number(sig.split(':')[2]) / 1e6 > 2000 ? sig : undefined;
+    }
+    for (const e of [...this.entries.values()]) if (e.kind === 'unreadable' && this.refresh(e.dir, true)) any = true;
+    // Sums kept by additions and subtractions drift; start each cycle from an exact one.
+    this.costKnown = 0;
+    for (const e of this.entries.values()) if (typeof e.inspection?.report.cost_usd === 'number') this.costKnown += e.inspection.report.cost_usd;
+    if (any) this.bump();
+  }
+
+  /** Lists the root again: entries that appeared, vanished or changed type are brought up to date. */
+  private relist(): boolean {
+    const entries = this.entries as Map<string, LiveEntry>;
+    let names;
+    try {
+      names = readdirSync(this.root, { withFileTypes: true, encoding: 'buffer' });
+    } catch (e) {
+      const missing = (e as NodeJS.ErrnoException).code === 'ENOENT';
+      const changed = missing !== this.liveMissing || entries.size > 0 || (!missing && this.liveError === undefined);
+      for (const x of [...entries.values()]) {
+        this.removeEntry(x);
+        this.forget(x.dir);
+      }
+      this.liveMissing = missing;
+      this.liveError = missing ? undefined : e;
+      return changed;
+    }
+    let any = this.liveMissing || this.liveError !== undefined;
+    this.liveMissing = false;
+    this.liveError = undefined;
+    const seen = new Set<string>();
+    for (const d of names) {
+      const id = showName(d.name);
+      seen.add(id);
+      const old = entries.get(id);
+      const isStray = strayEntry(d, id) !== undefined;
+      if (old !== undefined && (old.kind === 'stray') === isStray) continue;
+      if (this.refresh(join(this.root, id), true)) any = true;
+    }
+    for (const x of [...entries.values()]) {
+      if (seen.has(x.id)) continue;
+      this.removeEntry(x);
+      this.forget(x.dir);
+      any = true;
+    }
+    return any;
+  }
+
+  /** The live model's reports list (for /metrics): every run, newest first, kept until something changes. */
+  private liveReports(): ReportsList {
+    const entries = this.applyChanges();
+    if (this.liveError !== undefined) {
+      const list: ReportsList = { root: this.root, missing: false, runs: [], skipped: [], error: this.liveError instanceof Error ? this.liveError.message : String(this.liveError) };
+      this.remember(list);
+      return list;
+    }
+    if (this.reportsCache === undefined) {
+      const ids = [...entries.values()].filter((e) => e.kind === 'run').map((e) => ({ key: nameBytes(e.id), report: (e.inspection as Inspection).report }));
+      ids.sort((a, b) => Buffer.compare(b.key, a.key));
+      this.reportsCache = { root: this.root, missing: this.liveMissing, runs: ids.map((x) => x.report), skipped: this.sortedSkips() };
+    }
+    this.remember(this.reportsCache);
+    return this.reportsCache;
+  }
+
+  private sortedSkips(): SkippedEntry[] {
+    if (this.skipsSorted === undefined) {
+      this.skipsSorted = [...this.skips.values()].map((s) => ({ s, key: nameBytes(s.run_id) })).sort((a, b) => Buffer.compare(b.key, a.key)).map((x) => x.s);
+    }
+    return this.skipsSorted;
+  }
+
+  /** The dashboard from the live indexes: the cost of the cards it shows, not of the root. */
+  private liveDashboard(): DashboardDoc {
+    const entries = this.applyChanges();
+    if (this.liveError !== undefined) {
+      this.observer?.scanned(1);
+      throw this.liveError;
+    }
+    const skipped = this.sortedSkips();
+    this.observer?.scanned(skipped.filter((s) => !NOT_RUNS.has(s.kind)).length);
+    const ids = [...this.inFlight, ...this.abandoned, ...this.pagedSettled.head(this.sectionPage), ...this.pagedOther.head(this.sectionPage)];
+    const keyed = ids.map((id) => ({ id, key: nameBytes(id) })).sort((a, b) => Buffer.compare(b.key, a.key));
+    const cards: RunCard[] = [];
+    for (const { id } of keyed) {
+      const e = entries.get(id) as LiveEntry;
+      if (e.card === undefined) e.card = this.liveCard(e);
+      cards.push(e.card);
+    }
+    return {
+      root: this.root,
+      root_missing: this.liveMissing,
+      generated_at: new Date().toISOString(), // a timestamp for people: wall clock on purpose
+      order: cards.map((c) => c.run_id),
+      runs: cards,
+      more: { settled: Math.max(0, this.pagedSettled.size - this.sectionPage), other: Math.max(0, this.pagedOther.size - this.sectionPage) },
+      skipped: skipped.map((s) => ({ run_id: s.run_id, error: s.error })),
+      tallies: { ...this.liveTallies },
+      cost: { known_usd: Math.round(this.costKnown * 1e6) / 1e6, unknown: this.costUnknown > 0 },
+    };
+  }
+
+  private liveCard(e: LiveEntry): RunCard {
+    if (e.inspection === undefined) {
+      return { run_id: e.id, state: 'unknown', section: 'other', report: null, error: e.skip?.error ?? null, checked_at: this.asOf.get(e.dir) ?? null, nodes: [], nodes_more: 0, ...EMPTY_TIMES };
+    }
+    const card = this.card(e.inspection);
+    // A card from a fold that was backed off (its stream changed since; the older fold is shown): look again when the back-off ends.
+    const fold = this.cardFolds.get(e.dir);
+    if (fold !== undefined && fold.sig !== fileSig(e.dir, EVENTS_FILE) + '|' + fileSig(e.dir, STATE_FILE)) {
+      this.retry.set(e.dir, fold.at + BACKOFF * fold.cost + 1);
+      this.armRetry();
+    }
+    return card;
+  }
+
   /** The whole dashboard. Yields to the event loop between runs. */
   async dashboard(): Promise<DashboardDoc> {
+    if (this.engine !== undefined) return this.liveDashboard();
     this.asOf = new Map();
     const inspections = new Map<string, Inspection>();
     let list;
@@ -496,9 +1001,9 @@ export class DashboardModel {
   /** One run's page document; `dir` is `<root>/<id>`, already validated. */
   async page(id: string, dir: string): Promise<RunPage> {
     let inspection: Inspection;
-    this.asOf.delete(dir);
+    if (this.engine === undefined) this.asOf.delete(dir);
     try {
-      inspection = this.inspectionOf(dir);
+      inspection = this.pageInspection(id, dir);
     } catch (e) {
       this.pageFolds.delete(dir);
       return { ...this.unreadablePage(id, e instanceof Error ? e.message : String(e)), checked_at: this.asOf.get(dir) ?? null };
@@ -552,6 +1057,19 @@ export class DashboardModel {
       checked_at: checkedAt,
       ...timesOf(detail, legs, detail.events[detail.events.length - 1]),
     };
+  }
+
+  /**
+   * A run page's inspection. Live, once the root is listed: the run's entry
+   * after every change seen (so the page and its card agree); before that,
+   * or without `live`, inspectionOf.
+   */
+  private pageInspection(id: string, dir: string): Inspection {
+    if (this.engine === undefined || this.entries === undefined) return this.inspectionOf(dir);
+    const e = this.applyChanges().get(id);
+    if (e === undefined || e.dir !== dir || e.kind === 'stray') return this.inspectionOf(dir);
+    if (e.inspection === undefined) throw new Error(e.skip?.error ?? 'this run cannot be read');
+    return e.inspection;
   }
 
   private basePage(id: string, report: RunReport | null, error: string | null = null): RunPage {

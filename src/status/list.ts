@@ -68,6 +68,26 @@ export function listRuns(root: string, options: ListRunsOptions = {}): RunList {
   return { root: abs, missing, runs, skipped, more };
 }
 
+/** What a root entry's type says (a dirent or an lstat result). */
+export interface EntryType {
+  isSymbolicLink(): boolean;
+  isDirectory(): boolean;
+  isFile(): boolean;
+  isFIFO(): boolean;
+  isSocket(): boolean;
+}
+
+/**
+ * The skip for a root entry that is not a run directory (a symlink, never
+ * followed, or anything but a directory), or undefined for a directory, from
+ * a dirent or an lstat result (serve's live model): {@link entrySkip} on its
+ * kind letter, so both paths share the one wording.
+ */
+export function strayEntry(e: EntryType, name: string): SkippedEntry | undefined {
+  const kind = e.isSymbolicLink() ? 'l' : e.isDirectory() ? 'd' : e.isFile() ? 'f' : e.isFIFO() ? 'p' : e.isSocket() ? 's' : '?';
+  return entrySkip(kind, name);
+}
+
 /**
  * {@link listRuns}, handing each report to `onRun` as it is made instead of
  * keeping them (newest first): memory does not grow with the number of runs.
@@ -114,7 +134,7 @@ export function shownName(raw: string): string {
   return PLAIN.test(raw) ? raw : showName(Buffer.from(raw, 'latin1'));
 }
 
-/** Why a root entry of kind `kind` (see {@link RootEntries}) is skipped (a symlink is never followed), or undefined for a directory. */
+/** Why a root entry of kind `kind` (see {@link RootEntries}) is skipped (a symlink is never followed), or undefined for a directory: the one wording of these skips. */
 export function entrySkip(kind: string, name: string): SkippedEntry | undefined {
   if (kind === 'd') return undefined;
   if (kind === 'l') return { run_id: name, error: 'is a symlink; links under the runs root are not followed', kind: 'symlink' };

@@ -50,7 +50,7 @@ export function registerServe(program: Command): void {
       'Serve a live dashboard of every run under the root: cards grouped as in flight, abandoned and ' +
         'settled, each with its state, node strip, cost and times, and for an abandoned run its recovery ' +
         'hint. A page per run shows its node map, leg history and last events. The page updates itself ' +
-        '(server-sent events, re-derived every second), so a run whose process dies turns abandoned ' +
+        '(server-sent events, told by the kernel what changed), so a run whose process dies turns abandoned ' +
         'without a reload.\n\n' +
         'Read-only: only GET and HEAD are answered, run ids are accepted only as names directly under the ' +
         'root, and nothing is written anywhere. JSON: GET /api/runs (the `runs --json` document) and ' +
