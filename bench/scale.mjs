@@ -25,6 +25,7 @@ import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, 
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { writeSection } from './lib/sections.js';
 
 const benchDir = dirname(fileURLToPath(import.meta.url));
 const repo = dirname(benchDir);
@@ -324,22 +325,7 @@ Refused: **${refused} of ${attempts}** attempts.
   process.stdout.write(section);
   if (!noWrite) {
     const file = join(benchDir, 'RESULTS.md');
-    let doc = existsSync(file) ? readFileSync(file, 'utf8') : '# Benchmark results\n';
-    const lines = doc.split('\n');
-    const start = lines.findIndex((l) => l.trim() === HEADING);
-    if (start < 0) {
-      doc = doc.trimEnd() + '\n\n' + section;
-    } else {
-      let end = lines.length;
-      for (let i = start + 1; i < lines.length; i++) {
-        if (/^#{1,2}\s/.test(lines[i])) {
-          end = i;
-          break;
-        }
-      }
-      doc = [...lines.slice(0, start), ...section.trimEnd().split('\n'), ...(end < lines.length ? ['', ...lines.slice(end)] : [''])].join('\n');
-    }
-    writeFileSync(file, doc);
+    writeSection(file, HEADING, section);
     log(`wrote the "${HEADING}" section of ${file}`);
   }
 } finally {
