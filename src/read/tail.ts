@@ -38,6 +38,7 @@ import { lineTooLong, MAX_LINE_BYTES, parseLine, type StreamEvent } from '../con
 import { StreamFold, type LastLeg } from '../contract/fold.js';
 import { native } from '../kernel/native.js';
 import { closeQuietly, type OpenFile } from '../kernel/open.js';
+import type { RunFileFacts } from '../kernel/runfiles.js';
 import { foldRange, openStream, readStreamBytes, shrank } from './stream.js';
 import { foldLines, LineSplitter } from './lines.js';
 
@@ -373,20 +374,12 @@ export function noStreamFacts(): TailFacts {
   return facts;
 }
 
-/** The stream as kernel/runfiles.ts read it: its last bytes, its identity, and its descriptor when it is longer than those. */
-export interface PreReadStream {
-  /** `buf[0, bytes)` are the file's bytes from offset `at`. */
-  buf: Buffer;
-  bytes: number;
-  at: number;
-  size: number;
-  dev: number;
-  ino: number;
-  mtimeMs: number;
-  ctimeMs: number;
-  /** Open descriptor of the file (the caller closes it), or -1 when `buf` holds the whole file. */
-  fd: number;
-}
+/**
+ * The stream as kernel/runfiles.ts read it: its last bytes (`buf[0, bytes)`
+ * from offset `at`), its identity, and its descriptor when it is longer than
+ * those (the caller closes it), or -1 when `buf` holds the whole file.
+ */
+export type PreReadStream = Omit<Extract<RunFileFacts, { kind: 'read' }>, 'kind'>;
 
 /**
  * {@link readLastLeg} over a stream whose last {@link FIRST_TAIL_BYTES} (or
