@@ -68,6 +68,9 @@ import type { TailFacts } from '../read/tail.js';
 import { inspectRun } from '../status/inspect.js';
 import { buildReport } from '../status/report.js';
 
+/** Runs the safety re-check compares per turn of the event loop (each costs two lstats). */
+const SAFETY_SLICE = 1000;
+
 /** Default interval of the safety re-check (ms). */
 export const LIVE_SAFETY_MS = 30_000;
 /** Default interval at which open legs are re-probed even when watched (ms). */
@@ -277,6 +280,8 @@ export class LiveEngine {
   private closed = false;
   private noticed = false;
   private rootMissing = false;
+  /** A safety re-check is under way (it runs in slices). */
+  private safetyPass = false;
 
   constructor(private readonly options: LiveEngineOptions = {}) {
     this.root = options.root === undefined ? undefined : resolve(options.root);
@@ -661,17 +666,40 @@ export class LiveEngine {
     }
   }
 
+  /**
+   * The safety re-check: the root listed again, then every run's file
+   * identities compared, {@link SAFETY_SLICE} runs per turn of the event
+   * loop. In slices because at 100,000 runs the whole pass takes over a
+   * second, and a death the kernel announces meanwhile must not wait for it
+   * (the notifier's callback runs between slices). One pass at a time.
+   */
   private safety(): void {
+    if (this.safetyPass) return;
     if (this.root !== undefined) this.scanRoot();
-    for (const r of this.runsByDir.values()) {
-      const sig = fileSig(r.eventsPath) + '|' + fileSig(r.statePath);
-      if (sig !== r.sig || r.fold.open) {
-        if (sig !== r.sig && this.options.announceFiles === true) r.announce = true;
-        r.dirtyStream = r.dirtySnapshot = true;
-        r.dirtyProbe = true;
-        this.mark(r);
+    const runs = [...this.runsByDir.values()];
+    let i = 0;
+    this.safetyPass = true;
+    const slice = (): void => {
+      if (this.closed) return;
+      for (const end = Math.min(runs.length, i + SAFETY_SLICE); i < end; i++) {
+        const r = runs[i] as RunState;
+        if (this.runsByDir.get(r.dir) !== r) continue; // untracked or replaced since the pass began
+        const sig = fileSig(r.eventsPath) + '|' + fileSig(r.statePath);
+        if (sig !== r.sig || r.fold.open) {
+          if (sig !== r.sig && this.options.announceFiles === true) r.announce = true;
+          r.dirtyStream = r.dirtySnapshot = true;
+          r.dirtyProbe = true;
+          this.mark(r);
+        }
       }
-    }
+      if (i < runs.length) {
+        const next = setImmediate(slice);
+        if (!this.ref) next.unref();
+      } else {
+        this.safetyPass = false;
+      }
+    };
+    slice();
   }
 
   private resetFold(r: RunState): void {
