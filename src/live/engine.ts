@@ -71,6 +71,9 @@ import { buildReport } from '../status/report.js';
 /** Runs the safety re-check compares per turn of the event loop (each costs two lstats). */
 const SAFETY_SLICE = 1000;
 
+/** An unchanged root is listed again by the safety re-check at least every this many passes anyway. */
+const ROOT_RELIST_EVERY = 10;
+
 /** Default interval of the safety re-check (ms). */
 export const LIVE_SAFETY_MS = 30_000;
 /** Default interval at which open legs are re-probed even when watched (ms). */
@@ -243,6 +246,17 @@ function fileSig(path: string): string {
   }
 }
 
+/** A directory's identity and mtime (dev:ino:mtimeNs), or undefined when it cannot be stat'ed. */
+function dirIdentity(path: string): { key: string; mtimeMs: number } | undefined {
+  try {
+    const st = lstatSync(path, { bigint: true, throwIfNoEntry: false });
+    if (st === undefined) return undefined;
+    return { key: `${st.dev}:${st.ino}:${st.mtimeNs}`, mtimeMs: Number(st.mtimeNs / 1_000_000n) };
+  } catch {
+    return undefined;
+  }
+}
+
 function positive(name: string, v: number | undefined, dflt: number): number {
   if (v === undefined) return dflt;
   if (typeof v !== 'number' || !Number.isFinite(v) || v < 1) throw new RangeError(`${name} must be a finite number of at least 1`);
@@ -280,6 +294,9 @@ export class LiveEngine {
   private closed = false;
   private noticed = false;
   private rootMissing = false;
+  /** The root's identity when it was last listed by a safety pass, if trusted; passes since that listed nothing. */
+  private rootListed: string | undefined;
+  private rootListSkips = 0;
   /** A safety re-check is under way (it runs in slices). */
   private safetyPass = false;
 
@@ -675,7 +692,20 @@ export class LiveEngine {
    */
   private safety(): void {
     if (this.safetyPass) return;
-    if (this.root !== undefined) this.scanRoot();
+    if (this.root !== undefined) {
+      // The root is listed again only when its identity or mtime moved since
+      // the last listing (an entry created, removed or renamed in it moves its
+      // mtime), and anyway every ROOT_RELIST_EVERY passes: at 100,000 runs a
+      // listing is one synchronous readdir of 100,000 names. An mtime under
+      // 2 s old is not trusted (a change within the same clock tick as the
+      // listing would not show in it).
+      const sig = dirIdentity(this.root);
+      if (sig === undefined || sig.key !== this.rootListed || ++this.rootListSkips >= ROOT_RELIST_EVERY) {
+        this.rootListSkips = 0;
+        this.scanRoot();
+        this.rootListed = sig !== undefined && Date.now() - sig.mtimeMs > 2000 ? sig.key : undefined;
+      }
+    }
     const runs = [...this.runsByDir.values()];
     let i = 0;
     this.safetyPass = true;
