@@ -32,7 +32,8 @@
  *   `max_user_watches`, a notifier that failed), it says so once and polls
  *   the open legs of the runs it could not watch (every `pollMs`). A slow
  *   safety re-check (`safetyMs`) stays in every mode, so a missed event
- *   cannot freeze a run's status forever: it lists the root again, compares
+ *   cannot freeze a run's status forever: it lists the root again (when its
+ *   mtime moved, and every tenth pass anyway), compares
  *   each run's file identities, and re-probes open legs; open legs are also
  *   re-probed every `openRecheckMs`, which is what finds a holder that
  *   (against §4.1) held the lock through a read-only descriptor.
