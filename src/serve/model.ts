@@ -61,6 +61,7 @@ import type { RunSelection } from '../status/select.js';
 import {
   CARD_STATES,
   cardState,
+  dashboardDoc,
   sectionOf,
   STRIP_MAX,
   totals,
@@ -903,17 +904,11 @@ export class DashboardModel {
       if (e.card === undefined) e.card = this.liveCard(e);
       cards.push(e.card);
     }
-    return {
-      root: this.root,
-      root_missing: this.liveMissing,
-      generated_at: new Date().toISOString(), // a timestamp for people: wall clock on purpose
-      order: cards.map((c) => c.run_id),
-      runs: cards,
-      more: { settled: Math.max(0, this.pagedSettled.size - this.sectionPage), other: Math.max(0, this.pagedOther.size - this.sectionPage) },
-      skipped: skipped.map((s) => ({ run_id: s.run_id, error: s.error })),
+    const more = { settled: Math.max(0, this.pagedSettled.size - this.sectionPage), other: Math.max(0, this.pagedOther.size - this.sectionPage) };
+    return dashboardDoc(this.root, this.liveMissing, cards, more, skipped, {
       tallies: { ...this.liveTallies },
       cost: { known_usd: Math.round(this.costKnown * 1e6) / 1e6, unknown: this.costUnknown > 0 },
-    };
+    });
   }
 
   private liveCard(e: LiveEntry): RunCard {
@@ -986,16 +981,7 @@ export class DashboardModel {
     }
     for (const m of [this.cardFolds, this.reports, this.settled]) for (const k of m.keys()) if (!seen.has(k)) m.delete(k);
     cards.sort((a, b) => compareNewestFirst(a.run_id, b.run_id));
-    return {
-      root: list.root,
-      root_missing: list.missing,
-      generated_at: new Date().toISOString(), // a timestamp for people: wall clock on purpose
-      order: cards.map((c) => c.run_id),
-      runs: cards,
-      more,
-      skipped: list.skipped.map((s) => ({ run_id: s.run_id, error: s.error })),
-      ...totals(everyRun),
-    };
+    return dashboardDoc(list.root, list.missing, cards, more, list.skipped, totals(everyRun));
   }
 
   /** One run's page document; `dir` is `<root>/<id>`, already validated. */

@@ -123,6 +123,24 @@ export interface DashboardDoc extends Totals {
   skipped: SkippedRun[];
 }
 
+/**
+ * The dashboard document from its parts: the one place its fields are
+ * assembled, for the live model and the whole derivation alike.
+ * `generated_at` is wall-clock time on purpose: a timestamp for people.
+ */
+export function dashboardDoc(root: string, rootMissing: boolean, cards: RunCard[], more: SectionMore, skipped: readonly { run_id: string; error: string }[], sums: Totals): DashboardDoc {
+  return {
+    root,
+    root_missing: rootMissing,
+    generated_at: new Date().toISOString(),
+    order: cards.map((c) => c.run_id),
+    runs: cards,
+    more,
+    skipped: skipped.map((s) => ({ run_id: s.run_id, error: s.error })),
+    ...sums,
+  };
+}
+
 /** What changed since the last push (the `patch` event). */
 export interface DashboardPatch extends Totals {
   root: string;
