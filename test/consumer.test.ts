@@ -23,6 +23,9 @@ import { ROOT } from './helpers/lock-procs.js';
 
 const SLOW = 900_000;
 const work = mkdtempSync(join(tmpdir(), 'rw-consumer-'));
+/** TMPDIR of everything this file runs: the consumer programs' own temporary runs go where afterAll removes them. */
+const scratch = join(work, 'tmp');
+mkdirSync(scratch);
 afterAll(() => rmSync(work, { recursive: true, force: true }));
 
 /**
@@ -39,7 +42,8 @@ function runtimeDeps(): Array<{ name: string; dir: string }> {
 }
 
 function run(cmd: string, args: string[], opts: SpawnSyncOptions = {}): SpawnSyncReturns<string> {
-  return spawnSync(cmd, args, { encoding: 'utf8', timeout: SLOW, maxBuffer: 64 << 20, ...opts }) as SpawnSyncReturns<string>;
+  const env = { ...(opts.env ?? process.env), TMPDIR: scratch };
+  return spawnSync(cmd, args, { encoding: 'utf8', timeout: SLOW, maxBuffer: 64 << 20, ...opts, env }) as SpawnSyncReturns<string>;
 }
 
 function ok(r: SpawnSyncReturns<string>, what: string): string {
