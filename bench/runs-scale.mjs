@@ -26,6 +26,7 @@ import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, 
 import { cpus, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { leg, line, MARKED, smallRun, state } from './lib/runs.js';
 import { writeSection } from './lib/sections.js';
 
 const benchDir = dirname(fileURLToPath(import.meta.url));
@@ -77,45 +78,10 @@ for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
 
 // ---------------------------------------------------------------- data ---
 
-const TS = '2026-08-06T10:00:00Z';
-const line = (id, event, f = {}) => JSON.stringify({ schema: 3, ts: TS, run_id: id, event, ...f }) + '\n';
 
-/** One realistic leg: a start, `nodes` nodes started and settled with a detail, and a finish. */
-function leg(id, nodes, outcome, detailBytes = 120) {
-  let s = line(id, 'run_started');
-  for (let i = 0; i < nodes; i++) {
-    const n = `node-${i}`;
-    s += line(id, 'node_started', { node_id: n, session_id: `sess-${i}` });
-    s += line(id, 'node_passed', { node_id: n, verdict: 'PASS', detail: 'd'.repeat(detailBytes), cost_usd: 0.0123, usage: { input_tokens: 1200, output_tokens: 340 } });
-  }
-  if (outcome) s += line(id, 'run_finished', { outcome });
-  return s;
-}
 
-function state(id, nodes, passed) {
-  const g = { name: 'bench-graph', nodes: Array.from({ length: nodes }, (_, i) => ({ id: `node-${i}` })) };
-  const recs = {};
-  for (let i = 0; i < passed; i++) recs[`node-${i}`] = { verdict: 'PASS', cost_usd: 0.0123 };
-  return JSON.stringify({ schema: 3, run_id: id, graph: g, nodes: recs });
-}
 
-const MARKED = 'oh-my-graph-lock 1\n4242\n';
 
-/** The shape of run number i: mostly settled, some abandoned (probed free), some paused. */
-function smallRun(root, i) {
-  const id = `20260806-${String(100000 + (i % 900000)).slice(-6)}.${String(i).padStart(9, '0')}-1`;
-  const dir = join(root, id);
-  mkdirSync(dir);
-  const kind = i % 10;
-  let events;
-  if (kind === 0) events = leg(id, 2, ''); // open leg, lock free: ABANDONED (probed)
-  else if (kind === 1) events = leg(id, 2, 'failed') + line(id, 'run_started') + line(id, 'gate_paused', { node_id: 'node-2' }) + line(id, 'run_finished', { outcome: 'paused' });
-  else events = leg(id, 3, kind % 2 ? 'failed' : 'passed');
-  writeFileSync(join(dir, 'events.jsonl'), events);
-  writeFileSync(join(dir, 'state.json'), state(id, 3, kind % 2 ? 2 : 3));
-  writeFileSync(join(dir, 'resume.lock'), MARKED);
-  return dir;
-}
 
 /**
  * A run whose stream is `bytes` long, made of many ordinary legs, ending in

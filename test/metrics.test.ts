@@ -6,7 +6,7 @@
  * moment, and the scraped text is checked by promtool.
  */
 import { spawnSync } from 'node:child_process';
-import { lstatSync, readdirSync, renameSync, symlinkSync, writeFileSync } from 'node:fs';
+import { lstatSync, renameSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CLI, cleanupTemp, killAll, tempDir, type Holder } from './helpers/lock-procs.js';
@@ -15,6 +15,7 @@ import { parseExposition, samplesOf, valueOf, type Exposition } from './helpers/
 import { raw } from './helpers/serve-client.js';
 import { startServeCli, type ServeProcess } from './helpers/serve-cli.js';
 import { DIAMOND, ev, holdRun, killedHolder, openRun, passedRun, runDir, writeEvents, writeState } from './helpers/serve-fixtures.js';
+import { tree } from './helpers/tree.js';
 
 const ID = {
   passed: '20261201-080000.000000001-1',
@@ -36,20 +37,6 @@ let serve: ServeProcess;
 let doomed: Holder;
 let before: string[];
 
-/** Every path under dir with its type, size, mode and mtime: what "wrote nothing" is checked against. */
-function tree(dir: string): string[] {
-  const out: string[] = [];
-  const walk = (d: string): void => {
-    for (const name of readdirSync(d).sort()) {
-      const p = join(d, name);
-      const st = lstatSync(p, { bigint: true });
-      out.push(`${p} ${st.mode} ${st.size} ${st.mtimeNs} ${st.ino}`);
-      if (st.isDirectory()) walk(p);
-    }
-  };
-  walk(dir);
-  return out;
-}
 
 async function scrape(port: number): Promise<{ text: string; exp: Exposition; contentType: string }> {
   const r = await raw(port, 'GET', '/metrics');

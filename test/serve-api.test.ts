@@ -4,7 +4,7 @@
  * abandoned ones were held by holders that were SIGKILLed.
  */
 import { spawnSync } from 'node:child_process';
-import { lstatSync, mkdirSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runDetail, runStatus } from '../dist/index.js';
@@ -12,6 +12,7 @@ import { CLI, cleanupTemp, killAll, tempDir, until } from './helpers/lock-procs.
 import { closeAll, getJson, raw, SseStream, startDashboard } from './helpers/serve-client.js';
 import { DIAMOND, ev, holdRun, killedHolder, openRun, passedRun, runDir, writeEvents, writeState } from './helpers/serve-fixtures.js';
 import type { Holder } from './helpers/lock-procs.js';
+import { tree } from './helpers/tree.js';
 
 const ID = {
   passed: '20261130-080000.000000001-1',
@@ -35,20 +36,6 @@ let live: Holder;
 let port: number;
 let server: Awaited<ReturnType<typeof startDashboard>>;
 
-/** Every path under dir with its type, size, mode and mtime: what "wrote nothing" is checked against. */
-function tree(dir: string): string[] {
-  const out: string[] = [];
-  const walk = (d: string): void => {
-    for (const name of readdirSync(d).sort()) {
-      const p = join(d, name);
-      const st = lstatSync(p, { bigint: true });
-      out.push(`${p} ${st.mode} ${st.size} ${st.mtimeNs} ${st.ino}`);
-      if (st.isDirectory()) walk(p);
-    }
-  };
-  walk(dir);
-  return out;
-}
 
 beforeAll(async () => {
   root = tempDir('rw-serve-');
