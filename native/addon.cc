@@ -421,6 +421,7 @@ Napi::Object Register(Napi::Env env, Napi::Object exports) {
   exports.Set("probeFactsAt", Napi::Function::New(env, ProbeFactsAt, "probeFactsAt"));
   rw::RegisterDirFd(env, exports);  // dirfd.cc
   rw::RegisterRunFiles(env, exports);  // runfiles.cc
+  rw::RegisterIdentity(env, exports);  // identity.cc
   static const rw::Throwers kReserveThrowers = {ThrowErrno, ThrowUsage};  // native/reserve.cc
   exports.Set("reserveSpace", Napi::Function::New(env, rw::ReserveSpace, "reserveSpace", const_cast<rw::Throwers*>(&kReserveThrowers)));
   exports.Set("hasFlock", Napi::Boolean::New(env, rw::kHasFlock));

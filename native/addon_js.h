@@ -27,6 +27,8 @@ Napi::Value FsTypeValue(Napi::Env env, const FsType& type);
 void RegisterDirFd(Napi::Env env, Napi::Object exports);
 // Adds runfiles.cc's functions (a run directory's files in one crossing).
 void RegisterRunFiles(Napi::Env env, Napi::Object exports);
+// Adds identity.cc's fileIdentities (many files' lstat identities in one crossing).
+void RegisterIdentity(Napi::Env env, Napi::Object exports);
 }  // namespace rw
 
 #endif  // RUNWARDEN_ADDON_JS_H_

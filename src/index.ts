@@ -100,6 +100,7 @@ export { abandonedHint, pausedHint, ORPHAN_WARNING, type AbandonedHintFacts, typ
 export {
   LiveEngine,
   LIVE_SAFETY_MS,
+  LIVE_SAFETY_SETTLED_PER_PASS,
   LIVE_OPEN_RECHECK_MS,
   LIVE_POLL_MS,
   type LiveEngineOptions,

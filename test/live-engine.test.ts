@@ -7,11 +7,12 @@
  * the injection seam) falls back to polling and still reports the death,
  * and the engine writes nothing under the root.
  */
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { appendFileSync, lstatSync, mkdirSync, readdirSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { LiveEngine, runStatus, startLeg, type LiveChange, type RunReport } from '../src/index.js';
+import { takeTurns } from '../src/live/engine.js';
 import { needs } from './helpers/prereq.js';
 import { cleanupTemp, killAll, ROOT, startHolder, tempDir, track, until, waitReady } from './helpers/lock-procs.js';
 
@@ -233,5 +234,95 @@ describe('LiveEngine', () => {
     expect(stats['polledProbes']).toBeGreaterThan(0);
     expect(stats['lockWakeups']).toBe(1); // the one watched run was told
     child.stdin.end();
+  });
+
+  it('the safety re-check compares every open run on each pass and settled, watched runs in turns', async () => {
+    const root = tempDir('rw-live-');
+    const settled = Array.from({ length: 7 }, (_, i) => join(root, `20261130-16000${i}-settled`));
+    for (const d of settled) {
+      mkdirSync(d);
+      writeFileSync(join(d, 'events.jsonl'), line({ event: 'run_started' }) + line({ event: 'run_finished', outcome: 'passed' }));
+    }
+    const open = join(root, '20261130-170000-open');
+    await startLegProc(open);
+    const { e } = engine({ root, safetyMs: 25, safetySettledPerPass: 3 });
+    await e.start();
+    await until(() => statusOf(e, open) === 'RUNNING' && settled.every((d) => statusOf(e, d) === 'PASS'));
+    const passes0 = e.stats.safetyPasses;
+    const compared0 = e.stats.safetyCompared;
+    await until(() => e.stats.safetyPasses >= passes0 + 5);
+    const passes = e.stats.safetyPasses - passes0;
+    // Each pass: the one open run, and 3 of the 7 settled ones.
+    expect(e.stats.safetyCompared - compared0).toBe(passes * 4);
+    expect(statusOf(e, open)).toBe('RUNNING');
+  });
+
+  it('takes turns so that every settled run is compared once in each ceil(total / budget) passes', () => {
+    for (const [total, budget] of [[7, 3], [100_000, 20_000], [5, 5], [4, 10], [10, 1], [0, 3]] as const) {
+      const seen = new Map<number, number>();
+      let cursor = 0;
+      const turns = Math.ceil(total / budget) || 1;
+      for (let t = 0; t < turns * 2; t++) {
+        const { ranges, next } = takeTurns(total, cursor, budget);
+        let taken = 0;
+        for (const [from, to] of ranges) {
+          expect(from).toBeGreaterThanOrEqual(0);
+          expect(to).toBeLessThanOrEqual(total);
+          for (let k = from; k < to; k++) seen.set(k, (seen.get(k) ?? 0) + 1);
+          taken += to - from;
+        }
+        expect(taken).toBe(Math.min(total, budget));
+        cursor = next;
+      }
+      // Over two full rotations, each run was taken twice, or at least twice when the budget does not divide the total.
+      for (let k = 0; k < total; k++) expect(seen.get(k) ?? 0).toBeGreaterThanOrEqual(2);
+    }
+  });
+
+  it('finds, in turns, a change the notifier never announces (a stream appended to beneath a FUSE mount)', async (ctx) => {
+    needs(ctx, 'root', 'mount', 'fuse', 'bindfs');
+    const base = tempDir('rw-live-fuse-');
+    const src = join(base, 'src');
+    const mnt = join(base, 'mnt');
+    mkdirSync(src);
+    mkdirSync(mnt);
+    const ids = Array.from({ length: 6 }, (_, i) => `20261130-18000${i}-settled`);
+    for (const id of ids) {
+      mkdirSync(join(src, id));
+      writeFileSync(join(src, id, 'events.jsonl'), line({ event: 'run_started' }) + line({ event: 'run_finished', outcome: 'passed' }));
+    }
+    const mounted = spawnSync('bindfs', [src, mnt], { encoding: 'utf8', timeout: 60_000 });
+    if (mounted.status !== 0) throw new Error(`bindfs ${src} ${mnt} failed: ${mounted.stderr}`);
+    try {
+      // First without the safety re-check: the change below is never told.
+      const quiet = engine({ root: mnt });
+      await quiet.e.start();
+      await until(() => ids.every((id) => statusOf(quiet.e, join(mnt, id)) === 'PASS'));
+      const { e } = engine({ root: mnt, safetyMs: 25, safetySettledPerPass: 2 });
+      await e.start();
+      await until(() => ids.every((id) => statusOf(e, join(mnt, id)) === 'PASS'));
+      // The pass count when the change is told (the listener runs as the run is derived).
+      let passesAtFail: number | undefined;
+      e.subscribe((c) => {
+        if (c.type === 'run' && c.runId === ids[4] && c.report?.status === 'FAIL') passesAtFail ??= e.stats.safetyPasses;
+      });
+      const passes0 = e.stats.safetyPasses;
+      // Written to the directory beneath the mount: FUSE tells no inotify watch on the mount of it.
+      appendFileSync(join(src, ids[4]!, 'events.jsonl'), line({ event: 'run_started' }) + line({ event: 'run_finished', outcome: 'failed' }));
+      await until(() => passesAtFail !== undefined);
+      // Found by a pass that compared 2 of the 6: at most 3 passes after the write, plus the one under way
+      // at the write, plus one that may begin between the comparing slice and the derivation.
+      expect(passesAtFail! - passes0).toBeLessThanOrEqual(5);
+      expect(passesAtFail! - passes0).toBeGreaterThanOrEqual(1);
+      expect(statusOf(e, join(mnt, ids[4]!))).toBe('FAIL');
+      await new Promise((r) => setTimeout(r, 200));
+      expect(statusOf(quiet.e, join(mnt, ids[4]!)), 'the notifier alone never saw it').toBe('PASS');
+      quiet.e.close();
+      e.close();
+    } finally {
+      for (const x of engines.splice(0)) x.close();
+      spawnSync('fusermount', ['-u', mnt]);
+      spawnSync('umount', [mnt]);
+    }
   });
 });

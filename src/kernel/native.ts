@@ -155,6 +155,16 @@ export interface NativeBinding {
    * `path` are followed. Throws NativeError (ENOENT, ENOTDIR, EACCES …).
    */
   readDirSorted(path: string | Buffer): { names: string[]; kinds: string };
+  /**
+   * lstat(2) of each path (symlinks not followed), in one crossing: path i's
+   * facts go to `out[i * fileIdentityStride …]` as errno (0 when answered),
+   * device, inode, size, mtime seconds, mtime nanoseconds; an unanswered
+   * path has zeros after its errno. Throws only for bad arguments
+   * (native/identity.cc).
+   */
+  fileIdentities(paths: readonly (string | Buffer)[], out: Float64Array): void;
+  /** Slots per path in fileIdentities' `out`. */
+  readonly fileIdentityStride: number;
   /** Where runFiles puts each fact in `out`, by name. */
   readonly runFilesLayout: RunFilesLayout;
   /** Change notification (native/notify.h): inotify on linux, kqueue on darwin (untested), none elsewhere. */

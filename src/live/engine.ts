@@ -33,8 +33,10 @@
  *   the open legs of the runs it could not watch (every `pollMs`). A slow
  *   safety re-check (`safetyMs`) stays in every mode, so a missed event
  *   cannot freeze a run's status forever: it lists the root again (when its
- *   mtime moved, and every tenth pass anyway), compares
- *   each run's file identities, and re-probes open legs; open legs are also
+ *   mtime moved, and every tenth pass anyway), compares the file identities
+ *   of every open or unwatched run and of a bounded share of the settled
+ *   ones (all of them up to 20,000 runs; beyond that they take turns, so the
+ *   backstop costs the same at any size), and re-probes open legs; open legs are also
  *   re-probed every `openRecheckMs`, which is what finds a holder that
  *   (against §4.1) held the lock through a read-only descriptor.
  * - Reads only: files are opened read-only (kernel/open.ts), the probe takes
@@ -59,6 +61,7 @@ import { EVENTS_FILE, LOCK_FILE, STATE_FILE } from '../contract/files.js';
 import { StreamFold } from '../contract/fold.js';
 import { compareNewestFirst } from '../contract/runid.js';
 import type { RunReport } from '../contract/types.js';
+import { identityBuffer, identityStride, readIdentities, takeIfChanged } from '../kernel/identity.js';
 import { closeQuietly } from '../kernel/open.js';
 import { notifyBackend, openDirWatcher, sharedDirWatcher, type DirEvent, type DirWatch, type DirWatcher } from '../kernel/notify.js';
 import { probeLock, type ProbeResult } from '../lock/probe.js';
@@ -69,8 +72,19 @@ import type { TailFacts } from '../read/tail.js';
 import { inspectRun } from '../status/inspect.js';
 import { buildReport } from '../status/report.js';
 
-/** Runs the safety re-check compares per turn of the event loop (each costs two lstats). */
+/** Runs the safety re-check compares per turn of the event loop (two lstats each, one native call per slice). */
 const SAFETY_SLICE = 1000;
+
+/**
+ * Settled, watched runs the safety re-check compares per pass, at most.
+ * Runs with an open leg or without a watch are compared on every pass; the
+ * settled runs of a watched root are the kernel's to announce, so the pass
+ * is only their backstop, and at this VM's ~5 µs per lstat a pass over
+ * 100,000 of them cost a second of CPU every 30 s (3 % of a core at idle).
+ * Beyond this many, they take turns (a rotating cursor): at 100,000 runs
+ * each settled run is compared every fifth pass.
+ */
+export const LIVE_SAFETY_SETTLED_PER_PASS = 20_000;
 
 /** An unchanged root is listed again by the safety re-check at least every this many passes anyway. */
 const ROOT_RELIST_EVERY = 10;
@@ -133,6 +147,11 @@ export interface LiveEngineOptions {
   root?: string;
   /** Safety re-check interval (ms, default {@link LIVE_SAFETY_MS}). */
   safetyMs?: number;
+  /**
+   * Settled, watched runs the safety re-check compares per pass, at most
+   * (default {@link LIVE_SAFETY_SETTLED_PER_PASS}); beyond that they take turns.
+   */
+  safetySettledPerPass?: number;
   /** Re-probe interval of watched open legs (ms, default {@link LIVE_OPEN_RECHECK_MS}). */
   openRecheckMs?: number;
   /** Poll interval of open legs that have no watch (ms, default {@link LIVE_POLL_MS}). */
@@ -194,6 +213,10 @@ export interface LiveStats {
   rereads: number;
   /** Kernel event batches received. */
   batches: number;
+  /** Safety re-check passes begun. */
+  safetyPasses: number;
+  /** Runs whose file identities the safety re-check compared, over every pass. */
+  safetyCompared: number;
 }
 
 interface RunState {
@@ -217,7 +240,8 @@ interface RunState {
   error: string | null;
   reported: string | undefined;
   watch: DirWatch | undefined;
-  sig: string;
+  /** The identities of events.jsonl and state.json (kernel/identity.ts) when last processed. */
+  sig: Float64Array;
   dirtyStream: boolean;
   dirtySnapshot: boolean;
   dirtyProbe: boolean;
@@ -236,17 +260,6 @@ interface RunState {
   told: StreamError | undefined;
 }
 
-function fileSig(path: string): string {
-  try {
-    // No exception for a missing file (most runs have no state.json): a thrown ENOENT cost as much as the lstat.
-    const st = lstatSync(path, { bigint: true, throwIfNoEntry: false });
-    if (st === undefined) return '-ENOENT';
-    return `${st.dev}:${st.ino}:${st.size}:${st.mtimeNs}`;
-  } catch (e) {
-    return `-${(e as NodeJS.ErrnoException).code ?? '?'}`;
-  }
-}
-
 /** A directory's identity and mtime (dev:ino:mtimeNs), or undefined when it cannot be stat'ed. */
 function dirIdentity(path: string): { key: string; mtimeMs: number } | undefined {
   try {
@@ -256,6 +269,20 @@ function dirIdentity(path: string): { key: string; mtimeMs: number } | undefined
   } catch {
     return undefined;
   }
+}
+
+/**
+ * One turn of a rotation: which of `total` items (as index ranges) to take
+ * when at most `budget` may be taken per turn, starting at `cursor`, and
+ * where the next turn starts. Every item is taken once in each
+ * ceil(total / budget) consecutive turns while `total` stays the same.
+ */
+export function takeTurns(total: number, cursor: number, budget: number): { ranges: [number, number][]; next: number } {
+  if (total <= budget) return { ranges: total > 0 ? [[0, total]] : [], next: 0 };
+  const from = cursor % total;
+  const upto = from + budget;
+  if (upto <= total) return { ranges: [[from, upto]], next: upto % total };
+  return { ranges: [[from, total], [0, upto - total]], next: upto - total };
 }
 
 function positive(name: string, v: number | undefined, dflt: number): number {
@@ -280,7 +307,12 @@ export class LiveEngine {
   private readonly runsByDir = new Map<string, RunState>();
   private readonly listeners = new Set<(c: LiveChange) => void>();
   private readonly dirty = new Set<RunState>();
+  /** Runs whose fold ended with an open leg when last processed (the ones re-probed and always re-checked). */
+  private readonly open = new Set<RunState>();
+  /** Where the safety re-check's share of settled, watched runs resumes. */
+  private settledCursor = 0;
   private readonly safetyMs: number;
+  private readonly settledPerPass: number;
   private readonly openRecheckMs: number;
   private readonly pollMs: number;
   private readonly emitEvents: boolean;
@@ -304,13 +336,14 @@ export class LiveEngine {
   constructor(private readonly options: LiveEngineOptions = {}) {
     this.root = options.root === undefined ? undefined : resolve(options.root);
     this.safetyMs = positive('safetyMs', options.safetyMs, LIVE_SAFETY_MS);
+    this.settledPerPass = Math.floor(positive('safetySettledPerPass', options.safetySettledPerPass, LIVE_SAFETY_SETTLED_PER_PASS));
     this.openRecheckMs = positive('openRecheckMs', options.openRecheckMs, LIVE_OPEN_RECHECK_MS);
     this.pollMs = positive('pollMs', options.pollMs, LIVE_POLL_MS);
     this.emitEvents = options.events === true;
     this.emitLines = options.lines === true;
     this.borrowed = options.shared === true;
     this.ref = options.ref !== false;
-    this.stats = { backend: 'polling', runs: 0, unwatched: 0, derivations: 0, referenceDerivations: 0, probes: 0, lockWakeups: 0, polledProbes: 0, bytesRead: 0, rereads: 0, batches: 0 };
+    this.stats = { backend: 'polling', runs: 0, unwatched: 0, derivations: 0, referenceDerivations: 0, probes: 0, lockWakeups: 0, polledProbes: 0, bytesRead: 0, rereads: 0, batches: 0, safetyPasses: 0, safetyCompared: 0 };
   }
 
   /** Listens for changes; returns the function that stops listening. */
@@ -396,7 +429,7 @@ export class LiveEngine {
       error: null,
       reported: undefined,
       watch: undefined,
-      sig: '',
+      sig: identityBuffer(2),
       dirtyStream: true,
       dirtySnapshot: true,
       dirtyProbe: true,
@@ -466,6 +499,7 @@ export class LiveEngine {
     this.watcher = undefined;
     this.rootWatch = undefined;
     this.runsByDir.clear();
+    this.open.clear();
     this.listeners.clear();
   }
 
@@ -628,6 +662,7 @@ export class LiveEngine {
     if (this.runsByDir.get(r.dir) !== r) return;
     this.runsByDir.delete(r.dir);
     this.dirty.delete(r);
+    this.open.delete(r);
     if (r.watch === undefined) this.stats.unwatched = Math.max(0, this.stats.unwatched - 1);
     r.watch?.close();
     r.watch = undefined;
@@ -662,8 +697,8 @@ export class LiveEngine {
   private recheckOpen(polled: boolean): void {
     // Every run watched: nothing to poll (this runs every pollMs; walking every run for nothing cost ~3 % of a core at 10,000 runs).
     if (polled && this.watcher !== undefined && this.stats.unwatched === 0) return;
-    for (const r of this.runsByDir.values()) {
-      if (!r.fold.open) continue;
+    for (const r of [...this.open]) {
+      if (!r.fold.open || this.runsByDir.get(r.dir) !== r) continue;
       if (polled && r.watch !== undefined) continue;
       if (polled) this.stats.polledProbes++;
       if (r.report?.status === 'ABANDONED') {
@@ -685,11 +720,13 @@ export class LiveEngine {
   }
 
   /**
-   * The safety re-check: the root listed again, then every run's file
-   * identities compared, {@link SAFETY_SLICE} runs per turn of the event
-   * loop. In slices because at 100,000 runs the whole pass takes over a
-   * second, and a death the kernel announces meanwhile must not wait for it
-   * (the notifier's callback runs between slices). One pass at a time.
+   * The safety re-check: the root listed again, then the file identities
+   * compared of every run with an open leg or without a watch, and of up to
+   * {@link LIVE_SAFETY_SETTLED_PER_PASS} settled, watched runs (taking
+   * turns), {@link SAFETY_SLICE} runs per turn of the event loop. In slices
+   * because a pass can take most of a second, and a death the kernel
+   * announces meanwhile must not wait for it (the notifier's callback runs
+   * between slices). One pass at a time.
    */
   private safety(): void {
     if (this.safetyPass) return;
@@ -707,17 +744,36 @@ export class LiveEngine {
         this.rootListed = sig !== undefined && Date.now() - sig.mtimeMs > 2000 ? sig.key : undefined;
       }
     }
-    const runs = [...this.runsByDir.values()];
+    // Every run with an open leg or without a watch, and a share of the rest.
+    const all = [...this.runsByDir.values()];
+    const runs: RunState[] = [];
+    const settled: RunState[] = [];
+    for (const r of all) (r.fold.open || r.watch === undefined ? runs : settled).push(r);
+    const share = takeTurns(settled.length, this.settledCursor, this.settledPerPass);
+    for (const [from, to] of share.ranges) for (let k = from; k < to; k++) runs.push(settled[k] as RunState);
+    this.settledCursor = share.next;
+    this.stats.safetyPasses++;
+    this.stats.safetyCompared += runs.length;
     let i = 0;
     this.safetyPass = true;
+    // One native call per slice takes the identities of the slice's files (kernel/identity.ts).
+    const stride = identityStride();
+    const fresh = new Float64Array(SAFETY_SLICE * 2 * stride);
     const slice = (): void => {
       if (this.closed) return;
-      for (const end = Math.min(runs.length, i + SAFETY_SLICE); i < end; i++) {
+      const end = Math.min(runs.length, i + SAFETY_SLICE);
+      const paths: string[] = [];
+      for (let k = i; k < end; k++) {
+        const r = runs[k] as RunState;
+        paths.push(r.eventsPath, r.statePath);
+      }
+      readIdentities(paths, fresh);
+      for (let at = 0; i < end; i++, at += 2 * stride) {
         const r = runs[i] as RunState;
         if (this.runsByDir.get(r.dir) !== r) continue; // untracked or replaced since the pass began
-        const sig = fileSig(r.eventsPath) + '|' + fileSig(r.statePath);
-        if (sig !== r.sig || r.fold.open) {
-          if (sig !== r.sig && this.options.announceFiles === true) r.announce = true;
+        const moved = takeIfChanged(fresh, at, r.sig);
+        if (moved || r.fold.open) {
+          if (moved && this.options.announceFiles === true) r.announce = true;
           r.dirtyStream = r.dirtySnapshot = true;
           r.dirtyProbe = true;
           this.mark(r);
@@ -875,15 +931,18 @@ export class LiveEngine {
   }
 
   private process(r: RunState): void {
+    // Taken before reading, so what is read is at least as new as the identities kept.
+    readIdentities([r.eventsPath, r.statePath], r.sig);
     if (r.dirtyStream) {
       r.dirtyStream = false;
       this.catchUp(r);
+      if (r.fold.open) this.open.add(r);
+      else this.open.delete(r);
     }
     if (r.dirtySnapshot || r.snapshot === undefined) {
       r.dirtySnapshot = false;
       r.snapshot = readSnapshot(r.statePath);
     }
-    r.sig = fileSig(r.eventsPath) + '|' + fileSig(r.statePath);
     if (this.emitEvents && r.newEvents.length > 0) {
       const events = r.newEvents;
       r.newEvents = [];

@@ -1,0 +1,41 @@
+/**
+ * File identities, for noticing that a file changed without reading it: each
+ * file's lstat device, inode, size and mtime (or the errno that kept lstat
+ * from answering), many files per native call (native/identity.cc).
+ *
+ * An identity is a run of {@link identityStride} numbers in a Float64Array.
+ * Two identities are equal when every slot is: the same file (device and
+ * inode), neither grown nor shrunk, not written since (mtime), or absent for
+ * the same reason. Nothing here allocates per file, which is the point: the
+ * live engine compares every followed run's files on each safety pass.
+ */
+import { native } from './native.js';
+
+/** How many slots one file's identity takes. */
+export function identityStride(): number {
+  return native().fileIdentityStride;
+}
+
+/** A zeroed buffer for `files` identities (never equal to a real one: a found file has a nonzero inode). */
+export function identityBuffer(files: number): Float64Array {
+  return new Float64Array(files * identityStride());
+}
+
+/** Writes the identity of each of `paths` into `out`, path i at `i * identityStride()`. */
+export function readIdentities(paths: readonly string[], out: Float64Array): void {
+  native().fileIdentities(paths, out);
+}
+
+/**
+ * Compares `files` identities of `fresh` from slot `at` with `kept` (from
+ * slot 0); when they differ, copies them into `kept`. Returns whether they
+ * differed.
+ */
+export function takeIfChanged(fresh: Float64Array, at: number, kept: Float64Array): boolean {
+  const n = kept.length;
+  let i = 0;
+  while (i < n && fresh[at + i] === kept[i]) i++;
+  if (i === n) return false;
+  kept.set(fresh.subarray(at, at + n));
+  return true;
+}
