@@ -322,7 +322,7 @@ async function measureServe(label, sources, close) {
  * own client work (the requests and the documents it receives) is not on the
  * measured loop. The server's loop delay is read from its own /metrics
  * (prom-client's `nodejs_eventloop_lag_max_seconds`, a monitorEventLoopDelay
- * histogram at 10 ms resolution, reset at each scrape: one scrape opens the
+ * histogram at 10 ms resolution (`--loop-sample-ms 10`), reset at each scrape: one scrape opens the
  * window, one closes it). When the kernel allows it (root or CAP_SYS_NICE),
  * the server and its control run under SCHED_FIFO, so that the other work on
  * a shared machine cannot preempt them: what stall remains is the server's
@@ -333,7 +333,8 @@ async function measureServeProcess() {
   const rt = spawnSync('chrt', ['-f', '10', 'true']).status === 0;
   const wrap = (argv) => (rt ? ['chrt', ['-f', '10', process.execPath, ...argv]] : [process.execPath, argv]);
   const control = await startControl(rt ? ['chrt', '-f', '10'] : [], 10);
-  const [scmd, sargv] = wrap([BIN, 'serve', '--root', root, '--port', '0']);
+  // --loop-sample-ms 10: the histogram at prom-client's own resolution (the server's default is 100 ms, cheaper at idle, coarser here).
+  const [scmd, sargv] = wrap([BIN, 'serve', '--root', root, '--port', '0', '--loop-sample-ms', '10']);
   const srv = spawn(scmd, sargv, { stdio: ['ignore', 'pipe', 'inherit'] });
   const port = await new Promise((resolve, reject) => {
     let out = '';

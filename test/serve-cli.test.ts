@@ -20,13 +20,20 @@ describe('runwarden serve', () => {
   it('explains itself in --help', () => {
     const r = cli(['serve', '--help']);
     expect(r.status).toBe(0);
-    for (const s of ['--root', '--port', '--host', '127.0.0.1', '/api/runs', 'Read-only', 'abandoned']) expect(r.stdout).toContain(s);
+    for (const s of ['--root', '--port', '--host', '--loop-sample-ms', '127.0.0.1', '/api/runs', 'Read-only', 'abandoned']) expect(r.stdout).toContain(s);
   });
 
   it.each([['abc'], ['-1'], ['65536'], ['1.5']])('refuses --port %s with exit 2 and one line', (port) => {
     const r = cli(['serve', '--root', tempDir(), '--port', port]);
     expect(r.status).toBe(2);
     expect(r.stderr).toMatch(/--port/);
+    expect(r.stderr).not.toMatch(/\n\s+at /);
+  });
+
+  it.each([['0'], ['x'], ['60001'], ['2.5']])('refuses --loop-sample-ms %s with exit 2 and one line', (ms) => {
+    const r = cli(['serve', '--root', tempDir(), '--port', '0', '--loop-sample-ms', ms]);
+    expect(r.status).toBe(2);
+    expect(r.stderr).toContain('--loop-sample-ms must be a whole number of milliseconds');
     expect(r.stderr).not.toMatch(/\n\s+at /);
   });
 

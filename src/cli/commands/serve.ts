@@ -8,7 +8,7 @@
  */
 import { statSync } from 'node:fs';
 import type { Command } from 'commander';
-import { RunwardenMetrics } from '../../serve/metrics.js';
+import { METRICS_LOOP_SAMPLE_MS, RunwardenMetrics } from '../../serve/metrics.js';
 import type { ReportsList } from '../../serve/model.js';
 import { OffThreadModel } from '../../serve/offthread.js';
 import { isLoopbackHost, startServer } from '../../serve/server.js';
@@ -28,6 +28,12 @@ function parsePort(value: string): number {
   return Number(value);
 }
 
+function parseLoopSample(value: string): number {
+  if (!/^\d{1,5}$/.test(value) || Number(value) < 1 || Number(value) > 60000) {
+    throw new UserError(`--loop-sample-ms must be a whole number of milliseconds from 1 to 60000, got "${value}"`);
+  }
+  return Number(value);
+}
 
 /** A root that exists must be a directory; a missing one is served empty (runs may appear). */
 function checkRoot(root: string): void {
@@ -65,15 +71,21 @@ export function registerServe(program: Command): void {
     .option('--root <dir>', 'runs root (default: $OMG_HOME/runs, else ~/.oh-my-graph/runs)')
     .option('--port <n>', `port to listen on; 0 picks a free one (default ${DEFAULT_PORT})`)
     .option('--host <addr>', 'address to bind (default 127.0.0.1; anything else exposes your runs to the network)', '127.0.0.1')
-    .action(async (opts: { root?: string; port?: string; host: string }) => {
+    .option(
+      '--loop-sample-ms <ms>',
+      `how often /metrics' nodejs_eventloop_lag_* sample the event loop (default ${METRICS_LOOP_SAMPLE_MS}; ` +
+        'a stall shorter than this may show shortened; 10, prom-client\'s default, costs about 1 % of a core)',
+    )
+    .action(async (opts: { root?: string; port?: string; host: string; loopSampleMs?: string }) => {
       const root = rootFrom(opts.root);
       checkRoot(root);
       const port = opts.port === undefined ? DEFAULT_PORT : parsePort(opts.port);
+      const loopSampleMs = opts.loopSampleMs === undefined ? METRICS_LOOP_SAMPLE_MS : parseLoopSample(opts.loopSampleMs);
       if (opts.host.trim() === '') throw new UserError('--host must not be empty');
       // Reads run on a worker thread, so one expensive run never stalls the server (serve/offthread.ts);
       // live: the kernel says what changed there, so an idle page reads nothing and a death reaches it in
       // milliseconds; a scrape reuses the model's list when it is no older than one live interval.
-      const metrics: RunwardenMetrics = new RunwardenMetrics((): Promise<ReportsList> => model.currentReports(LIVE_INTERVAL_MS));
+      const metrics: RunwardenMetrics = new RunwardenMetrics((): Promise<ReportsList> => model.currentReports(LIVE_INTERVAL_MS), { loopSampleMs });
       const model = new OffThreadModel(root, { observer: metrics.observer, live: true });
       let server;
       try {
