@@ -20,7 +20,6 @@
  * - Readers still write nothing: a worker runs the same inspection as the
  *   main thread would, each with its own descriptors and buffers.
  */
-import { availableParallelism, loadavg } from 'node:os';
 import { join, resolve } from 'node:path';
 import { MessageChannel, receiveMessageOnPort, Worker, type MessagePort } from 'node:worker_threads';
 import { inspectBatch } from './inspect.js';
@@ -88,38 +87,28 @@ export function claimChunk(ctl: Int32Array, chunks: number, owner: number): numb
 /** Atomics.waitAsync (Node 16+; not yet in TypeScript's es2022 lib). */
 const waitAsync = (Atomics as unknown as { waitAsync(a: Int32Array, i: number, v: number, ms: number): { async: false; value: string } | { async: true; value: Promise<string> } }).waitAsync;
 
-/** Runs below which a listing stays on one thread: starting a worker costs about as much as inspecting this many. */
-export const MIN_THREADED_RUNS = 4 * CHUNK_RUNS;
-
 /**
  * How many threads inspect `dirs` run directories, the main thread
- * included (so 1: no worker), when `asked` for that many; at most one per
- * chunk. By default (`asked` undefined): two when the root has at least
- * {@link MIN_THREADED_RUNS} runs, the machine has two cores or more, and
- * one of them is idle (the one-minute load average below the core count
- * less one); else one. Measured in bench/RESULTS.md "Scale": a second
- * thread costs a little more CPU in all (each thread warms its own code),
- * and returns it as wall time only where a core would otherwise idle.
+ * included (1: no worker), when `asked` for that many (RUNWARDEN_THREADS);
+ * at most one per chunk. One by default: measured at 100,000 runs on the
+ * 2-core machine this was written on (bench/RESULTS.md "Scale"), a second
+ * thread costs about a quarter more CPU time in all and 60 MB more peak
+ * memory (its own heap), over the 150 MB budget; it pays in wall time only
+ * where a core would otherwise idle.
  */
-export function threadsFor(dirs: number, asked?: number): number {
-  const chunks = Math.ceil(dirs / CHUNK_RUNS);
-  let n: number;
-  if (asked !== undefined) n = asked;
-  else {
-    const cores = availableParallelism();
-    n = cores >= 2 && dirs >= MIN_THREADED_RUNS && (loadavg()[0] as number) < cores - 1 ? 2 : 1;
-  }
-  return Math.max(1, Math.min(n, chunks));
+export function threadsFor(dirs: number, asked = 1): number {
+  return Math.max(1, Math.min(asked, Math.ceil(dirs / CHUNK_RUNS)));
 }
 
 /**
  * {@link writeRunsDocument} with every run listed (no selection), its
  * inspections shared by `threads` threads, this one included
- * ({@link threadsFor}: two by default where a core is idle).
+ * ({@link threadsFor}: one, this thread, by default).
  * Resolves with what listRuns would return, without `runs`. Throws (before
- * anything is written) as listRuns does.
+ * anything is written) as listRuns does. `workerScript` replaces
+ * list-worker.js: a test seam, for a worker that ends before sending.
  */
-export async function writeRunsDocumentThreaded(root: string, write: (text: string) => void, threads?: number): Promise<Omit<RunList, 'runs'>> {
+export async function writeRunsDocumentThreaded(root: string, write: (text: string) => void, threads?: number, workerScript?: URL): Promise<Omit<RunList, 'runs'>> {
   const abs = resolve(root);
   const entries = rootEntries(abs);
   const doc = new RunsDocumentWriter(abs, write);
@@ -165,11 +154,17 @@ export async function writeRunsDocumentThreaded(root: string, write: (text: stri
     const owner = MAIN_OWNER + 1 + w;
     const { port1, port2 } = new MessageChannel();
     const data: ListWorkerData = { abs, names, control: ctl.buffer as SharedArrayBuffer, owner, port: port2 };
+    ports.push(port1);
     // A worker that cannot start (or fails) only leaves its chunks to this thread.
-    const worker = new Worker(new URL('./list-worker.js', import.meta.url), { workerData: data, transferList: [port2] });
+    let worker: Worker;
+    try {
+      worker = new Worker(workerScript ?? new URL('./list-worker.js', import.meta.url), { workerData: data, transferList: [port2] });
+    } catch {
+      gone.add(owner);
+      continue;
+    }
     worker.on('error', () => gone.add(owner));
     worker.on('exit', () => gone.add(owner));
-    ports.push(port1);
     pool.push(worker);
   }
   // Everything the workers sent so far.
