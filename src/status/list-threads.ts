@@ -30,6 +30,9 @@ export const CHUNK_RUNS = 256;
 /** How many chunks may be claimed beyond the one being written. */
 export const AHEAD = 8;
 
+/** A worker's young generation, MB (V8's resourceLimits.maxYoungGenerationSizeMb). */
+const WORKER_YOUNG_MB = 8;
+
 /** Slots of the shared control array: the next chunk to claim, the chunks written, the chunks sent by workers; then each chunk's owner. */
 export const CLAIM = 0;
 export const WRITTEN = 1;
@@ -41,8 +44,8 @@ const MAIN_OWNER = 1;
 /** What a worker is given (list-worker.ts). */
 export interface ListWorkerData {
   abs: string;
-  /** The run directories' shown names, in listing order; chunk k is names [k * CHUNK_RUNS, (k + 1) * CHUNK_RUNS). */
-  names: string[];
+  /** The run directories' shown names, in listing order, packed ({@link packNames}); chunk k is names [k * CHUNK_RUNS, (k + 1) * CHUNK_RUNS). */
+  names: PackedNames;
   /** Int32 slots {@link CLAIM}, {@link WRITTEN}, {@link SENT}, then one {@link OWNER} slot per chunk. */
   control: SharedArrayBuffer;
   /** This worker's owner number (2, 3, …). */
@@ -69,6 +72,33 @@ export function inspectChunk(abs: string, chunk: readonly string[]): ChunkItem[]
 /** Chunk `k` of `names`. */
 export function chunkOf(names: readonly string[], k: number): string[] {
   return names.slice(k * CHUNK_RUNS, (k + 1) * CHUNK_RUNS);
+}
+
+/** Names as UTF-8 bytes back to back in shared memory, name i at bytes [ends[i - 1], ends[i]): every worker reads them without a copy of its own. */
+export interface PackedNames {
+  count: number;
+  bytes: SharedArrayBuffer;
+  ends: SharedArrayBuffer;
+}
+
+/** {@link PackedNames} of `names`. */
+export function packNames(names: readonly string[]): PackedNames {
+  const ends = new Int32Array(new SharedArrayBuffer(4 * Math.max(1, names.length)));
+  let total = 0;
+  names.forEach((n, i) => (ends[i] = total += Buffer.byteLength(n)));
+  const bytes = new SharedArrayBuffer(Math.max(1, total));
+  const view = Buffer.from(bytes);
+  names.forEach((n, i) => view.write(n, i === 0 ? 0 : (ends[i - 1] as number)));
+  return { count: names.length, bytes, ends: ends.buffer as SharedArrayBuffer };
+}
+
+/** Chunk `k` of packed names. */
+export function packedChunk(names: PackedNames, k: number): string[] {
+  const view = Buffer.from(names.bytes);
+  const ends = new Int32Array(names.ends);
+  const out: string[] = [];
+  for (let i = k * CHUNK_RUNS; i < Math.min(names.count, (k + 1) * CHUNK_RUNS); i++) out.push(view.toString('utf8', i === 0 ? 0 : (ends[i - 1] as number), ends[i] as number));
+  return out;
 }
 
 /**
@@ -150,15 +180,22 @@ export async function writeRunsDocumentThreaded(root: string, write: (text: stri
   const ports: MessagePort[] = [];
   const pool: Worker[] = [];
   const gone = new Set<number>();
+  const packed = packNames(names);
   for (let w = 0; w < workers; w++) {
     const owner = MAIN_OWNER + 1 + w;
     const { port1, port2 } = new MessageChannel();
-    const data: ListWorkerData = { abs, names, control: ctl.buffer as SharedArrayBuffer, owner, port: port2 };
+    const data: ListWorkerData = { abs, names: packed, control: ctl.buffer as SharedArrayBuffer, owner, port: port2 };
     ports.push(port1);
     // A worker that cannot start (or fails) only leaves its chunks to this thread.
     let worker: Worker;
     try {
-      worker = new Worker(workerScript ?? new URL('./list-worker.js', import.meta.url), { workerData: data, transferList: [port2] });
+      worker = new Worker(workerScript ?? new URL('./list-worker.js', import.meta.url), {
+        workerData: data,
+        transferList: [port2],
+        // A small young generation: a worker's garbage dies young (one chunk's texts), and the default
+        // (tens of MB per thread) was most of what a second thread added to peak memory.
+        resourceLimits: { maxYoungGenerationSizeMb: WORKER_YOUNG_MB },
+      });
     } catch {
       gone.add(owner);
       continue;

@@ -5,11 +5,11 @@
  * more than AHEAD chunks beyond the one being written.
  */
 import { workerData } from 'node:worker_threads';
-import { AHEAD, CHUNK_RUNS, chunkOf, claimChunk, CLAIM, inspectChunk, SENT, WRITTEN, type ChunkMessage, type ListWorkerData } from './list-threads.js';
+import { AHEAD, CHUNK_RUNS, claimChunk, packedChunk, CLAIM, inspectChunk, SENT, WRITTEN, type ChunkMessage, type ListWorkerData } from './list-threads.js';
 
 const { abs, names, control, owner, port } = workerData as ListWorkerData;
 const ctl = new Int32Array(control);
-const chunks = Math.ceil(names.length / CHUNK_RUNS);
+const chunks = Math.ceil(names.count / CHUNK_RUNS);
 for (;;) {
   if (Atomics.load(ctl, CLAIM) >= chunks) break;
   const k = claimChunk(ctl, chunks, owner);
@@ -19,7 +19,7 @@ for (;;) {
     if (Atomics.load(ctl, CLAIM) - written >= AHEAD) Atomics.wait(ctl, WRITTEN, written, 1000);
     continue;
   }
-  const message: ChunkMessage = { chunk: k, items: inspectChunk(abs, chunkOf(names, k)) };
+  const message: ChunkMessage = { chunk: k, items: inspectChunk(abs, packedChunk(names, k)) };
   port.postMessage(message);
   Atomics.add(ctl, SENT, 1);
   Atomics.notify(ctl, SENT);
