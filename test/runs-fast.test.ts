@@ -16,6 +16,8 @@ import { native } from '../src/kernel/native.js';
 import { RunFilesReader } from '../src/kernel/runfiles.js';
 import { inspectBatch } from '../src/status/inspect.js';
 import { runsDocument } from '../src/status/list.js';
+import { CLAIM, OWNER, writeRunsDocumentThreaded } from '../src/status/list-threads.js';
+import { pathToFileURL } from 'node:url';
 import { run } from './helpers/exec-procs.js';
 import { cleanupTemp, killAll, startHolder, tempDir } from './helpers/lock-procs.js';
 
@@ -180,14 +182,46 @@ describe('runs --json on worker threads', () => {
     const held = await startHolder(join(root, '2026-00300', 'resume.lock'));
     const one = await run(['runs', '--json', '--root', root], { RUNWARDEN_THREADS: '0' });
     const three = await run(['runs', '--json', '--root', root], { RUNWARDEN_THREADS: '3' });
+    const two = await run(['runs', '--json', '--root', root], { RUNWARDEN_THREADS: '2' });
     expect(one.code).toBe(0);
     expect(three.code).toBe(0);
     expect(three.stdout).toBe(one.stdout);
+    expect(two.stdout).toBe(one.stdout);
     expect(one.stdout).toBe(JSON.stringify(runsDocument(listRuns(root)), null, 2) + '\n');
     const doc = JSON.parse(one.stdout) as { runs: { run_id: string; status: string }[]; skipped: { run_id: string }[] };
     expect(doc.runs.find((r) => r.run_id === '2026-00300')?.status).toBe('RUNNING');
     expect(doc.skipped.map((s) => s.run_id)).toEqual(['2026-00900-link', '2026-00700-file', '2026-00010']);
     held.proc.kill('SIGKILL');
+  });
+
+  it('the main thread shares the work, and inspects the chunks of a worker that ended without sending them', async () => {
+    const root = tempDir();
+    for (let i = 0; i < 1300; i++) makeRun(root, `2026-${String(i).padStart(5, '0')}`, i % 3);
+    writeFileSync(join(root, '2026-00500-file'), '');
+    const collect = async (threads: number, script?: URL): Promise<string> => {
+      let text = '';
+      await writeRunsDocumentThreaded(root, (t) => (text += t), threads, script);
+      return text;
+    };
+    const one = await collect(1);
+    expect(one).toBe(JSON.stringify(runsDocument(listRuns(root)), null, 2));
+    expect(await collect(2)).toBe(one);
+    // A worker that claims a chunk as list-worker.js does, then throws before sending it.
+    const script = join(tempDir(), 'dying-worker.mjs');
+    writeFileSync(
+      script,
+      [
+        "import { workerData } from 'node:worker_threads';",
+        'const ctl = new Int32Array(workerData.control);',
+        `const k = Atomics.add(ctl, ${CLAIM}, 1);`,
+        `Atomics.store(ctl, ${OWNER} + k, workerData.owner);`,
+        "throw new Error('this worker ends holding chunk ' + k);",
+      ].join('\n'),
+    );
+    expect(await collect(2, pathToFileURL(script))).toBe(one);
+    expect(await collect(4, pathToFileURL(script))).toBe(one);
+    // A worker that cannot even start.
+    expect(await collect(3, pathToFileURL(join(root, 'no-such-worker.mjs')))).toBe(one);
   });
 
   it('a bad RUNWARDEN_THREADS is a usage error', async () => {

@@ -323,11 +323,80 @@ function foldDense(scan: BackScan, fd: number, path: string, fold: StreamFold, f
   foldRange(fd, path, fold, from, size, chunkBytes, {});
 }
 
+/** Start offsets and parse answers of the lines {@link tailOfWhole} visits, newest first; reused (it is synchronous and not re-entered). */
+const wholeStarts: number[] = [];
+const wholeEvents: (StreamEvent | null)[] = [];
+
+/** Whether line `buf[s, e)` holds a needle: the lines the backward walk parses. */
+function isCandidate(buf: Buffer, s: number, e: number): boolean {
+  for (const needle of NEEDLES) {
+    const i = buf.indexOf(needle, s);
+    if (i >= 0 && i < e) return true;
+  }
+  return false;
+}
+
+/**
+ * {@link tailOf} for a stream whose `size` bytes are all in `buf` and no
+ * more than {@link DENSE_BYTES}: then the dense region is every line from
+ * the restart point, so every line the walk would consult is parsed anyway,
+ * and the same answer comes from one pass without the byte search. Lines
+ * are parsed newest first until the restart point (the same rule as
+ * {@link walk}: only `run_started` and `run_finished` decide it, and a line
+ * without a needle cannot be either), then folded oldest first. The same
+ * error, too: the walk parses the candidate lines first, so a candidate that
+ * throws is thrown at once; a non-candidate line's error is what the dense
+ * fold would have met first, the oldest of them, thrown after the walk.
+ * The answer is the general path's (test/stream-property.test.ts compares
+ * them over generated streams).
+ */
+function tailOfWhole(buf: Buffer, size: number, path: string): TailFacts {
+  const starts = wholeStarts;
+  const events = wholeEvents;
+  let n = 0;
+  let deferred: unknown;
+  let finishAfter = false;
+  // The last line ends at the final '\n', or at the end of the file when it has none.
+  let end = buf[size - 1] === NL ? size - 1 : size;
+  try {
+    for (;;) {
+      const ls = end > 0 ? buf.lastIndexOf(NL, end - 1) + 1 : 0;
+      let ev: StreamEvent | null;
+      try {
+        ev = parseLine(buf, ls, end, path, ls);
+      } catch (err) {
+        if (isCandidate(buf, ls, end)) throw err;
+        deferred = err;
+        ev = null;
+      }
+      starts[n] = ls;
+      events[n] = ev;
+      n++;
+      if (ev?.event === 'run_finished') finishAfter = true;
+      else if (ev?.event === 'run_started' && finishAfter) break;
+      if (ls === 0) break;
+      end = ls - 1;
+    }
+    if (deferred !== undefined) throw deferred;
+    const fold = new StreamFold();
+    for (let k = n - 1; k >= 0; k--) {
+      const ev = events[k] as StreamEvent | null;
+      if (ev === null) fold.skip();
+      else fold.apply(ev, starts[k] as number);
+    }
+    return { leg: fold.lastLeg(), skippedLines: fold.skippedLines, from: starts[n - 1] as number, size };
+  } finally {
+    // Keep no event alive past this call.
+    events.length = 0;
+  }
+}
+
 function tailOf(file: { fd: number; size: number }, path: string, firstChunk: number, pre?: Buffer): TailFacts {
   const fold = new StreamFold();
   const { fd, size } = file;
   if (size === 0) return { leg: fold.lastLeg(), skippedLines: 0, from: 0, size: 0 };
   const scan = new BackScan(fd, size, path, firstChunk, pre);
+  if (scan.tailStart === 0 && size <= DENSE_BYTES) return tailOfWhole(scan.tail, size, path);
   const { restart, firstGate, legEvents, parsed } = walk(scan, size, path);
   let from = restart;
   if (legEvents !== null && restart < size - DENSE_BYTES) {

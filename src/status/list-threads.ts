@@ -1,41 +1,57 @@
 /**
  * `runs --json` over a large root on several threads: the listing, the
  * order and the document are the main thread's, byte for byte what
- * {@link writeRunsDocument} writes; only the per-run inspections (read,
- * probe, confirm: inspect.ts, unchanged) run on worker threads
- * (list-worker.ts), a chunk of run directories at a time.
+ * {@link writeRunsDocument} writes; the per-run inspections (read, probe,
+ * confirm: inspect.ts, unchanged) are shared between the main thread and
+ * worker threads (list-worker.ts), a chunk of run directories at a time.
  *
  * Invariants, and why:
- * - Same document: the root is listed and sorted once, here; chunk k of the
- *   run directories goes to worker k mod W, each worker reports its chunks
- *   in order, and the main thread writes chunk k only after chunk k-1, so
- *   runs appear newest first as always. Skips (non-directories here,
- *   unreadable runs from the workers) are put back in entry order.
- * - Bounded memory: a worker stays at most {@link AHEAD} chunks ahead of the
- *   chunk being written (a shared counter it waits on), so finished text
- *   does not pile up while stdout is slow.
- * - Nothing is lost to a thread: a chunk whose worker died (an error, an
- *   exit) before sending it is inspected on the main thread instead.
+ * - Same document: the root is listed and sorted once, here. Chunks are
+ *   claimed in order from a shared counter by whichever thread is free (the
+ *   main thread included, so no core waits on a thread that only writes);
+ *   chunk k is written only after chunk k-1, so runs appear newest first as
+ *   always. Skips (non-directories here, unreadable runs from any thread)
+ *   are put back in entry order.
+ * - Bounded memory: no chunk is claimed more than {@link AHEAD} chunks
+ *   beyond the one being written, so finished text never piles up while a
+ *   slow chunk or a slow stdout holds the order.
+ * - Nothing is lost to a thread: a chunk claimed by a worker that ended (an
+ *   error, an exit) before sending it is inspected on the main thread.
  * - Readers still write nothing: a worker runs the same inspection as the
  *   main thread would, each with its own descriptors and buffers.
  */
 import { join, resolve } from 'node:path';
-import { Worker } from 'node:worker_threads';
+import { MessageChannel, receiveMessageOnPort, Worker, type MessagePort } from 'node:worker_threads';
 import { inspectBatch } from './inspect.js';
 import { entrySkip, inspectionSkip, reportText, rootEntries, RunsDocumentWriter, shownName, type RunList, type SkippedEntry } from './list.js';
 
 /** Run directories per chunk: large enough that a message per chunk costs little, small enough to keep the threads even. */
 export const CHUNK_RUNS = 256;
-/** How many chunks a worker may finish before the one being written. */
+/** How many chunks may be claimed beyond the one being written. */
 export const AHEAD = 8;
+
+/** A worker's young generation, MB (V8's resourceLimits.maxYoungGenerationSizeMb). */
+const WORKER_YOUNG_MB = 8;
+
+/** Slots of the shared control array: the next chunk to claim, the chunks written, the chunks sent by workers; then each chunk's owner. */
+export const CLAIM = 0;
+export const WRITTEN = 1;
+export const SENT = 2;
+export const OWNER = 3;
+/** The owner number of the main thread; worker i (from 1) is i + 1. Zero: not claimed (or claimed and not yet recorded). */
+const MAIN_OWNER = 1;
 
 /** What a worker is given (list-worker.ts). */
 export interface ListWorkerData {
   abs: string;
-  /** This worker's chunks, in order: each chunk's number and its run directories' shown names. */
-  chunks: { k: number; names: string[] }[];
-  /** Int32 [0]: the number of chunks written so far. */
-  written: SharedArrayBuffer;
+  /** The run directories' shown names, in listing order, packed ({@link packNames}); chunk k is names [k * CHUNK_RUNS, (k + 1) * CHUNK_RUNS). */
+  names: PackedNames;
+  /** Int32 slots {@link CLAIM}, {@link WRITTEN}, {@link SENT}, then one {@link OWNER} slot per chunk. */
+  control: SharedArrayBuffer;
+  /** This worker's owner number (2, 3, …). */
+  owner: number;
+  /** Where it sends its chunks. */
+  port: MessagePort;
 }
 
 /** One item of a chunk: a report's text ({@link reportText}) or the run's skip. */
@@ -47,38 +63,82 @@ export interface ChunkMessage {
   items: ChunkItem[];
 }
 
-/** Inspects chunk `k` of `names` (run directories under `abs`), as the sequential listing would. */
+/** Inspects the run directories `chunk` (shown names) under `abs`, as the sequential listing would. */
 export function inspectChunk(abs: string, chunk: readonly string[]): ChunkItem[] {
   // One batch per chunk: one read of the kernel's lock table for all its free probes (inspect.ts).
   return inspectBatch(chunk.map((name) => join(abs, name))).map((r, i) => (r.ok ? reportText(r.inspection.report) : inspectionSkip(chunk[i] as string, r.error)));
 }
 
 /** Chunk `k` of `names`. */
-function chunkOf(names: readonly string[], k: number): string[] {
+export function chunkOf(names: readonly string[], k: number): string[] {
   return names.slice(k * CHUNK_RUNS, (k + 1) * CHUNK_RUNS);
 }
 
+/** Names as UTF-8 bytes back to back in shared memory, name i at bytes [ends[i - 1], ends[i]): every worker reads them without a copy of its own. */
+export interface PackedNames {
+  count: number;
+  bytes: SharedArrayBuffer;
+  ends: SharedArrayBuffer;
+}
+
+/** {@link PackedNames} of `names`. */
+export function packNames(names: readonly string[]): PackedNames {
+  const ends = new Int32Array(new SharedArrayBuffer(4 * Math.max(1, names.length)));
+  let total = 0;
+  names.forEach((n, i) => (ends[i] = total += Buffer.byteLength(n)));
+  const bytes = new SharedArrayBuffer(Math.max(1, total));
+  const view = Buffer.from(bytes);
+  names.forEach((n, i) => view.write(n, i === 0 ? 0 : (ends[i - 1] as number)));
+  return { count: names.length, bytes, ends: ends.buffer as SharedArrayBuffer };
+}
+
+/** Chunk `k` of packed names. */
+export function packedChunk(names: PackedNames, k: number): string[] {
+  const view = Buffer.from(names.bytes);
+  const ends = new Int32Array(names.ends);
+  const out: string[] = [];
+  for (let i = k * CHUNK_RUNS; i < Math.min(names.count, (k + 1) * CHUNK_RUNS); i++) out.push(view.toString('utf8', i === 0 ? 0 : (ends[i - 1] as number), ends[i] as number));
+  return out;
+}
+
 /**
- * How many worker threads to use for `dirs` run directories when `asked`
- * for that many: at most one per chunk; 0 (the listing on this thread) when
- * that is fewer than 2, and by default. Not on by default because, measured
- * on the 2-core machine this was written on (bench/RESULTS.md "Scale"), two
- * threads cost about a third more CPU time and 100 MB more peak memory for
- * the same 100,000 runs; they pay only where idle cores wait for them.
+ * Claims the next chunk for owner `owner` when it lies within {@link AHEAD}
+ * of the chunk being written: its number, or -1 (none left, or too far
+ * ahead for now).
  */
-export function threadsFor(dirs: number, asked = 0): number {
-  const n = Math.min(asked, Math.ceil(dirs / CHUNK_RUNS));
-  return n >= 2 ? n : 0;
+export function claimChunk(ctl: Int32Array, chunks: number, owner: number): number {
+  if (Atomics.load(ctl, CLAIM) - Atomics.load(ctl, WRITTEN) >= AHEAD) return -1;
+  const k = Atomics.add(ctl, CLAIM, 1);
+  if (k >= chunks) return -1;
+  Atomics.store(ctl, OWNER + k, owner);
+  return k;
+}
+
+/** Atomics.waitAsync (Node 16+; not yet in TypeScript's es2022 lib). */
+const waitAsync = (Atomics as unknown as { waitAsync(a: Int32Array, i: number, v: number, ms: number): { async: false; value: string } | { async: true; value: Promise<string> } }).waitAsync;
+
+/**
+ * How many threads inspect `dirs` run directories, the main thread
+ * included (1: no worker), when `asked` for that many (RUNWARDEN_THREADS);
+ * at most one per chunk. One by default: measured at 100,000 runs on the
+ * 2-core machine this was written on (bench/RESULTS.md "Scale"), a second
+ * thread costs about a quarter more CPU time in all and 60 MB more peak
+ * memory (its own heap), over the 150 MB budget; it pays in wall time only
+ * where a core would otherwise idle.
+ */
+export function threadsFor(dirs: number, asked = 1): number {
+  return Math.max(1, Math.min(asked, Math.ceil(dirs / CHUNK_RUNS)));
 }
 
 /**
  * {@link writeRunsDocument} with every run listed (no selection), its
- * inspections spread over `threads` worker threads ({@link threadsFor};
- * none by default).
+ * inspections shared by `threads` threads, this one included
+ * ({@link threadsFor}: one, this thread, by default).
  * Resolves with what listRuns would return, without `runs`. Throws (before
- * anything is written) as listRuns does.
+ * anything is written) as listRuns does. `workerScript` replaces
+ * list-worker.js: a test seam, for a worker that ends before sending.
  */
-export async function writeRunsDocumentThreaded(root: string, write: (text: string) => void, threads?: number): Promise<Omit<RunList, 'runs'>> {
+export async function writeRunsDocumentThreaded(root: string, write: (text: string) => void, threads?: number, workerScript?: URL): Promise<Omit<RunList, 'runs'>> {
   const abs = resolve(root);
   const entries = rootEntries(abs);
   const doc = new RunsDocumentWriter(abs, write);
@@ -110,65 +170,85 @@ export async function writeRunsDocumentThreaded(root: string, write: (text: stri
     doc.end(skipped, false, undefined);
     return { root: abs, missing: false, skipped, more: false };
   };
-  const workers = threadsFor(names.length, threads);
-  if (workers === 0) {
+  const workers = threadsFor(names.length, threads) - 1;
+  if (workers <= 0) {
     for (let k = 0; k < chunks; k++) emit(k, inspectChunk(abs, chunkOf(names, k)));
     return finish();
   }
-  const written = new Int32Array(new SharedArrayBuffer(4));
+  const ctl = new Int32Array(new SharedArrayBuffer(4 * (OWNER + chunks)));
   const pending = new Map<number, ChunkItem[]>();
-  const gone = new Set<number>();
+  const ports: MessagePort[] = [];
   const pool: Worker[] = [];
-  let next = 0;
-  return new Promise((resolveDone, reject) => {
-    let settled = false;
-    const settle = (f: () => void): void => {
-      if (settled) return;
-      settled = true;
-      for (const w of pool) void w.terminate();
-      f();
-    };
-    // Writes every chunk that can be written now, in order; a dead worker's next chunk is inspected here.
-    const drain = (): void => {
-      if (settled) return;
-      try {
-        while (next < chunks) {
-          let items = pending.get(next);
-          if (items === undefined) {
-            if (!gone.has(next % workers)) return;
-            items = inspectChunk(abs, chunkOf(names, next));
-          }
-          pending.delete(next);
-          emit(next, items);
-          next++;
-          Atomics.store(written, 0, next);
-          Atomics.notify(written, 0);
-        }
-        const result = finish();
-        settle(() => resolveDone(result));
-      } catch (err) {
-        settle(() => reject(err));
-      }
-    };
-    for (let w = 0; w < workers; w++) {
-      const mine: ListWorkerData['chunks'] = [];
-      for (let k = w; k < chunks; k += workers) mine.push({ k, names: chunkOf(names, k) });
-      const data: ListWorkerData = { abs, chunks: mine, written: written.buffer as SharedArrayBuffer };
-      const worker = new Worker(new URL('./list-worker.js', import.meta.url), { workerData: data });
-      pool.push(worker);
-      worker.on('message', (m: ChunkMessage) => {
-        if (m.chunk >= next) pending.set(m.chunk, m.items);
-        drain();
+  const gone = new Set<number>();
+  const packed = packNames(names);
+  for (let w = 0; w < workers; w++) {
+    const owner = MAIN_OWNER + 1 + w;
+    const { port1, port2 } = new MessageChannel();
+    const data: ListWorkerData = { abs, names: packed, control: ctl.buffer as SharedArrayBuffer, owner, port: port2 };
+    ports.push(port1);
+    // A worker that cannot start (or fails) only leaves its chunks to this thread.
+    let worker: Worker;
+    try {
+      worker = new Worker(workerScript ?? new URL('./list-worker.js', import.meta.url), {
+        workerData: data,
+        transferList: [port2],
+        // A small young generation: a worker's garbage dies young (one chunk's texts), and the default
+        // (tens of MB per thread) was most of what a second thread added to peak memory.
+        resourceLimits: { maxYoungGenerationSizeMb: WORKER_YOUNG_MB },
       });
-      // Messages a worker sent before it ended are delivered before 'exit'; whatever it did not send is read here.
-      worker.on('error', () => {
-        gone.add(w);
-        drain();
-      });
-      worker.on('exit', () => {
-        gone.add(w);
-        drain();
-      });
+    } catch {
+      gone.add(owner);
+      continue;
     }
-  });
+    worker.on('error', () => gone.add(owner));
+    worker.on('exit', () => gone.add(owner));
+    pool.push(worker);
+  }
+  // Everything the workers sent so far.
+  const drain = (): void => {
+    for (const port of ports) {
+      for (let m = receiveMessageOnPort(port); m !== undefined; m = receiveMessageOnPort(port)) {
+        const msg = m.message as ChunkMessage;
+        pending.set(msg.chunk, msg.items);
+      }
+    }
+  };
+  try {
+    let next = 0;
+    while (next < chunks) {
+      drain();
+      const ready = pending.get(next);
+      if (ready !== undefined) {
+        pending.delete(next);
+        emit(next, ready);
+        next++;
+        Atomics.store(ctl, WRITTEN, next);
+        Atomics.notify(ctl, WRITTEN);
+        continue;
+      }
+      // Work while waiting: the next chunk nobody has claimed.
+      const k = claimChunk(ctl, chunks, MAIN_OWNER);
+      if (k >= 0) {
+        pending.set(k, inspectChunk(abs, chunkOf(names, k)));
+        continue;
+      }
+      // Chunk `next` is a worker's. If that worker has ended without sending it (its messages were
+      // all queued before its exit was seen, and drained above), inspect it here.
+      const owner = Atomics.load(ctl, OWNER + next);
+      if ((owner > MAIN_OWNER && gone.has(owner)) || (owner === 0 && gone.size === workers)) {
+        pending.set(next, inspectChunk(abs, chunkOf(names, next)));
+        continue;
+      }
+      const seen = Atomics.load(ctl, SENT);
+      drain();
+      if (pending.has(next)) continue;
+      // Wait for a worker's next chunk, letting this thread's events (a worker's exit) run meanwhile.
+      const wait = waitAsync(ctl, SENT, seen, 50);
+      if (wait.async) await wait.value;
+    }
+    return finish();
+  } finally {
+    for (const port of ports) port.close();
+    for (const w of pool) void w.terminate();
+  }
 }

@@ -1,23 +1,27 @@
 /**
  * A worker thread of {@link writeRunsDocumentThreaded} (list-threads.ts):
- * inspects the chunks of run directories it was given (every W-th), in
- * order, and sends each chunk's report texts and skips to the main thread,
- * never more than AHEAD chunks ahead of the one being written.
+ * claims chunks of run directories from the shared counter, inspects each,
+ * and sends its report texts and skips to the main thread, never claiming
+ * more than AHEAD chunks beyond the one being written.
  */
-import { parentPort, workerData } from 'node:worker_threads';
-import { AHEAD, inspectChunk, type ChunkMessage, type ListWorkerData } from './list-threads.js';
+import { workerData } from 'node:worker_threads';
+import { AHEAD, CHUNK_RUNS, claimChunk, packedChunk, CLAIM, inspectChunk, SENT, WRITTEN, type ChunkMessage, type ListWorkerData } from './list-threads.js';
 
-const port = parentPort;
-if (port === null) throw new Error('status/list-worker.js must run as a worker thread');
-const { abs, chunks, written } = workerData as ListWorkerData;
-const done = new Int32Array(written);
-for (const { k, names } of chunks) {
-  for (;;) {
-    const at = Atomics.load(done, 0);
-    if (k - at < AHEAD) break;
-    // Woken by the main thread after each chunk it writes; the bound only re-checks.
-    Atomics.wait(done, 0, at, 1000);
+const { abs, names, control, owner, port } = workerData as ListWorkerData;
+const ctl = new Int32Array(control);
+const chunks = Math.ceil(names.count / CHUNK_RUNS);
+for (;;) {
+  if (Atomics.load(ctl, CLAIM) >= chunks) break;
+  const k = claimChunk(ctl, chunks, owner);
+  if (k < 0) {
+    // Too far ahead of the writer: woken after each chunk it writes; the bound only re-checks.
+    const written = Atomics.load(ctl, WRITTEN);
+    if (Atomics.load(ctl, CLAIM) - written >= AHEAD) Atomics.wait(ctl, WRITTEN, written, 1000);
+    continue;
   }
-  const message: ChunkMessage = { chunk: k, items: inspectChunk(abs, names) };
+  const message: ChunkMessage = { chunk: k, items: inspectChunk(abs, packedChunk(names, k)) };
   port.postMessage(message);
+  Atomics.add(ctl, SENT, 1);
+  Atomics.notify(ctl, SENT);
 }
+port.close();

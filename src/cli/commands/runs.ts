@@ -65,10 +65,10 @@ function writeStdoutSync(buf: Buffer): void {
   }
 }
 
-/** The environment variable that sets how many worker threads `runs --json` uses (0 or 1: none). */
+/** The environment variable that sets how many threads inspect runs for `runs --json`, this one included (0 or 1: this one alone). */
 export const THREADS_ENV = 'RUNWARDEN_THREADS';
 
-/** `RUNWARDEN_THREADS` as a thread count, or undefined (the default: by the machine's cores and the root's size). */
+/** `RUNWARDEN_THREADS` as a thread count, or undefined (the default: one). */
 function threadsFromEnv(): number | undefined {
   const v = process.env[THREADS_ENV];
   if (v === undefined || v === '') return undefined;
