@@ -252,13 +252,16 @@ describe('LiveEngine', () => {
     const compared0 = e.stats.safetyCompared;
     await until(() => e.stats.safetyPasses >= passes0 + 5);
     const passes = e.stats.safetyPasses - passes0;
-    // Each pass: the one open run, and 3 of the 7 settled ones.
-    expect(e.stats.safetyCompared - compared0).toBe(passes * 4);
+    // Each pass: the one open run, and the settled ones among a turn of 3 of the 8 runs (2 or 3 of them).
+    const compared = e.stats.safetyCompared - compared0;
+    expect(compared).toBeGreaterThanOrEqual(passes * 3);
+    expect(compared).toBeLessThanOrEqual(passes * 4);
+    expect(compared).toBeLessThan(passes * 8);
     expect(statusOf(e, open)).toBe('RUNNING');
   });
 
   it('takes turns so that every settled run is compared once in each ceil(total / budget) passes', () => {
-    for (const [total, budget] of [[7, 3], [100_000, 20_000], [5, 5], [4, 10], [10, 1], [0, 3]] as const) {
+    for (const [total, budget] of [[7, 3], [100_000, 10_000], [5, 5], [4, 10], [10, 1], [0, 3]] as const) {
       const seen = new Map<number, number>();
       let cursor = 0;
       const turns = Math.ceil(total / budget) || 1;

@@ -35,7 +35,7 @@
  *   cannot freeze a run's status forever: it lists the root again (when its
  *   mtime moved, and every tenth pass anyway), compares the file identities
  *   of every open or unwatched run and of a bounded share of the settled
- *   ones (all of them up to 20,000 runs; beyond that they take turns, so the
+ *   ones (all of them up to 10,000 runs; beyond that they take turns, so the
  *   backstop costs the same at any size), and re-probes open legs; open legs are also
  *   re-probed every `openRecheckMs`, which is what finds a holder that
  *   (against §4.1) held the lock through a read-only descriptor.
@@ -81,10 +81,10 @@ const SAFETY_SLICE = 1000;
  * settled runs of a watched root are the kernel's to announce, so the pass
  * is only their backstop, and at this VM's ~5 µs per lstat a pass over
  * 100,000 of them cost a second of CPU every 30 s (3 % of a core at idle).
- * Beyond this many, they take turns (a rotating cursor): at 100,000 runs
- * each settled run is compared every fifth pass.
+ * Beyond this many runs, they take turns (a rotating range of the runs):
+ * at 100,000 runs each settled run is compared every tenth pass (5 min).
  */
-export const LIVE_SAFETY_SETTLED_PER_PASS = 20_000;
+export const LIVE_SAFETY_SETTLED_PER_PASS = 10_000;
 
 /** An unchanged root is listed again by the safety re-check at least every this many passes anyway. */
 const ROOT_RELIST_EVERY = 10;
@@ -758,12 +758,20 @@ export class LiveEngine {
       }
     }
     // Every run with an open leg or without a watch, and a share of the rest.
+    // Open legs, then unwatched runs (a walk of every run only when there are
+    // some), then the settled, watched runs of this pass's turn: a range of
+    // the runs in tracking order, taken without a walk of the rest.
     const all = [...this.runsByDir.values()];
     const runs: RunState[] = [];
-    const settled: RunState[] = [];
-    for (const r of all) (r.fold.open || r.watch === undefined ? runs : settled).push(r);
-    const share = takeTurns(settled.length, this.settledCursor, this.settledPerPass);
-    for (const [from, to] of share.ranges) for (let k = from; k < to; k++) runs.push(settled[k] as RunState);
+    for (const r of this.open) if (r.fold.open) runs.push(r);
+    if (this.stats.unwatched > 0) for (const r of all) if (r.watch === undefined && !r.fold.open) runs.push(r);
+    const share = takeTurns(all.length, this.settledCursor, this.settledPerPass);
+    for (const [from, to] of share.ranges) {
+      for (let k = from; k < to; k++) {
+        const r = all[k] as RunState;
+        if (!r.fold.open && r.watch !== undefined) runs.push(r);
+      }
+    }
     this.settledCursor = share.next;
     this.stats.safetyPasses++;
     this.stats.safetyCompared += runs.length;

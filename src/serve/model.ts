@@ -818,10 +818,17 @@ export class DashboardModel {
       // Racy: an mtime this recent may not show a change made within the same clock tick after the stat.
       this.listedSig = sig !== undefined && Date.now() - Number(sig.split(':')[2]) / 1e6 > 2000 ? sig : undefined;
     }
-    for (const e of [...this.entries.values()]) if (e.kind === 'unreadable' && this.refresh(e.dir, true)) any = true;
-    // Sums kept by additions and subtractions drift; start each cycle from an exact one.
-    this.costKnown = 0;
-    for (const e of this.entries.values()) if (typeof e.inspection?.report.cost_usd === 'number') this.costKnown += e.inspection.report.cost_usd;
+    // Unreadable runs are among the skipped entries (a handful), not walked out of every run.
+    for (const id of [...this.skips.keys()]) {
+      const e = this.entries.get(id);
+      if (e?.kind === 'unreadable' && this.refresh(e.dir, true)) any = true;
+    }
+    // Sums kept by additions and subtractions drift; start again from an exact
+    // one whenever the root is listed (a walk of every run, like the listing).
+    if (this.relistSkips === 0) {
+      this.costKnown = 0;
+      for (const e of this.entries.values()) if (typeof e.inspection?.report.cost_usd === 'number') this.costKnown += e.inspection.report.cost_usd;
+    }
     if (any) this.bump();
   }
 
