@@ -318,7 +318,7 @@ async function measure(n) {
     await page.waitForFunction(() => window.__rw.raf > 0, null, { timeout: 10_000, polling: 20 });
     const m = await page.evaluate(() => window.__rw);
     const rel = (t) => t - clock.offset - at;
-    const row = { server, frame: m.frame ? rel(m.frame) : NaN, dom: rel(m.dom), raf: rel(m.raf), polled, bytes: m.bytes };
+    const row = { at, server, frame: m.frame ? rel(m.frame) : NaN, dom: rel(m.dom), raf: rel(m.raf), polled, bytes: m.bytes };
     parts.push(row);
     deathMs.push(row.dom);
     if (GAP_MS) await sleep(GAP_MS);
