@@ -141,17 +141,22 @@
     });
     SECTIONS.forEach(function (s) {
       var box = RW.find(section(s), '.cards');
+      // First take out what no longer belongs here (a card gone to another
+      // section, or gone), so the cards that stay are not moved around it.
+      for (var k = box.children.length - 1; k >= 0; k--) {
+        var child = /** @type {HTMLElement} */ (box.children[k]);
+        var id = child.getAttribute('data-run-id') || '';
+        var c = cards[id];
+        if (nodes[id] !== child || !c || c.section !== s) box.removeChild(child);
+      }
+    });
+    SECTIONS.forEach(function (s) {
+      var box = RW.find(section(s), '.cards');
       var list = want[s];
       for (var i = 0; i < list.length; i++) {
         var at = box.children[i] || null;
         if (at !== list[i]) box.insertBefore(/** @type {HTMLElement} */ (list[i]), at);
       }
-    });
-    // What is left past a section's cards belongs to no card (or to a later
-    // section, which has taken it by now).
-    SECTIONS.forEach(function (s) {
-      var box = RW.find(section(s), '.cards');
-      while (box.children.length > want[s].length) box.removeChild(/** @type {Element} */ (box.lastElementChild));
     });
     SECTIONS.forEach(function (s) {
       var sec = section(s);
