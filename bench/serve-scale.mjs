@@ -14,7 +14,31 @@
  *   - append-to-page latency: an event appended to a live run's stream
  *     until the open page's card shows its node as started.
  *
+ * In-page latency. Both latencies are taken in the page: before each kill or
+ * append a MutationObserver is installed on the page's <main>; it stamps
+ * performance.timeOrigin + performance.now() when the card first shows the
+ * change (the page's handler has changed the DOM; the pixels follow at the
+ * next frame, stamped too with requestAnimationFrame). The kill or append is
+ * stamped with the same expression in this process; both are wall-clock
+ * based at their origin and monotonic after, and their agreement is measured
+ * per size (the offset of the least round trip of 30 page.evaluate calls,
+ * printed and subtracted; it has been under 0.3 ms, ± ≤ 1.3 ms). Per kill
+ * the table below the main one also shows when a plain SSE client in this
+ * process got the frame and when the page's EventSource dispatched it
+ * (MessageEvent.timeStamp), so server, page and browser each get their
+ * share. The older method, playwright's waitForFunction polling every 5 ms
+ * started after the kill, measured its own CDP round trips and polling
+ * (≈ 13–45 ms p50 and up to 100+ ms at p99 after the DOM already showed it)
+ * and its 5 ms poll of every card loaded the page's main thread while the
+ * frame was being handled; --with-poll still runs it, as an extra column.
+ *
  * usage: node bench/serve-scale.mjs [--quick] [--sizes 1000,10000] [--no-write]
+ *          [--latency-only] [--with-poll] [--gap MS] [--dump FILE]
+ *   --latency-only  skip the idle windows and the 20 pages (latencies only)
+ *   --with-poll     also time each death with the old playwright 5 ms poll
+ *   --gap MS        wait MS between kills (default 0: the next kill as soon
+ *                   as the page shows the last one)
+ *   --dump FILE     every kill's stamps as JSON
  *   --quick     sizes 1,000 and 10,000, 10 s idle windows, 10 kills
  *   full        sizes 1,000, 10,000 and 100,000, 60 s idle windows, 50 kills
  *               (needs 20 + 50 holders per size: 50 extra in-flight runs are
@@ -39,7 +63,7 @@ const HEADING = '## Dashboard at scale';
 
 const args = process.argv.slice(2);
 if (args.includes('--help')) {
-  process.stdout.write(readFileSync(fileURLToPath(import.meta.url), 'utf8').split('\n').slice(2, 24).map((l) => l.replace(/^ \*\/? ?/, '')).join('\n') + '\n');
+  process.stdout.write(readFileSync(fileURLToPath(import.meta.url), 'utf8').split('\n').slice(2, 49).map((l) => l.replace(/^ \*\/? ?/, '')).join('\n') + '\n');
   process.exit(0);
 }
 const quick = args.includes('--quick');
@@ -236,39 +260,25 @@ async function measure(n) {
   let cpu20 = NaN;
   let rss = rssMiB(pid);
   if (!LATENCY_ONLY) {
-  log(`size ${n}: idle, 1 page, ${IDLE_S} s…`);
-  cpu1 = await idleCpu(pid, IDLE_S);
-  const pages = [page];
-  for (let i = 1; i < 20; i++) {
-    // A context each, as 20 people would have: one browser profile opens at most 6
-    // HTTP/1.1 connections to a host, and each page keeps one for its event stream.
-    const p = await (await browser.newContext()).newPage();
-    await p.goto(serve.url);
-    await p.waitForFunction((k) => document.querySelectorAll('section[data-section="in-flight"] article.card').length === k, live.length, { timeout: 300_000 });
-    pages.push(p);
-  }
-  log(`size ${n}: idle, 20 pages, ${IDLE_S} s…`);
-  cpu20 = await idleCpu(pid, IDLE_S);
-  rss = rssMiB(pid);
-  for (const p of pages.slice(1)) await p.context().close();
+    log(`size ${n}: idle, 1 page, ${IDLE_S} s…`);
+    cpu1 = await idleCpu(pid, IDLE_S);
+    const pages = [page];
+    for (let i = 1; i < 20; i++) {
+      // A context each, as 20 people would have: one browser profile opens at most 6
+      // HTTP/1.1 connections to a host, and each page keeps one for its event stream.
+      const p = await (await browser.newContext()).newPage();
+      await p.goto(serve.url);
+      await p.waitForFunction((k) => document.querySelectorAll('section[data-section="in-flight"] article.card').length === k, live.length, { timeout: 300_000 });
+      pages.push(p);
+    }
+    log(`size ${n}: idle, 20 pages, ${IDLE_S} s…`);
+    cpu20 = await idleCpu(pid, IDLE_S);
+    rss = rssMiB(pid);
+    for (const p of pages.slice(1)) await p.context().close();
   }
 
   log(`size ${n}: append and death latencies…`);
-  // Append-to-page: a node_started appended to a live run shows in its strip.
-  const appendMs = [];
-  for (let i = 0; i < Math.min(10, KILLS); i++) {
-    const id = live[i];
-    const node = `n${i}`;
-    const at = performance.now();
-    appendFileSync(join(root, id, 'events.jsonl'), ev(id, 'node_started', { node_id: node }));
-    await page.waitForFunction(([rid, want]) => {
-      const card = [...document.querySelectorAll('article.card')].find((e) => e.dataset.runId === rid);
-      return card ? card.querySelectorAll('.strip .cell').length >= want : false;
-    }, [id, 2], { timeout: 60_000, polling: 5 });
-    appendMs.push(performance.now() - at);
-  }
-
-  // Death-to-page, measured in the page (see "In-page latency" in the header).
+  // Both latencies are measured in the page (see the header): the clocks first.
   const clock = await clockOffset(page);
   log(`size ${n}: page clock − node clock ${clock.offset.toFixed(2)} ms (± ${clock.err.toFixed(2)})`);
   const sse = await sseWatch(serve.url);
@@ -279,30 +289,58 @@ async function measure(n) {
       const m = window.__rw;
       if (!m.id || m.frame) return;
       const d = JSON.parse(ev.data);
-      if (!(d.upsert || []).some((c) => c.run_id === m.id && c.state === 'abandoned')) return;
+      if (!(d.upsert || []).some((c) => c.run_id === m.id && (m.want === 'abandoned' ? c.state === 'abandoned' : c.nodes.length >= 2))) return;
       m.frame = performance.timeOrigin + ev.timeStamp;
       m.handled = performance.timeOrigin + performance.now();
       m.bytes = ev.data.length;
     });
   });
-  const deathMs = [];
-  /** Per kill, each ms after the kill: node's own SSE client got the frame; the page's EventSource dispatched it; the DOM showed it; the next frame began; playwright's poll saw it. */
-  const parts = [];
-  for (const id of live.slice(IN_FLIGHT)) {
-    const h = holders.get(id);
-    await page.evaluate((rid) => {
+  /**
+   * Arms the page for one change: a MutationObserver (installed before the
+   * kill or append, so nothing is missed) stamps the moment the card shows it,
+   * and the start of the next animation frame after that.
+   */
+  const arm = (rid, want) =>
+    page.evaluate(([rid, want]) => {
       const m = window.__rw;
-      Object.assign(m, { id: rid, frame: 0, handled: 0, dom: 0, raf: 0 });
+      Object.assign(m, { id: rid, want, frame: 0, handled: 0, dom: 0, raf: 0 });
       const main = document.querySelector('main');
-      const mo = new MutationObserver(() => {
+      const shown = () => {
         const card = main.querySelector('article.card[data-run-id="' + rid + '"]');
-        if (!card || card.dataset.state !== 'abandoned') return;
+        if (!card) return false;
+        return want === 'abandoned' ? card.dataset.state === 'abandoned' : card.querySelectorAll('.strip .cell').length >= 2;
+      };
+      const mo = new MutationObserver(() => {
+        if (!shown()) return;
         m.dom = performance.timeOrigin + performance.now();
         mo.disconnect();
         requestAnimationFrame(() => { m.raf = performance.timeOrigin + performance.now(); });
       });
       mo.observe(main, { subtree: true, childList: true, attributes: true, attributeFilter: ['data-state'] });
-    }, id);
+    }, [rid, want]);
+  const stamps = async (at) => {
+    await page.waitForFunction(() => window.__rw.raf > 0, null, { timeout: 60_000, polling: 20 });
+    const m = await page.evaluate(() => window.__rw);
+    const rel = (t) => t - clock.offset - at;
+    return { frame: m.frame ? rel(m.frame) : NaN, dom: rel(m.dom), raf: rel(m.raf), bytes: m.bytes };
+  };
+
+  // Append-to-page: a node_started appended to a live run shows in its strip.
+  const appendMs = [];
+  for (let i = 0; i < Math.min(10, KILLS); i++) {
+    const id = live[i];
+    await arm(id, 'cells');
+    const at = performance.timeOrigin + performance.now();
+    appendFileSync(join(root, id, 'events.jsonl'), ev(id, 'node_started', { node_id: `n${i}` }));
+    appendMs.push((await stamps(at)).dom);
+  }
+
+  const deathMs = [];
+  /** Per kill, each ms after the kill: node's own SSE client got the frame; the page's EventSource dispatched it; the DOM showed it; the next frame began; playwright's poll saw it. */
+  const parts = [];
+  for (const id of live.slice(IN_FLIGHT)) {
+    const h = holders.get(id);
+    await arm(id, 'abandoned');
     const gotFrame = sse.waitAbandoned(id);
     const at = performance.timeOrigin + performance.now();
     h.kill('SIGKILL');
@@ -315,10 +353,7 @@ async function measure(n) {
       polled = performance.timeOrigin + performance.now() - at;
     }
     const server = (await gotFrame) - at;
-    await page.waitForFunction(() => window.__rw.raf > 0, null, { timeout: 10_000, polling: 20 });
-    const m = await page.evaluate(() => window.__rw);
-    const rel = (t) => t - clock.offset - at;
-    const row = { at, server, frame: m.frame ? rel(m.frame) : NaN, dom: rel(m.dom), raf: rel(m.raf), polled, bytes: m.bytes };
+    const row = { at, server, ...(await stamps(at)), polled };
     parts.push(row);
     deathMs.push(row.dom);
     if (GAP_MS) await sleep(GAP_MS);
@@ -343,7 +378,7 @@ const commit = (() => {
 })();
 const f = (x, d = 0) => (Number.isFinite(x) ? x.toFixed(d) : '–');
 let out = `${HEADING}\n\n\`node bench/serve-scale.mjs${quick ? ' --quick' : ''}\`, ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC, ${cpus().length} × ${cpus()[0]?.model ?? '?'}, node ${process.version}. `;
-out += `Each root: settled runs with 3-line streams, plus ${IN_FLIGHT + KILLS} in flight, each held by its own holder process (${KILLS} of them are killed one by one for the latency rows). Idle windows ${IDLE_S} s, begun once the server's start-up work is done (the first 2 s slice under 10 % of a core after the first page; the wait is the \"settled\" column). Latencies are from the moment of the kill or append to the moment the page shows it (page polled every 5 ms).\n\n`;
+out += `Each root: settled runs with 3-line streams, plus ${IN_FLIGHT + KILLS} in flight, each held by its own holder process (${KILLS} of them are killed one by one for the latency rows). Idle windows ${IDLE_S} s, begun once the server's start-up work is done (the first 2 s slice under 10 % of a core after the first page; the wait is the \"settled\" column). Latencies are from the moment of the kill or append to the moment the page's DOM shows it, stamped in the page by a MutationObserver installed before the kill (see the script's header; the older rows polled the page from playwright every 5 ms).\n\n`;
 out += '| runs | /api/dashboard bytes | cold /api/dashboard | first complete page (chromium) | settled after | idle CPU, 1 page | idle CPU, 20 pages | RSS | append → page p50 / max | death → page p50 / p99 / max |\n|---|---|---|---|---|---|---|---|---|---|\n';
 for (const r of rows) {
   out += `| ${r.n.toLocaleString('en')} | ${(r.bytes / 1024).toFixed(0)} KiB | ${f(r.coldMs)} ms | ${f(r.firstPageMs)} ms | ${f(r.settleMs / 1000)} s | ${f(r.cpu1, 1)} % | ${f(r.cpu20, 1)} % | ${f(r.rss)} MiB | ${f(pct(r.appendMs, 50))} / ${f(Math.max(...r.appendMs))} ms | ${f(pct(r.deathMs, 50))} / ${f(pct(r.deathMs, 99))} / ${f(Math.max(...r.deathMs))} ms |\n`;
