@@ -14,7 +14,31 @@
  *   - append-to-page latency: an event appended to a live run's stream
  *     until the open page's card shows its node as started.
  *
+ * In-page latency. Both latencies are taken in the page: before each kill or
+ * append a MutationObserver is installed on the page's <main>; it stamps
+ * performance.timeOrigin + performance.now() when the card first shows the
+ * change (the page's handler has changed the DOM; the pixels follow at the
+ * next frame, stamped too with requestAnimationFrame). The kill or append is
+ * stamped with the same expression in this process; both are wall-clock
+ * based at their origin and monotonic after, and their agreement is measured
+ * per size (the offset of the least round trip of 30 page.evaluate calls,
+ * printed and subtracted; it has been under 0.3 ms, ± ≤ 1.3 ms). Per kill
+ * the table below the main one also shows when a plain SSE client in this
+ * process got the frame and when the page's EventSource dispatched it
+ * (MessageEvent.timeStamp), so server, page and browser each get their
+ * share. The older method, playwright's waitForFunction polling every 5 ms
+ * started after the kill, measured its own CDP round trips and polling
+ * (≈ 13–45 ms p50 and up to 100+ ms at p99 after the DOM already showed it)
+ * and its 5 ms poll of every card loaded the page's main thread while the
+ * frame was being handled; --with-poll still runs it, as an extra column.
+ *
  * usage: node bench/serve-scale.mjs [--quick] [--sizes 1000,10000] [--no-write]
+ *          [--latency-only] [--with-poll] [--gap MS] [--dump FILE]
+ *   --latency-only  skip the idle windows and the 20 pages (latencies only)
+ *   --with-poll     also time each death with the old playwright 5 ms poll
+ *   --gap MS        wait MS between kills (default 0: the next kill as soon
+ *                   as the page shows the last one)
+ *   --dump FILE     every kill's stamps as JSON
  *   --quick     sizes 1,000 and 10,000, 10 s idle windows, 10 kills
  *   full        sizes 1,000, 10,000 and 100,000, 60 s idle windows, 50 kills
  *               (needs 20 + 50 holders per size: 50 extra in-flight runs are
@@ -25,7 +49,8 @@
  */
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync, appendFileSync } from 'node:fs';
-import { cpus, tmpdir } from 'node:os';
+import http from 'node:http';
+import { cpus, loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -38,7 +63,7 @@ const HEADING = '## Dashboard at scale';
 
 const args = process.argv.slice(2);
 if (args.includes('--help')) {
-  process.stdout.write(readFileSync(fileURLToPath(import.meta.url), 'utf8').split('\n').slice(2, 24).map((l) => l.replace(/^ \*\/? ?/, '')).join('\n') + '\n');
+  process.stdout.write(readFileSync(fileURLToPath(import.meta.url), 'utf8').split('\n').slice(2, 49).map((l) => l.replace(/^ \*\/? ?/, '')).join('\n') + '\n');
   process.exit(0);
 }
 const quick = args.includes('--quick');
@@ -47,6 +72,12 @@ const sizesArg = args.indexOf('--sizes');
 const SIZES = sizesArg >= 0 ? args[sizesArg + 1].split(',').map(Number) : quick ? [1000, 10000] : [1000, 10000, 100000];
 const IDLE_S = quick ? 10 : 60;
 const KILLS = quick ? 10 : 50;
+const WITH_POLL = args.includes('--with-poll');
+const LATENCY_ONLY = args.includes('--latency-only');
+const gapArg = args.indexOf('--gap');
+const dumpArg = args.indexOf('--dump');
+const DUMP = dumpArg >= 0 ? args[dumpArg + 1] : '';
+const GAP_MS = gapArg >= 0 ? Number(args[gapArg + 1]) : 0;
 const IN_FLIGHT = 20;
 const CLK = 100; // USER_HZ on linux
 
@@ -144,9 +175,58 @@ async function idleCpu(pid, seconds) {
   return ((ticks / CLK) / ((performance.now() - w0) / 1000)) * 100;
 }
 
+/**
+ * The page's clock against this process's: both are performance.timeOrigin +
+ * performance.now() (wall-clock based at each origin, monotonic after). The
+ * offset (page − node) is taken from the round trip with the least time, ± half of it.
+ */
+async function clockOffset(page) {
+  let best = { offset: 0, err: Infinity };
+  for (let i = 0; i < 30; i++) {
+    const a = performance.timeOrigin + performance.now();
+    const p = await page.evaluate(() => performance.timeOrigin + performance.now());
+    const b = performance.timeOrigin + performance.now();
+    if ((b - a) / 2 < best.err) best = { offset: p - (a + b) / 2, err: (b - a) / 2 };
+  }
+  return best;
+}
+
+/** A plain SSE client in this process: when each run's card first arrived abandoned (same clock as the kill). */
+function sseWatch(url) {
+  const seen = new Map();
+  const waiters = new Map();
+  const req = http.get(new URL('/api/events', url), (res) => {
+    let buf = '';
+    res.setEncoding('utf8');
+    res.on('data', (d) => {
+      const now = performance.timeOrigin + performance.now();
+      buf += d;
+      let j;
+      while ((j = buf.indexOf('\n\n')) >= 0) {
+        const fr = buf.slice(0, j);
+        buf = buf.slice(j + 2);
+        const kind = /^event: (\w+)/m.exec(fr)?.[1];
+        if (kind !== 'patch' && kind !== 'snapshot') continue;
+        const data = JSON.parse(/^data: (.*)$/m.exec(fr)[1]);
+        for (const c of kind === 'snapshot' ? data.runs : data.upsert) {
+          if (c.state !== 'abandoned' || seen.has(c.run_id)) continue;
+          seen.set(c.run_id, now);
+          waiters.get(c.run_id)?.(now);
+        }
+      }
+    });
+  });
+  req.on('error', () => {});
+  return {
+    waitAbandoned: (id) => new Promise((r) => (seen.has(id) ? r(seen.get(id)) : waiters.set(id, r))),
+    close: () => req.destroy(),
+  };
+}
+
 const LAUNCH = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
 
 async function measure(n) {
+  const load0 = loadavg();
   log(`size ${n}: generating…`);
   const root = makeRoot(n);
   const live = [];
@@ -176,54 +256,114 @@ async function measure(n) {
   while ((settle = await idleCpu(pid, 2)) >= 10 && performance.now() - s0 < 300_000);
   const settleMs = performance.now() - s0;
   log(`size ${n}: settled after ${(settleMs / 1000).toFixed(0)} s (last 2 s slice ${settle.toFixed(1)} %)`);
-  log(`size ${n}: idle, 1 page, ${IDLE_S} s…`);
-  const cpu1 = await idleCpu(pid, IDLE_S);
-  const pages = [page];
-  for (let i = 1; i < 20; i++) {
-    // A context each, as 20 people would have: one browser profile opens at most 6
-    // HTTP/1.1 connections to a host, and each page keeps one for its event stream.
-    const p = await (await browser.newContext()).newPage();
-    await p.goto(serve.url);
-    await p.waitForFunction((k) => document.querySelectorAll('section[data-section="in-flight"] article.card').length === k, live.length, { timeout: 300_000 });
-    pages.push(p);
+  let cpu1 = NaN;
+  let cpu20 = NaN;
+  let rss = rssMiB(pid);
+  if (!LATENCY_ONLY) {
+    log(`size ${n}: idle, 1 page, ${IDLE_S} s…`);
+    cpu1 = await idleCpu(pid, IDLE_S);
+    const pages = [page];
+    for (let i = 1; i < 20; i++) {
+      // A context each, as 20 people would have: one browser profile opens at most 6
+      // HTTP/1.1 connections to a host, and each page keeps one for its event stream.
+      const p = await (await browser.newContext()).newPage();
+      await p.goto(serve.url);
+      await p.waitForFunction((k) => document.querySelectorAll('section[data-section="in-flight"] article.card').length === k, live.length, { timeout: 300_000 });
+      pages.push(p);
+    }
+    log(`size ${n}: idle, 20 pages, ${IDLE_S} s…`);
+    cpu20 = await idleCpu(pid, IDLE_S);
+    rss = rssMiB(pid);
+    for (const p of pages.slice(1)) await p.context().close();
   }
-  log(`size ${n}: idle, 20 pages, ${IDLE_S} s…`);
-  const cpu20 = await idleCpu(pid, IDLE_S);
-  const rss = rssMiB(pid);
-  for (const p of pages.slice(1)) await p.context().close();
 
   log(`size ${n}: append and death latencies…`);
+  // Both latencies are measured in the page (see the header): the clocks first.
+  const clock = await clockOffset(page);
+  log(`size ${n}: page clock − node clock ${clock.offset.toFixed(2)} ms (± ${clock.err.toFixed(2)})`);
+  const sse = await sseWatch(serve.url);
+  await page.evaluate(() => {
+    // One listener, added after the page's own: it runs once the page has applied the frame.
+    window.__rw = { id: '', frame: 0, handled: 0, bytes: 0 };
+    window.RW.stream.addEventListener('patch', (ev) => {
+      const m = window.__rw;
+      if (!m.id || m.frame) return;
+      const d = JSON.parse(ev.data);
+      if (!(d.upsert || []).some((c) => c.run_id === m.id && (m.want === 'abandoned' ? c.state === 'abandoned' : c.nodes.length >= 2))) return;
+      m.frame = performance.timeOrigin + ev.timeStamp;
+      m.handled = performance.timeOrigin + performance.now();
+      m.bytes = ev.data.length;
+    });
+  });
+  /**
+   * Arms the page for one change: a MutationObserver (installed before the
+   * kill or append, so nothing is missed) stamps the moment the card shows it,
+   * and the start of the next animation frame after that.
+   */
+  const arm = (rid, want) =>
+    page.evaluate(([rid, want]) => {
+      const m = window.__rw;
+      Object.assign(m, { id: rid, want, frame: 0, handled: 0, dom: 0, raf: 0 });
+      const main = document.querySelector('main');
+      const shown = () => {
+        const card = main.querySelector('article.card[data-run-id="' + rid + '"]');
+        if (!card) return false;
+        return want === 'abandoned' ? card.dataset.state === 'abandoned' : card.querySelectorAll('.strip .cell').length >= 2;
+      };
+      const mo = new MutationObserver(() => {
+        if (!shown()) return;
+        m.dom = performance.timeOrigin + performance.now();
+        mo.disconnect();
+        requestAnimationFrame(() => { m.raf = performance.timeOrigin + performance.now(); });
+      });
+      mo.observe(main, { subtree: true, childList: true, attributes: true, attributeFilter: ['data-state'] });
+    }, [rid, want]);
+  const stamps = async (at) => {
+    await page.waitForFunction(() => window.__rw.raf > 0, null, { timeout: 60_000, polling: 20 });
+    const m = await page.evaluate(() => window.__rw);
+    const rel = (t) => t - clock.offset - at;
+    return { frame: m.frame ? rel(m.frame) : NaN, dom: rel(m.dom), raf: rel(m.raf), bytes: m.bytes };
+  };
+
   // Append-to-page: a node_started appended to a live run shows in its strip.
   const appendMs = [];
   for (let i = 0; i < Math.min(10, KILLS); i++) {
     const id = live[i];
-    const node = `n${i}`;
-    const at = performance.now();
-    appendFileSync(join(root, id, 'events.jsonl'), ev(id, 'node_started', { node_id: node }));
-    await page.waitForFunction(([rid, want]) => {
-      const card = [...document.querySelectorAll('article.card')].find((e) => e.dataset.runId === rid);
-      return card ? card.querySelectorAll('.strip .cell').length >= want : false;
-    }, [id, 2], { timeout: 60_000, polling: 5 });
-    appendMs.push(performance.now() - at);
+    await arm(id, 'cells');
+    const at = performance.timeOrigin + performance.now();
+    appendFileSync(join(root, id, 'events.jsonl'), ev(id, 'node_started', { node_id: `n${i}` }));
+    appendMs.push((await stamps(at)).dom);
   }
 
-  // Death-to-page: each kill, the time until the page shows the card abandoned.
   const deathMs = [];
+  /** Per kill, each ms after the kill: node's own SSE client got the frame; the page's EventSource dispatched it; the DOM showed it; the next frame began; playwright's poll saw it. */
+  const parts = [];
   for (const id of live.slice(IN_FLIGHT)) {
     const h = holders.get(id);
-    const at = performance.now();
+    await arm(id, 'abandoned');
+    const gotFrame = sse.waitAbandoned(id);
+    const at = performance.timeOrigin + performance.now();
     h.kill('SIGKILL');
-    await page.waitForFunction((rid) => {
-      const card = [...document.querySelectorAll('article.card')].find((e) => e.dataset.runId === rid);
-      return card ? card.dataset.state === 'abandoned' : false;
-    }, id, { timeout: 60_000, polling: 5 });
-    deathMs.push(performance.now() - at);
+    let polled = NaN;
+    if (WITH_POLL) {
+      await page.waitForFunction((rid) => {
+        const card = [...document.querySelectorAll('article.card')].find((e) => e.dataset.runId === rid);
+        return card ? card.dataset.state === 'abandoned' : false;
+      }, id, { timeout: 60_000, polling: 5 });
+      polled = performance.timeOrigin + performance.now() - at;
+    }
+    const server = (await gotFrame) - at;
+    const row = { at, server, ...(await stamps(at)), polled };
+    parts.push(row);
+    deathMs.push(row.dom);
+    if (GAP_MS) await sleep(GAP_MS);
   }
+  sse.close();
   await browser.close();
   serve.proc.kill('SIGKILL');
   for (const h of holders.values()) h.kill('SIGKILL');
   rmSync(root, { recursive: true, force: true });
-  return { n, bytes, coldMs, firstPageMs, settleMs, cpu1, cpu20, rss, appendMs, deathMs };
+  return { n, bytes, coldMs, firstPageMs, settleMs, cpu1, cpu20, rss, appendMs, deathMs, parts, clock, load0, load1: loadavg() };
 }
 
 const rows = [];
@@ -238,12 +378,20 @@ const commit = (() => {
 })();
 const f = (x, d = 0) => (Number.isFinite(x) ? x.toFixed(d) : '–');
 let out = `${HEADING}\n\n\`node bench/serve-scale.mjs${quick ? ' --quick' : ''}\`, ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC, ${cpus().length} × ${cpus()[0]?.model ?? '?'}, node ${process.version}. `;
-out += `Each root: settled runs with 3-line streams, plus ${IN_FLIGHT + KILLS} in flight, each held by its own holder process (${KILLS} of them are killed one by one for the latency rows). Idle windows ${IDLE_S} s, begun once the server's start-up work is done (the first 2 s slice under 10 % of a core after the first page; the wait is the \"settled\" column). Latencies are from the moment of the kill or append to the moment the page shows it (page polled every 5 ms).\n\n`;
+out += `Each root: settled runs with 3-line streams, plus ${IN_FLIGHT + KILLS} in flight, each held by its own holder process (${KILLS} of them are killed one by one for the latency rows). Idle windows ${IDLE_S} s, begun once the server's start-up work is done (the first 2 s slice under 10 % of a core after the first page; the wait is the \"settled\" column). Latencies are from the moment of the kill or append to the moment the page's DOM shows it, stamped in the page by a MutationObserver installed before the kill (see the script's header; the older rows polled the page from playwright every 5 ms).\n\n`;
 out += '| runs | /api/dashboard bytes | cold /api/dashboard | first complete page (chromium) | settled after | idle CPU, 1 page | idle CPU, 20 pages | RSS | append → page p50 / max | death → page p50 / p99 / max |\n|---|---|---|---|---|---|---|---|---|---|\n';
 for (const r of rows) {
   out += `| ${r.n.toLocaleString('en')} | ${(r.bytes / 1024).toFixed(0)} KiB | ${f(r.coldMs)} ms | ${f(r.firstPageMs)} ms | ${f(r.settleMs / 1000)} s | ${f(r.cpu1, 1)} % | ${f(r.cpu20, 1)} % | ${f(r.rss)} MiB | ${f(pct(r.appendMs, 50))} / ${f(Math.max(...r.appendMs))} ms | ${f(pct(r.deathMs, 50))} / ${f(pct(r.deathMs, 99))} / ${f(Math.max(...r.deathMs))} ms |\n`;
 }
 out += '\n';
+for (const r of rows) {
+  const col = (k) => r.parts.map((x) => x[k]).filter(Number.isFinite);
+  const q = (k) => { const xs = col(k); return xs.length ? `${f(pct(xs, 50), 1)} / ${f(pct(xs, 99), 1)} / ${f(Math.max(...xs), 1)}` : '–'; };
+  out += `${r.n.toLocaleString('en')} runs, ${r.parts.length} kills${GAP_MS ? `, ${GAP_MS} ms apart` : ', back to back'}; page clock − node clock ${f(r.clock.offset, 2)} ms ± ${f(r.clock.err, 2)}; load average ${r.load0.map((x) => x.toFixed(2)).join(' ')} at the start, ${r.load1.map((x) => x.toFixed(2)).join(' ')} at the end. ms after the kill, p50 / p99 / max:\n\n`;
+  out += '| node SSE client has the frame | page EventSource dispatches it | page DOM shows it (MutationObserver) | next animation frame | playwright poll (old method) |\n|---|---|---|---|---|\n';
+  out += `| ${q('server')} | ${q('frame')} | ${q('dom')} | ${q('raf')} | ${q('polled')} |\n\n`;
+}
+if (DUMP) writeFileSync(DUMP, JSON.stringify(rows.map((r) => ({ n: r.n, clock: r.clock, load0: r.load0, load1: r.load1, parts: r.parts, appendMs: r.appendMs })), null, 1));
 process.stdout.write(out);
 if (!noWrite) {
   const file = quick ? join(benchDir, 'out', 'RESULTS-quick.md') : join(benchDir, 'RESULTS.md');

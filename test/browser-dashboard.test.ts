@@ -151,6 +151,19 @@ describe('dashboard in chromium', () => {
     await page.locator(`article.card[data-run-id="${ID.victim}"]`).waitFor({ timeout: 60_000 });
     expect(await cardState(page, ID.victim)).toBe('running');
     await page.evaluate(() => ((window as unknown as { __sameDocument: boolean }).__sameDocument = true));
+    // Which cards the page inserts (or moves) while the death arrives, and which the server's
+    // patches upserted: a patch must touch only the cards it carries, not re-place every card.
+    await page.evaluate(() => {
+      const w = window as unknown as { __moves: { inserted: string[]; upserted: string[]; snapshots: number }; RW: { stream: EventSource } };
+      const moves = (w.__moves = { inserted: [] as string[], upserted: [] as string[], snapshots: 0 });
+      new MutationObserver((records) => {
+        for (const r of records) for (const n of r.addedNodes) if (n instanceof HTMLElement && n.matches('article.card')) moves.inserted.push(n.dataset['runId'] ?? '');
+      }).observe(document.querySelector('main') as HTMLElement, { subtree: true, childList: true });
+      w.RW.stream.addEventListener('patch', (ev) => {
+        for (const c of (JSON.parse((ev as MessageEvent<string>).data) as { upsert?: { run_id: string }[] }).upsert ?? []) moves.upserted.push(c.run_id);
+      });
+      w.RW.stream.addEventListener('snapshot', () => moves.snapshots++);
+    });
     victim.proc.kill('SIGKILL');
     await page.waitForFunction(
       (id) => [...document.querySelectorAll<HTMLElement>('article.card')].find((e) => e.dataset['runId'] === id)?.dataset['state'] === 'abandoned',
@@ -158,6 +171,9 @@ describe('dashboard in chromium', () => {
       { timeout: 5000, polling: 100 },
     );
     expect(await page.evaluate(() => (window as unknown as { __sameDocument?: boolean }).__sameDocument)).toBe(true);
+    const moves = await page.evaluate(() => (window as unknown as { __moves: { inserted: string[]; upserted: string[]; snapshots: number } }).__moves);
+    expect(moves.inserted).toContain(ID.victim);
+    if (moves.snapshots === 0) expect(moves.inserted.filter((id) => !moves.upserted.includes(id))).toEqual([]);
     const card = page.locator(`article.card[data-run-id="${ID.victim}"]`);
     expect(await card.locator('.hint').textContent()).toContain(ID.victim);
     expect(await card.evaluate((e) => e.closest('section')?.getAttribute('data-section'))).toBe('abandoned');

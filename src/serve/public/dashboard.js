@@ -39,36 +39,44 @@
   /** @param {Section} name */
   function section(name) { return RW.find(document, 'section.group[data-section="' + name + '"]'); }
 
+  /** The tallies the header shows now, as `state=n,…` (rebuilt only when it changes). */
+  var talliesKey = '';
+
   /** @param {HeaderDoc} doc */
   function renderHeader(doc) {
-    if (doc.root !== undefined) RW.byId('root').textContent = doc.root;
+    if (doc.root !== undefined) setText(RW.byId('root'), doc.root);
     var note = RW.byId('root-note');
     var skipped = doc.skipped_count !== undefined ? doc.skipped_count : (doc.skipped || []).length;
     var unknown = doc.tallies.unknown || 0;
     var strays = skipped - unknown;
-    if (doc.root_missing) note.textContent = 'The runs root does not exist yet. Runs will appear here as soon as it does.';
-    else if (strays > 0) note.textContent = strays + ' entr' + (strays === 1 ? 'y' : 'ies') + ' under the root ' + (strays === 1 ? 'is' : 'are') + ' not a run directory (a stray file or a symlink, never followed); /api/runs lists ' + (strays === 1 ? 'it' : 'them') + '.';
-    else note.textContent = '';
-    note.hidden = note.textContent === '';
+    var noteText = '';
+    if (doc.root_missing) noteText = 'The runs root does not exist yet. Runs will appear here as soon as it does.';
+    else if (strays > 0) noteText = strays + ' entr' + (strays === 1 ? 'y' : 'ies') + ' under the root ' + (strays === 1 ? 'is' : 'are') + ' not a run directory (a stray file or a symlink, never followed); /api/runs lists ' + (strays === 1 ? 'it' : 'them') + '.';
+    setText(note, noteText);
+    if (note.hidden !== (noteText === '')) note.hidden = noteText === '';
     var t = RW.byId('tallies');
-    RW.clear(t);
     // Every state the server knows, in its order; those of no section (no
     // status yet, unreadable) only when some run has them.
     var states = RW.CARD_STATES.filter(function (s) { return RW.STATE_SECTION[s] !== 'other' || doc.tallies[s] > 0; });
-    states.forEach(function (s) {
-      var n = doc.tallies[s] || 0;
-      t.appendChild(el('span', { class: 'tally' + (n === 0 ? ' zero' : ''), 'data-state': s, 'data-tally': s }, [
-        el('span', { class: 'dot' }), el('b', { text: String(n) }), s,
-      ]));
-    });
+    var key = states.map(function (s) { return s + '=' + (doc.tallies[s] || 0); }).join(',');
+    if (key !== talliesKey) {
+      talliesKey = key;
+      RW.clear(t);
+      states.forEach(function (s) {
+        var n = doc.tallies[s] || 0;
+        t.appendChild(el('span', { class: 'tally' + (n === 0 ? ' zero' : ''), 'data-state': s, 'data-tally': s }, [
+          el('span', { class: 'dot' }), el('b', { text: String(n) }), s,
+        ]));
+      });
+    }
     var v = RW.byId('cost');
     var sub = RW.byId('cost-sub');
     if (doc.cost.unknown) {
-      v.textContent = 'unknown';
-      sub.textContent = doc.cost.known_usd > 0 ? RW.money(doc.cost.known_usd) + ' known' : 'some costs were not reported';
+      setText(v, 'unknown');
+      setText(sub, doc.cost.known_usd > 0 ? RW.money(doc.cost.known_usd) + ' known' : 'some costs were not reported');
     } else {
-      v.textContent = RW.money(doc.cost.known_usd);
-      sub.textContent = 'all runs';
+      setText(v, RW.money(doc.cost.known_usd));
+      setText(sub, 'all runs');
     }
   }
 
@@ -116,24 +124,62 @@
     return el('article', { class: 'card', 'data-state': c.state, 'data-run-id': c.run_id, 'data-section': c.section }, kids);
   }
 
+  /**
+   * Puts every card in its section, newest first, moving only the cards that
+   * are not already where they belong: a patch that turns one card abandoned
+   * moves that one card, so the browser re-lays out one card's worth, not
+   * every card on the page (a DOM move is a removal and an insertion, and
+   * each invalidates the layout around it).
+   */
   function place() {
-    var counts = /** @type {Record<Section, number>} */ ({});
-    SECTIONS.forEach(function (s) { counts[s] = 0; });
+    /** @type {Record<Section, HTMLElement[]>} */
+    var want = /** @type {Record<Section, HTMLElement[]>} */ ({});
+    SECTIONS.forEach(function (s) { want[s] = []; });
     order.forEach(function (id) {
       var c = cards[id], e = nodes[id];
-      if (!c || !e) return;
-      var box = RW.find(section(c.section), '.cards');
-      box.appendChild(e); // moves it; keeps newest-first order within each section
-      counts[c.section]++;
+      if (c && e) want[c.section].push(e);
+    });
+    SECTIONS.forEach(function (s) {
+      var box = RW.find(section(s), '.cards');
+      // First take out what no longer belongs here (a card gone to another
+      // section, or gone), so the cards that stay are not moved around it.
+      for (var k = box.children.length - 1; k >= 0; k--) {
+        var child = /** @type {HTMLElement} */ (box.children[k]);
+        var id = child.getAttribute('data-run-id') || '';
+        var c = cards[id];
+        if (nodes[id] !== child || !c || c.section !== s) box.removeChild(child);
+      }
+    });
+    SECTIONS.forEach(function (s) {
+      var box = RW.find(section(s), '.cards');
+      var list = want[s];
+      for (var i = 0; i < list.length; i++) {
+        var at = box.children[i] || null;
+        if (at !== list[i]) box.insertBefore(/** @type {HTMLElement} */ (list[i]), at);
+      }
     });
     SECTIONS.forEach(function (s) {
       var sec = section(s);
-      sec.classList.toggle('has-cards', counts[s] > 0);
-      RW.find(sec, 'h2 .count').textContent = counts[s] ? String(counts[s]) : '';
-      if (s === 'other') sec.hidden = counts[s] === 0 && more.other === 0;
+      var n = want[s].length;
+      sec.classList.toggle('has-cards', n > 0);
+      setText(RW.find(sec, 'h2 .count'), n ? String(n) : '');
+      if (s === 'other') {
+        var hide = n === 0 && more.other === 0;
+        if (sec.hidden !== hide) sec.hidden = hide;
+      }
     });
     renderMore('settled');
     renderMore('other');
+  }
+
+  /**
+   * Sets an element's text only when it differs: an equal assignment would
+   * still replace the text node and make the browser lay it out again.
+   * @param {Element} e
+   * @param {string} text
+   */
+  function setText(e, text) {
+    if (e.textContent !== text) e.textContent = text;
   }
 
   /**
@@ -155,11 +201,12 @@
   function renderMore(name) {
     var box = /** @type {HTMLElement} */ (RW.find(section(name), '.more-box'));
     var left = more[name] - extra[name].shown;
-    box.hidden = more[name] === 0;
-    RW.find(box, '.more-text').textContent = left > 0
+    if (box.hidden !== (more[name] === 0)) box.hidden = more[name] === 0;
+    setText(RW.find(box, '.more-text'), left > 0
       ? left + ' older ' + (name === 'settled' ? 'settled run' : 'run') + (left === 1 ? '' : 's') + ' not shown.'
-      : (extra[name].shown > 0 ? 'All runs shown (older rows as of when they were loaded).' : '');
-    /** @type {HTMLButtonElement} */ (RW.find(box, '.more-btn')).hidden = left <= 0;
+      : (extra[name].shown > 0 ? 'All runs shown (older rows as of when they were loaded).' : ''));
+    var btn = /** @type {HTMLButtonElement} */ (RW.find(box, '.more-btn'));
+    if (btn.hidden !== (left <= 0)) btn.hidden = left <= 0;
   }
 
   /**
@@ -290,7 +337,7 @@
     Object.keys(nodes).forEach(function (id) {
       var n = nodes[id], c = cards[id];
       var t = n && n.querySelector('[data-times]');
-      if (t && c) t.textContent = timesText(c);
+      if (t && c) setText(t, timesText(c));
     });
   }, 1000);
 
