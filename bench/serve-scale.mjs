@@ -36,6 +36,9 @@
  *          [--latency-only] [--with-poll] [--gap MS] [--dump FILE]
  *   --latency-only  skip the idle windows and the 20 pages (latencies only)
  *   --with-poll     also time each death with the old playwright 5 ms poll
+ *   --warmup S      after start-up settles, measure S s on their own before the
+ *                   idle windows (default 120, quick 0): V8 compacts the first
+ *                   pass's heap then, which is start-up work, not idle cost
  *   --gap MS        wait MS between kills (default 0: the next kill as soon
  *                   as the page shows the last one)
  *   --dump FILE     every kill's stamps as JSON
@@ -63,7 +66,7 @@ const HEADING = '## Dashboard at scale';
 
 const args = process.argv.slice(2);
 if (args.includes('--help')) {
-  process.stdout.write(readFileSync(fileURLToPath(import.meta.url), 'utf8').split('\n').slice(2, 49).map((l) => l.replace(/^ \*\/? ?/, '')).join('\n') + '\n');
+  process.stdout.write(readFileSync(fileURLToPath(import.meta.url), 'utf8').split("\n").slice(2, 52).map((l) => l.replace(/^ \*\/? ?/, '')).join('\n') + '\n');
   process.exit(0);
 }
 const quick = args.includes('--quick');
@@ -71,6 +74,8 @@ const noWrite = args.includes('--no-write');
 const sizesArg = args.indexOf('--sizes');
 const SIZES = sizesArg >= 0 ? args[sizesArg + 1].split(',').map(Number) : quick ? [1000, 10000] : [1000, 10000, 100000];
 const IDLE_S = quick ? 10 : 60;
+const warmArg = args.indexOf('--warmup');
+const WARMUP_S = warmArg >= 0 ? Number(args[warmArg + 1]) : quick ? 0 : 120;
 const KILLS = quick ? 10 : 50;
 const WITH_POLL = args.includes('--with-poll');
 const LATENCY_ONLY = args.includes('--latency-only');
@@ -258,8 +263,16 @@ async function measure(n) {
   log(`size ${n}: settled after ${(settleMs / 1000).toFixed(0)} s (last 2 s slice ${settle.toFixed(1)} %)`);
   let cpu1 = NaN;
   let cpu20 = NaN;
+  let warm = NaN;
   let rss = rssMiB(pid);
   if (!LATENCY_ONLY) {
+    // The start-up's aftermath: V8 compacts the heap the first pass left (its
+    // memory reducer, a few full collections in the first minutes; at 100,000
+    // runs seconds of CPU). Measured on its own, before the idle windows.
+    if (WARMUP_S > 0) {
+      log(`size ${n}: after start-up, 1 page, ${WARMUP_S} s…`);
+      warm = await idleCpu(pid, WARMUP_S);
+    }
     log(`size ${n}: idle, 1 page, ${IDLE_S} s…`);
     cpu1 = await idleCpu(pid, IDLE_S);
     const pages = [page];
@@ -363,7 +376,7 @@ async function measure(n) {
   serve.proc.kill('SIGKILL');
   for (const h of holders.values()) h.kill('SIGKILL');
   rmSync(root, { recursive: true, force: true });
-  return { n, bytes, coldMs, firstPageMs, settleMs, cpu1, cpu20, rss, appendMs, deathMs, parts, clock, load0, load1: loadavg() };
+  return { n, bytes, coldMs, firstPageMs, settleMs, warm, cpu1, cpu20, rss, appendMs, deathMs, parts, clock, load0, load1: loadavg() };
 }
 
 const rows = [];
@@ -378,10 +391,10 @@ const commit = (() => {
 })();
 const f = (x, d = 0) => (Number.isFinite(x) ? x.toFixed(d) : '–');
 let out = `${HEADING}\n\n\`node bench/serve-scale.mjs${quick ? ' --quick' : ''}\`, ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC, ${cpus().length} × ${cpus()[0]?.model ?? '?'}, node ${process.version}. `;
-out += `Each root: settled runs with 3-line streams, plus ${IN_FLIGHT + KILLS} in flight, each held by its own holder process (${KILLS} of them are killed one by one for the latency rows). Idle windows ${IDLE_S} s, begun once the server's start-up work is done (the first 2 s slice under 10 % of a core after the first page; the wait is the \"settled\" column). Latencies are from the moment of the kill or append to the moment the page's DOM shows it, stamped in the page by a MutationObserver installed before the kill (see the script's header; the older rows polled the page from playwright every 5 ms).\n\n`;
-out += '| runs | /api/dashboard bytes | cold /api/dashboard | first complete page (chromium) | settled after | idle CPU, 1 page | idle CPU, 20 pages | RSS | append → page p50 / max | death → page p50 / p99 / max |\n|---|---|---|---|---|---|---|---|---|---|\n';
+out += `Each root: settled runs with 3-line streams, plus ${IN_FLIGHT + KILLS} in flight, each held by its own holder process (${KILLS} of them are killed one by one for the latency rows). Idle windows ${IDLE_S} s, begun once the server's start-up work is done (the first 2 s slice under 10 % of a core after the first page; the wait is the \"settled\" column), then ${WARMUP_S} s of its aftermath measured on their own (V8 compacting the heap the first pass left: the \"after start-up\" column). Latencies are from the moment of the kill or append to the moment the page's DOM shows it, stamped in the page by a MutationObserver installed before the kill (see the script's header; the older rows polled the page from playwright every 5 ms).\n\n`;
+out += '| runs | /api/dashboard bytes | cold /api/dashboard | first complete page (chromium) | settled after | CPU ${WARMUP_S} s after start-up, 1 page | idle CPU, 1 page | idle CPU, 20 pages | RSS | append → page p50 / max | death → page p50 / p99 / max |\n|---|---|---|---|---|---|---|---|---|---|---|\n';
 for (const r of rows) {
-  out += `| ${r.n.toLocaleString('en')} | ${(r.bytes / 1024).toFixed(0)} KiB | ${f(r.coldMs)} ms | ${f(r.firstPageMs)} ms | ${f(r.settleMs / 1000)} s | ${f(r.cpu1, 1)} % | ${f(r.cpu20, 1)} % | ${f(r.rss)} MiB | ${f(pct(r.appendMs, 50))} / ${f(Math.max(...r.appendMs))} ms | ${f(pct(r.deathMs, 50))} / ${f(pct(r.deathMs, 99))} / ${f(Math.max(...r.deathMs))} ms |\n`;
+  out += `| ${r.n.toLocaleString('en')} | ${(r.bytes / 1024).toFixed(0)} KiB | ${f(r.coldMs)} ms | ${f(r.firstPageMs)} ms | ${f(r.settleMs / 1000)} s | ${f(r.warm, 1)} % | ${f(r.cpu1, 1)} % | ${f(r.cpu20, 1)} % | ${f(r.rss)} MiB | ${f(pct(r.appendMs, 50))} / ${f(Math.max(...r.appendMs))} ms | ${f(pct(r.deathMs, 50))} / ${f(pct(r.deathMs, 99))} / ${f(Math.max(...r.deathMs))} ms |\n`;
 }
 out += '\n';
 for (const r of rows) {
