@@ -8,13 +8,14 @@
 // Why native: the live engine's safety re-check looks at two files of every
 // run it follows, every 30 s. At 100,000 runs, Node's lstatSync cost about
 // 9 µs of JavaScript per file on top of the system call (a Stats object,
-// BigInts, a string to compare); here a file costs the system call and one
-// string copy, and nothing is allocated.
+// BigInts, a string to compare); here a file costs the system call, and
+// nothing is allocated on either side.
 
 #include <napi.h>
 
 #include <errno.h>
 #include <limits.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 
@@ -26,47 +27,82 @@ namespace {
 // Slots per path in `out`, in this order. Exported as fileIdentityStride.
 enum Slot { kErrno = 0, kDev, kIno, kSize, kMtimeSec, kMtimeNsec, kStride };
 
-// fileIdentities(paths: (string | Buffer)[], out: Float64Array) -> undefined.
-// out[i * stride ...] receives path i's slots; a path lstat could not answer
-// has its errno in the first slot and zeros elsewhere (ENOENT is the common,
-// expected case: most runs have no state.json). Symlinks are not followed.
+// fileIdentities(dirs: string[], names: string[], out: Float64Array) -> undefined.
+// For each directory i and each name j, the entry `dirs[i]/names[j]`:
+// out[(i * names.length + j) * stride ...] receives its slots. A file lstat
+// could not answer has its errno in the first slot and zeros elsewhere
+// (ENOENT is the common, expected case: most runs have no state.json).
+// Symlinks are not followed. The paths are joined here, so a caller that
+// asks for the same names in many directories makes no string per file.
 Napi::Value FileIdentities(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  if (info.Length() != 2 || !info[0].IsArray() || !info[1].IsTypedArray() ||
-      info[1].As<Napi::TypedArray>().TypedArrayType() != napi_float64_array) {
-    js::ThrowUsage(env, "ERR_INVALID_ARG_TYPE", "fileIdentities(paths: (string | Buffer)[], out: Float64Array)");
+  if (info.Length() != 3 || !info[0].IsArray() || !info[1].IsArray() || !info[2].IsTypedArray() ||
+      info[2].As<Napi::TypedArray>().TypedArrayType() != napi_float64_array) {
+    js::ThrowUsage(env, "ERR_INVALID_ARG_TYPE", "fileIdentities(dirs: string[], names: string[], out: Float64Array)");
     return env.Undefined();
   }
-  Napi::Array paths = info[0].As<Napi::Array>();
-  Napi::Float64Array out = info[1].As<Napi::Float64Array>();
-  const uint32_t n = paths.Length();
-  if (out.ElementLength() < static_cast<size_t>(n) * kStride) {
-    js::ThrowUsage(env, "ERR_OUT_OF_RANGE", "out is shorter than paths.length * fileIdentityStride");
+  Napi::Array dirs = info[0].As<Napi::Array>();
+  Napi::Array names = info[1].As<Napi::Array>();
+  Napi::Float64Array out = info[2].As<Napi::Float64Array>();
+  const uint32_t nd = dirs.Length();
+  const uint32_t nn = names.Length();
+  if (nn == 0 || nn > 8) {
+    js::ThrowUsage(env, "ERR_OUT_OF_RANGE", "names must hold 1 to 8 entry names");
     return env.Undefined();
+  }
+  if (out.ElementLength() < static_cast<size_t>(nd) * nn * kStride) {
+    js::ThrowUsage(env, "ERR_OUT_OF_RANGE", "out is shorter than dirs.length * names.length * fileIdentityStride");
+    return env.Undefined();
+  }
+  // The names, checked once: one directory entry each.
+  char name[8][NAME_MAX + 1];
+  size_t name_len[8];
+  for (uint32_t j = 0; j < nn; j++) {
+    napi_value v;
+    size_t len = 0;
+    if (napi_get_element(env, names, j, &v) != napi_ok ||
+        napi_get_value_string_utf8(env, v, name[j], sizeof name[j], &len) != napi_ok || len == 0 || len >= NAME_MAX ||
+        strchr(name[j], '/') != nullptr || strlen(name[j]) != len) {
+      js::ThrowUsage(env, "ERR_INVALID_ARG_VALUE", "each name must be one directory entry");
+      return env.Undefined();
+    }
+    name_len[j] = len;
   }
   double* o = out.Data();
   char path[PATH_MAX + 1];
-  for (uint32_t i = 0; i < n; i++, o += kStride) {
+  for (uint32_t i = 0; i < nd; i++) {
     napi_value v;
-    if (napi_get_element(env, paths, i, &v) != napi_ok || !js::PathArg(env, v, path)) return env.Undefined();
-    struct stat st;
-    if (lstat(path, &st) != 0) {
-      o[kErrno] = errno;
-      for (int k = 1; k < kStride; k++) o[k] = 0;
-      continue;
-    }
-    o[kErrno] = 0;
-    // dev_t and ino_t fit a double's 53 bits on every kernel we target.
-    o[kDev] = static_cast<double>(st.st_dev);
-    o[kIno] = static_cast<double>(st.st_ino);
-    o[kSize] = static_cast<double>(st.st_size);
+    if (napi_get_element(env, dirs, i, &v) != napi_ok || !js::PathArg(env, v, path)) return env.Undefined();
+    const size_t dl = strlen(path);
+    for (uint32_t j = 0; j < nn; j++, o += kStride) {
+      struct stat st;
+      int err = 0;
+      if (dl + 1 + name_len[j] > PATH_MAX) {
+        err = ENAMETOOLONG;
+      } else {
+        path[dl] = '/';
+        memcpy(path + dl + 1, name[j], name_len[j] + 1);
+        if (lstat(path, &st) != 0) err = errno;
+        path[dl] = '\0';
+      }
+      if (err != 0) {
+        o[kErrno] = err;
+        for (int k = 1; k < kStride; k++) o[k] = 0;
+        continue;
+      }
+      o[kErrno] = 0;
+      // dev_t and ino_t fit a double's 53 bits on every kernel we target.
+      o[kDev] = static_cast<double>(st.st_dev);
+      o[kIno] = static_cast<double>(st.st_ino);
+      o[kSize] = static_cast<double>(st.st_size);
 #ifdef __APPLE__
-    o[kMtimeSec] = static_cast<double>(st.st_mtimespec.tv_sec);
-    o[kMtimeNsec] = static_cast<double>(st.st_mtimespec.tv_nsec);
+      o[kMtimeSec] = static_cast<double>(st.st_mtimespec.tv_sec);
+      o[kMtimeNsec] = static_cast<double>(st.st_mtimespec.tv_nsec);
 #else
-    o[kMtimeSec] = static_cast<double>(st.st_mtim.tv_sec);
-    o[kMtimeNsec] = static_cast<double>(st.st_mtim.tv_nsec);
+      o[kMtimeSec] = static_cast<double>(st.st_mtim.tv_sec);
+      o[kMtimeNsec] = static_cast<double>(st.st_mtim.tv_nsec);
 #endif
+    }
   }
   return env.Undefined();
 }

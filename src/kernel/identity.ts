@@ -21,9 +21,12 @@ export function identityBuffer(files: number): Float64Array {
   return new Float64Array(files * identityStride());
 }
 
-/** Writes the identity of each of `paths` into `out`, path i at `i * identityStride()`. */
-export function readIdentities(paths: readonly string[], out: Float64Array): void {
-  native().fileIdentities(paths, out);
+/**
+ * Writes the identity of `dirs[i]/names[j]` for every directory and name
+ * into `out`, file (i, j) at `(i * names.length + j) * identityStride()`.
+ */
+export function readIdentities(dirs: readonly string[], names: readonly string[], out: Float64Array): void {
+  native().fileIdentities(dirs, names, out);
 }
 
 /**

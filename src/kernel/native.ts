@@ -156,13 +156,14 @@ export interface NativeBinding {
    */
   readDirSorted(path: string | Buffer): { names: string[]; kinds: string };
   /**
-   * lstat(2) of each path (symlinks not followed), in one crossing: path i's
-   * facts go to `out[i * fileIdentityStride …]` as errno (0 when answered),
-   * device, inode, size, mtime seconds, mtime nanoseconds; an unanswered
-   * path has zeros after its errno. Throws only for bad arguments
-   * (native/identity.cc).
+   * lstat(2) of `dirs[i]/names[j]` for every directory and name (symlinks
+   * not followed), in one crossing: file (i, j)'s facts go to
+   * `out[(i * names.length + j) * fileIdentityStride …]` as errno (0 when
+   * answered), device, inode, size, mtime seconds, mtime nanoseconds; an
+   * unanswered file has zeros after its errno. `names` holds 1 to 8 entry
+   * names. Throws only for bad arguments (native/identity.cc).
    */
-  fileIdentities(paths: readonly (string | Buffer)[], out: Float64Array): void;
+  fileIdentities(dirs: readonly (string | Buffer)[], names: readonly string[], out: Float64Array): void;
   /** Slots per path in fileIdentities' `out`. */
   readonly fileIdentityStride: number;
   /** Where runFiles puts each fact in `out`, by name. */

@@ -289,6 +289,9 @@ export function takeTurns(total: number, cursor: number, budget: number): { rang
   return { ranges: [[from, total], [0, upto - total]], next: upto - total };
 }
 
+/** The files whose identities tell that a run changed (RunState.sig). */
+const RUN_FILES: readonly string[] = [EVENTS_FILE, STATE_FILE];
+
 /** The empty print every run starts with (never written to: a print is replaced, not filled). */
 const NO_BYTES = Buffer.alloc(0);
 
@@ -324,6 +327,8 @@ export class LiveEngine {
   private readonly dirty = new Set<RunState>();
   /** Runs whose fold ended with an open leg when last processed (the ones re-probed and always re-checked). */
   private readonly open = new Set<RunState>();
+  /** The safety re-check's identities, one slice's worth, reused. */
+  private fresh: Float64Array | undefined;
   /** Where the safety re-check's share of settled, watched runs resumes. */
   private settledCursor = 0;
   private readonly safetyMs: number;
@@ -442,7 +447,7 @@ export class LiveEngine {
       error: null,
       reported: false,
       watch: undefined,
-      sig: identityBuffer(2),
+      sig: identityBuffer(RUN_FILES.length),
       dirtyStream: true,
       dirtySnapshot: true,
       dirtyProbe: true,
@@ -761,16 +766,24 @@ export class LiveEngine {
     // Open legs, then unwatched runs (a walk of every run only when there are
     // some), then the settled, watched runs of this pass's turn: a range of
     // the runs in tracking order, taken without a walk of the rest.
-    const all = [...this.runsByDir.values()];
+    // Nothing here copies the whole set of runs: at 100,000 runs each pass's
+    // copies outlived a scavenge and piled up in the old generation, for a
+    // full collection of the whole heap every few minutes.
     const runs: RunState[] = [];
     for (const r of this.open) if (r.fold.open) runs.push(r);
-    if (this.stats.unwatched > 0) for (const r of all) if (r.watch === undefined && !r.fold.open) runs.push(r);
-    const share = takeTurns(all.length, this.settledCursor, this.settledPerPass);
-    for (const [from, to] of share.ranges) {
-      for (let k = from; k < to; k++) {
-        const r = all[k] as RunState;
+    if (this.stats.unwatched > 0) for (const r of this.runsByDir.values()) if (r.watch === undefined && !r.fold.open) runs.push(r);
+    const share = takeTurns(this.runsByDir.size, this.settledCursor, this.settledPerPass);
+    // At most two ranges: [from, to), and [0, wrap) when the turn wraps around.
+    const [from, to] = share.ranges[0] ?? [0, 0];
+    const wrap = share.ranges[1]?.[1] ?? 0;
+    let k = 0;
+    for (const r of this.runsByDir.values()) {
+      if ((k >= from && k < to) || k < wrap) {
         if (!r.fold.open && r.watch !== undefined) runs.push(r);
+      } else if (k >= to) {
+        break;
       }
+      k++;
     }
     this.settledCursor = share.next;
     this.stats.safetyPasses++;
@@ -779,17 +792,16 @@ export class LiveEngine {
     this.safetyPass = true;
     // One native call per slice takes the identities of the slice's files (kernel/identity.ts).
     const stride = identityStride();
-    const fresh = new Float64Array(SAFETY_SLICE * 2 * stride);
+    this.fresh ??= new Float64Array(SAFETY_SLICE * RUN_FILES.length * stride);
+    const fresh = this.fresh;
+    const dirs: string[] = [];
     const slice = (): void => {
       if (this.closed) return;
       const end = Math.min(runs.length, i + SAFETY_SLICE);
-      const paths: string[] = [];
-      for (let k = i; k < end; k++) {
-        const r = runs[k] as RunState;
-        paths.push(r.eventsPath, stateOf(r));
-      }
-      readIdentities(paths, fresh);
-      for (let at = 0; i < end; i++, at += 2 * stride) {
+      dirs.length = 0;
+      for (let k = i; k < end; k++) dirs.push((runs[k] as RunState).dir);
+      readIdentities(dirs, RUN_FILES, fresh);
+      for (let at = 0; i < end; i++, at += RUN_FILES.length * stride) {
         const r = runs[i] as RunState;
         if (this.runsByDir.get(r.dir) !== r) continue; // untracked or replaced since the pass began
         const moved = takeIfChanged(fresh, at, r.sig);
@@ -961,7 +973,7 @@ export class LiveEngine {
 
   private process(r: RunState): void {
     // Taken before reading, so what is read is at least as new as the identities kept.
-    readIdentities([r.eventsPath, stateOf(r)], r.sig);
+    readIdentities([r.dir], RUN_FILES, r.sig);
     if (r.dirtyStream) {
       r.dirtyStream = false;
       this.catchUp(r);
