@@ -33,7 +33,7 @@
  *   the open legs of the runs it could not watch (every `pollMs`). A slow
  *   safety re-check (`safetyMs`) stays in every mode, so a missed event
  *   cannot freeze a run's status forever: it lists the root again (when its
- *   mtime moved, and every tenth pass anyway), compares the file identities
+ *   mtime moved, and every 120th pass, once an hour, anyway), compares the file identities
  *   of every open or unwatched run and of a bounded share of the settled
  *   ones (all of them up to 10,000 runs; beyond that they take turns, so the
  *   backstop costs the same at any size), and re-probes open legs; open legs are also
@@ -87,7 +87,7 @@ const SAFETY_SLICE = 1000;
 export const LIVE_SAFETY_SETTLED_PER_PASS = 10_000;
 
 /** An unchanged root is listed again by the safety re-check at least every this many passes anyway. */
-const ROOT_RELIST_EVERY = 10;
+const ROOT_RELIST_EVERY = 120;
 
 /** Default interval of the safety re-check (ms). */
 export const LIVE_SAFETY_MS = 30_000;
@@ -751,7 +751,9 @@ export class LiveEngine {
     if (this.root !== undefined) {
       // The root is listed again only when its identity or mtime moved since
       // the last listing (an entry created, removed or renamed in it moves its
-      // mtime), and anyway every ROOT_RELIST_EVERY passes: at 100,000 runs a
+      // mtime), and anyway every ROOT_RELIST_EVERY passes (once an hour by
+      // default; every tenth pass cost, at 100,000 runs, a full collection of
+      // the heap its garbage promoted, every 5 min): at 100,000 runs a
       // listing is one synchronous readdir of 100,000 names. An mtime under
       // 2 s old is not trusted (a change within the same clock tick as the
       // listing would not show in it).

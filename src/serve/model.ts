@@ -160,8 +160,13 @@ export interface ReportsList {
 /** With `live`, the period of the model's share of the safety re-check (ms): the root listed again, unreadable runs tried again. */
 export const LIVE_TRUST_MS = 30_000;
 
-/** The live model lists an unchanged root again at least every this many safety cycles anyway. */
-const RELIST_SKIPS = 9;
+/**
+ * The live model lists an unchanged root again after this many safety
+ * cycles anyway (once an hour: the root's mtime and the engine's watch are
+ * what tell of entries; at 100,000 runs a listing's garbage cost a full
+ * collection of the heap each time).
+ */
+const RELIST_SKIPS = 119;
 
 /** A directory's identity and mtime (`dev:ino:mtimeNs:ctimeNs`, following a link as readdir does), or undefined. */
 function dirSig(path: string): string | undefined {
