@@ -56,6 +56,7 @@ import http from 'node:http';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { onFrames } from './lib/sse.js';
 
 const benchDir = dirname(fileURLToPath(import.meta.url));
 const repo = dirname(benchDir);
@@ -200,27 +201,16 @@ async function clockOffset(page) {
 function sseWatch(url) {
   const seen = new Map();
   const waiters = new Map();
-  const req = http.get(new URL('/api/events', url), (res) => {
-    let buf = '';
-    res.setEncoding('utf8');
-    res.on('data', (d) => {
-      const now = performance.timeOrigin + performance.now();
-      buf += d;
-      let j;
-      while ((j = buf.indexOf('\n\n')) >= 0) {
-        const fr = buf.slice(0, j);
-        buf = buf.slice(j + 2);
-        const kind = /^event: (\w+)/m.exec(fr)?.[1];
-        if (kind !== 'patch' && kind !== 'snapshot') continue;
-        const data = JSON.parse(/^data: (.*)$/m.exec(fr)[1]);
-        for (const c of kind === 'snapshot' ? data.runs : data.upsert) {
-          if (c.state !== 'abandoned' || seen.has(c.run_id)) continue;
-          seen.set(c.run_id, now);
-          waiters.get(c.run_id)?.(now);
-        }
+  const req = http.get(new URL('/api/events', url), (res) =>
+    onFrames(res, (kind, data, now) => {
+      if (kind !== 'patch' && kind !== 'snapshot') return;
+      for (const c of kind === 'snapshot' ? data.runs : data.upsert) {
+        if (c.state !== 'abandoned' || seen.has(c.run_id)) continue;
+        seen.set(c.run_id, now);
+        waiters.get(c.run_id)?.(now);
       }
-    });
-  });
+    }),
+  );
   req.on('error', () => {});
   return {
     waitAbandoned: (id) => new Promise((r) => (seen.has(id) ? r(seen.get(id)) : waiters.set(id, r))),
@@ -392,7 +382,7 @@ const commit = (() => {
 const f = (x, d = 0) => (Number.isFinite(x) ? x.toFixed(d) : '–');
 let out = `${HEADING}\n\n\`node bench/serve-scale.mjs${quick ? ' --quick' : ''}\`, ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC, ${cpus().length} × ${cpus()[0]?.model ?? '?'}, node ${process.version}. `;
 out += `Each root: settled runs with 3-line streams, plus ${IN_FLIGHT + KILLS} in flight, each held by its own holder process (${KILLS} of them are killed one by one for the latency rows). Idle windows ${IDLE_S} s, begun once the server's start-up work is done (the first 2 s slice under 10 % of a core after the first page; the wait is the \"settled\" column), then ${WARMUP_S} s of its aftermath measured on their own (V8 compacting the heap the first pass left: the \"after start-up\" column). Latencies are from the moment of the kill or append to the moment the page's DOM shows it, stamped in the page by a MutationObserver installed before the kill (see the script's header; the older rows polled the page from playwright every 5 ms).\n\n`;
-out += '| runs | /api/dashboard bytes | cold /api/dashboard | first complete page (chromium) | settled after | CPU ${WARMUP_S} s after start-up, 1 page | idle CPU, 1 page | idle CPU, 20 pages | RSS | append → page p50 / max | death → page p50 / p99 / max |\n|---|---|---|---|---|---|---|---|---|---|---|\n';
+out += `| runs | /api/dashboard bytes | cold /api/dashboard | first complete page (chromium) | settled after | CPU ${WARMUP_S} s after start-up, 1 page | idle CPU, 1 page | idle CPU, 20 pages | RSS | append → page p50 / max | death → page p50 / p99 / max |\n|---|---|---|---|---|---|---|---|---|---|---|\n`;
 for (const r of rows) {
   out += `| ${r.n.toLocaleString('en')} | ${(r.bytes / 1024).toFixed(0)} KiB | ${f(r.coldMs)} ms | ${f(r.firstPageMs)} ms | ${f(r.settleMs / 1000)} s | ${f(r.warm, 1)} % | ${f(r.cpu1, 1)} % | ${f(r.cpu20, 1)} % | ${f(r.rss)} MiB | ${f(pct(r.appendMs, 50))} / ${f(Math.max(...r.appendMs))} ms | ${f(pct(r.deathMs, 50))} / ${f(pct(r.deathMs, 99))} / ${f(Math.max(...r.deathMs))} ms |\n`;
 }

@@ -22,6 +22,7 @@ import http from 'node:http';
 import { loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { onFrames } from './lib/sse.js';
 
 const argv = process.argv.slice(2);
 const dd = argv.indexOf('--');
@@ -92,23 +93,14 @@ const cards = new Map();
 const waiters = new Set();
 function client(i) {
   return new Promise((primed) =>
-    http.get(url + 'api/events', (res) => {
-      let buf = '';
-      res.on('data', (d) => {
-        buf += d;
-        let j;
-        while ((j = buf.indexOf('\n\n')) >= 0) {
-          const frame = buf.slice(0, j);
-          buf = buf.slice(j + 2);
-          const kind = /^event: (\w+)/m.exec(frame)?.[1];
-          if (kind === 'snapshot') primed();
-          if (i !== 0 || (kind !== 'snapshot' && kind !== 'patch')) continue;
-          const data = JSON.parse(/^data: (.*)$/m.exec(frame)[1]);
-          for (const c of kind === 'snapshot' ? data.runs : data.upsert) cards.set(c.run_id, { state: c.state, cells: c.nodes.length });
-          for (const w of [...waiters]) w();
-        }
-      });
-    }),
+    http.get(url + 'api/events', (res) =>
+      onFrames(res, (kind, data) => {
+        if (kind === 'snapshot') primed();
+        if (i !== 0 || (kind !== 'snapshot' && kind !== 'patch')) return;
+        for (const c of kind === 'snapshot' ? data.runs : data.upsert) cards.set(c.run_id, { state: c.state, cells: c.nodes.length });
+        for (const w of [...waiters]) w();
+      }),
+    ),
   );
 }
 t0 = performance.now();
