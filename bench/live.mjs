@@ -33,6 +33,7 @@ import { cpus, loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { acquireLock, LiveEngine } from '../dist/index.js';
+import { onFrames } from './lib/sse.js';
 import { percentile } from './lib/stats.js';
 
 const benchDir = dirname(fileURLToPath(import.meta.url));
@@ -197,29 +198,18 @@ async function benchServe() {
   const states = new Map();
   const waiters = [];
   let beats = 0;
-  const req = get(new URL('/api/events', url), { headers: { Accept: 'text/event-stream' } }, (res) => {
-    let buf = '';
-    res.setEncoding('utf8');
-    res.on('data', (d) => {
-      buf += d;
-      let i;
-      while ((i = buf.indexOf('\n\n')) >= 0) {
-        const frame = buf.slice(0, i);
-        buf = buf.slice(i + 2);
-        const ev = /^event: (.*)$/m.exec(frame)?.[1];
-        const data = /^data: (.*)$/m.exec(frame)?.[1];
-        if (ev === 'beat') beats++;
-        if (!data || (ev !== 'snapshot' && ev !== 'patch')) continue;
-        const doc = JSON.parse(data);
-        for (const c of ev === 'snapshot' ? doc.runs : doc.upsert) states.set(c.run_id, c.state);
-        const now = performance.now();
-        for (const w of [...waiters]) if (states.get(w.id) === w.state) {
-          waiters.splice(waiters.indexOf(w), 1);
-          w.resolve(now);
-        }
+  const req = get(new URL('/api/events', url), { headers: { Accept: 'text/event-stream' } }, (res) =>
+    onFrames(res, (ev, doc) => {
+      if (ev === 'beat') beats++;
+      if (doc === undefined || (ev !== 'snapshot' && ev !== 'patch')) return;
+      for (const c of ev === 'snapshot' ? doc.runs : doc.upsert) states.set(c.run_id, c.state);
+      const now = performance.now();
+      for (const w of [...waiters]) if (states.get(w.id) === w.state) {
+        waiters.splice(waiters.indexOf(w), 1);
+        w.resolve(now);
       }
-    });
-  });
+    }),
+  );
   const wait = (id, state) => new Promise((resolve) => (states.get(id) === state ? resolve(performance.now()) : waiters.push({ id, state, resolve })));
   const lat = [];
   for (let i = 0; i < KILLS; i++) {
