@@ -53,7 +53,7 @@
  *   is told once as a `stream-error`, since lines already told cannot be
  *   taken back.
  */
-import { lstatSync, readdirSync } from 'node:fs';
+import { readdirSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
 import { RunUnreadableError, StreamError } from '../contract/errors.js';
 import type { StreamEvent } from '../contract/events.js';
@@ -71,6 +71,7 @@ import { openStream, readStreamBytes } from '../read/stream.js';
 import type { TailFacts } from '../read/tail.js';
 import { inspectRun } from '../status/inspect.js';
 import { buildReport } from '../status/report.js';
+import { RootRelistGate } from './relist.js';
 
 /** Runs the safety re-check compares per turn of the event loop (two lstats each, one native call per slice). */
 const SAFETY_SLICE = 1000;
@@ -85,9 +86,6 @@ const SAFETY_SLICE = 1000;
  * at 100,000 runs each settled run is compared every tenth pass (5 min).
  */
 export const LIVE_SAFETY_SETTLED_PER_PASS = 10_000;
-
-/** An unchanged root is listed again by the safety re-check at least every this many passes anyway. */
-const ROOT_RELIST_EVERY = 120;
 
 /** Default interval of the safety re-check (ms). */
 export const LIVE_SAFETY_MS = 30_000;
@@ -264,17 +262,6 @@ interface RunState {
   told: StreamError | undefined;
 }
 
-/** A directory's identity and mtime (dev:ino:mtimeNs), or undefined when it cannot be stat'ed. */
-function dirIdentity(path: string): { key: string; mtimeMs: number } | undefined {
-  try {
-    const st = lstatSync(path, { bigint: true, throwIfNoEntry: false });
-    if (st === undefined) return undefined;
-    return { key: `${st.dev}:${st.ino}:${st.mtimeNs}`, mtimeMs: Number(st.mtimeNs / 1_000_000n) };
-  } catch {
-    return undefined;
-  }
-}
-
 /**
  * One turn of a rotation: which of `total` items (as index ranges) to take
  * when at most `budget` may be taken per turn, starting at `cursor`, and
@@ -347,9 +334,8 @@ export class LiveEngine {
   private closed = false;
   private noticed = false;
   private rootMissing = false;
-  /** The root's identity when it was last listed by a safety pass, if trusted; passes since that listed nothing. */
-  private rootListed: string | undefined;
-  private rootListSkips = 0;
+  /** Whether a safety pass lists the root again (live/relist.ts). */
+  private readonly rootGate = new RootRelistGate();
   /** A safety re-check is under way (it runs in slices). */
   private safetyPass = false;
 
@@ -748,22 +734,8 @@ export class LiveEngine {
    */
   private safety(): void {
     if (this.safetyPass) return;
-    if (this.root !== undefined) {
-      // The root is listed again only when its identity or mtime moved since
-      // the last listing (an entry created, removed or renamed in it moves its
-      // mtime), and anyway every ROOT_RELIST_EVERY passes (once an hour by
-      // default; every tenth pass cost, at 100,000 runs, a full collection of
-      // the heap its garbage promoted, every 5 min): at 100,000 runs a
-      // listing is one synchronous readdir of 100,000 names. An mtime under
-      // 2 s old is not trusted (a change within the same clock tick as the
-      // listing would not show in it).
-      const sig = dirIdentity(this.root);
-      if (sig === undefined || sig.key !== this.rootListed || ++this.rootListSkips >= ROOT_RELIST_EVERY) {
-        this.rootListSkips = 0;
-        this.scanRoot();
-        this.rootListed = sig !== undefined && Date.now() - sig.mtimeMs > 2000 ? sig.key : undefined;
-      }
-    }
+    // The root is listed again when it changed, and once an hour anyway (live/relist.ts).
+    if (this.root !== undefined && this.rootGate.due(this.root)) this.scanRoot();
     // Every run with an open leg or without a watch, and a share of the rest.
     // Open legs, then unwatched runs (a walk of every run only when there are
     // some), then the settled, watched runs of this pass's turn: a range of

@@ -49,6 +49,7 @@ import { EVENTS_FILE, STATE_FILE } from '../contract/files.js';
 import { monotonicMs } from '../kernel/clock.js';
 import { runDirPath, runFilePath } from '../kernel/dirfd.js';
 import { LiveEngine } from '../live/engine.js';
+import { RootRelistGate } from '../live/relist.js';
 import { compareNewestFirst } from '../contract/runid.js';
 import { nameBytes, showName } from '../contract/names.js';
 import { RunUnreadableError } from '../contract/errors.js';
@@ -159,24 +160,6 @@ export interface ReportsList {
 
 /** With `live`, the period of the model's share of the safety re-check (ms): the root listed again, unreadable runs tried again. */
 export const LIVE_TRUST_MS = 30_000;
-
-/**
- * The live model lists an unchanged root again after this many safety
- * cycles anyway (once an hour: the root's mtime and the engine's watch are
- * what tell of entries; at 100,000 runs a listing's garbage cost a full
- * collection of the heap each time).
- */
-const RELIST_SKIPS = 119;
-
-/** A directory's identity and mtime (`dev:ino:mtimeNs:ctimeNs`, following a link as readdir does), or undefined. */
-function dirSig(path: string): string | undefined {
-  try {
-    const st = statSync(path, { bigint: true });
-    return st.isDirectory() ? `${st.dev}:${st.ino}:${st.mtimeNs}:${st.ctimeNs}` : undefined;
-  } catch {
-    return undefined;
-  }
-}
 
 /** Skips that are not runs at all (a stray file, a symlink): counted, not drawn as cards. */
 const NOT_RUNS: ReadonlySet<SkippedEntry['kind']> = new Set(['not-a-directory', 'symlink']);
@@ -396,8 +379,8 @@ export class DashboardModel {
   /** Expensive runs whose report was reused: looked at again when their window ends (dir → monotonic ms). */
   private readonly retry = new Map<string, number>();
   /** The root's identity and mtime when it was last listed, if trusted (see safety()); and listings skipped since. */
-  private listedSig: string | undefined;
-  private relistSkips = 0;
+  /** Whether a safety cycle lists the root again (live/relist.ts, the engine's rule too). */
+  private readonly rootGate = new RootRelistGate();
   /** Runs to inspect again at the next change even if their files kept their identity. */
   private readonly forced = new Set<string>();
   private retryTimer: NodeJS.Timeout | undefined;
@@ -813,16 +796,9 @@ export class DashboardModel {
   private safety(): void {
     if (this.entries === undefined) return;
     let any = false;
-    // The root's listing is skipped while the root directory's own identity
-    // and mtime are those of the last listing (an entry created, removed or
-    // renamed in it changes its mtime), at most RELIST_SKIPS cycles in a row.
-    const sig = dirSig(this.root);
-    if (sig === undefined || sig !== this.listedSig || ++this.relistSkips > RELIST_SKIPS) {
-      this.relistSkips = 0;
-      any = this.relist();
-      // Racy: an mtime this recent may not show a change made within the same clock tick after the stat.
-      this.listedSig = sig !== undefined && Date.now() - Number(sig.split(':')[2]) / 1e6 > 2000 ? sig : undefined;
-    }
+    // Listed again when the root changed, and once an hour anyway.
+    const listing = this.rootGate.due(this.root);
+    if (listing) any = this.relist();
     // Unreadable runs are among the skipped entries (a handful), not walked out of every run.
     for (const id of [...this.skips.keys()]) {
       const e = this.entries.get(id);
@@ -830,7 +806,7 @@ export class DashboardModel {
     }
     // Sums kept by additions and subtractions drift; start again from an exact
     // one whenever the root is listed (a walk of every run, like the listing).
-    if (this.relistSkips === 0) {
+    if (listing) {
       this.costKnown = 0;
       for (const e of this.entries.values()) if (typeof e.inspection?.report.cost_usd === 'number') this.costKnown += e.inspection.report.cost_usd;
     }

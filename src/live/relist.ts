@@ -1,0 +1,47 @@
+/**
+ * When a safety pass lists a root again: the one rule the live engine and
+ * the live dashboard model both follow.
+ *
+ * Creating, removing or renaming an entry moves its directory's mtime, and
+ * the root's inotify watch tells of it too, so a root whose identity, mtime
+ * and ctime are those of the last listing is not listed again, except after
+ * {@link ROOT_RELIST_EVERY} passes anyway (once an hour at 30 s passes: at
+ * 100,000 runs a listing's garbage, 100,000 names and more, cost a full
+ * collection of the heap each time). An mtime under 2 s old when it was
+ * taken is not trusted, since a change within the same clock tick as the
+ * listing would not show in it. The root is stat'ed through a link, as
+ * readdir lists it.
+ */
+import { statSync } from 'node:fs';
+
+/** An unchanged root is listed again after at most this many passes anyway. */
+export const ROOT_RELIST_EVERY = 120;
+
+/** How long (ms) an mtime must be old before a listing taken with it is trusted. */
+const MTIME_TRUSTED_AFTER_MS = 2000;
+
+export class RootRelistGate {
+  /** The root's identity when it was last listed, when trusted. */
+  private listed: string | undefined;
+  /** Passes since the last listing. */
+  private skipped = 0;
+
+  /** Whether this pass lists `root`; when it does, the caller lists it now. */
+  due(root: string): boolean {
+    let key: string | undefined;
+    let mtimeMs = 0;
+    try {
+      const st = statSync(root, { bigint: true });
+      if (st.isDirectory()) {
+        key = `${st.dev}:${st.ino}:${st.mtimeNs}:${st.ctimeNs}`;
+        mtimeMs = Number(st.mtimeNs / 1_000_000n);
+      }
+    } catch {
+      key = undefined;
+    }
+    if (key !== undefined && key === this.listed && ++this.skipped < ROOT_RELIST_EVERY) return false;
+    this.skipped = 0;
+    this.listed = key !== undefined && Date.now() - mtimeMs > MTIME_TRUSTED_AFTER_MS ? key : undefined;
+    return true;
+  }
+}
