@@ -30,8 +30,8 @@ export function readIdentities(dirs: readonly string[], names: readonly string[]
 }
 
 /**
- * Compares `files` identities of `fresh` from slot `at` with `kept` (from
- * slot 0); when they differ, copies them into `kept`. Returns whether they
+ * Compares `kept` (all its slots) with as many slots of `fresh` from slot
+ * `at`; when they differ, copies them into `kept`. Returns whether they
  * differed.
  */
 export function takeIfChanged(fresh: Float64Array, at: number, kept: Float64Array): boolean {
