@@ -81,8 +81,8 @@ const SAFETY_SLICE = 1000;
  * Runs with an open leg or without a watch are compared on every pass; the
  * settled runs of a watched root are the kernel's to announce, so the pass
  * is only their backstop, and a pass over 100,000 of them cost about
- * 1.9 s of CPU every 30 s with lstatSync (0.5 s natively, an lstat being
- * ~5 µs on the test VM).
+ * 1.9 s of CPU every 30 s with lstatSync, and still about 1 s natively
+ * (two lstats per run, ~5 µs each on the test VM).
  * Beyond this many runs, they take turns (a rotating range of the runs):
  * at 100,000 runs each settled run is compared every tenth pass (5 min).
  */
