@@ -37,6 +37,21 @@ describe('runwarden serve', () => {
     expect(r.stderr).not.toMatch(/\n\s+at /);
   });
 
+  it('is loaded only when asked for: the other commands start without the server or prom-client', () => {
+    // prom-client is CommonJS, so once loaded it is in the CommonJS cache. The second script is the
+    // control: loading the serve command's action modules does put it there.
+    const main = new URL('../dist/cli/main.js', import.meta.url).href;
+    const metrics = new URL('../dist/serve/metrics.js', import.meta.url).href;
+    const count = "const { createRequire } = await import('node:module'); const cache = createRequire(import.meta.url).cache; " +
+      "process.stdout.write(String(Object.keys(cache).filter((k) => k.includes('prom-client')).length));";
+    const run = (script: string) => spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8', timeout: 60_000 });
+    const bare = run(`const { buildProgram } = await import(${JSON.stringify(main)}); buildProgram(); ${count}`);
+    expect(bare.stderr).toBe('');
+    expect(bare.stdout).toBe('0');
+    const loaded = run(`await import(${JSON.stringify(main)}); await import(${JSON.stringify(metrics)}); ${count}`);
+    expect(Number(loaded.stdout)).toBeGreaterThan(0);
+  });
+
   it('refuses a root that is not a directory', () => {
     const f = join(tempDir(), 'file');
     writeFileSync(f, 'x');

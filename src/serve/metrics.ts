@@ -29,6 +29,7 @@ import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom
 import { EVENTS_FILE } from '../contract/files.js';
 import { IN_FLIGHT, STATUSES, type Liveness, type RunReport, type Status } from '../contract/types.js';
 import type { ModelObserver, ReportsList } from './model.js';
+import { METRICS_LOOP_SAMPLE_MS } from './limits.js';
 
 /** The `status` label of runwarden_runs for a run with no status yet (as `runs --status none` spells it). */
 export const NO_STATUS_LABEL = 'none';
@@ -56,14 +57,8 @@ const LINT_REJECTED_DEFAULTS = ['nodejs_active_handles_total', 'nodejs_active_re
 /** Where the numbers come from: the live model's reports list (see DashboardModel.currentReports). */
 export type ReportsSource = () => Promise<ReportsList>;
 
-/**
- * Default sampling interval (ms) of the `nodejs_eventloop_lag_*` metrics.
- * prom-client's own default, 10 ms, wakes the event loop 100 times a
- * second: about 1.2 % of a core on the 2-core test VM, more than an idle
- * dashboard over 100,000 runs costs otherwise. At 100 ms a stall is still
- * seen, but one shorter than the interval may be reported shortened.
- */
-export const METRICS_LOOP_SAMPLE_MS = 100;
+/** Default sampling interval (ms) of the `nodejs_eventloop_lag_*` metrics; why 100, see serve/limits.ts. */
+export { METRICS_LOOP_SAMPLE_MS };
 
 export interface MetricsOptions {
   /** Register the default process and Node metrics too (default true). */

@@ -11,8 +11,8 @@
  * hands that fact to Prometheus.
  */
 import type { Command } from 'commander';
-import { RunwardenMetrics } from '../../serve/metrics.js';
-import { DashboardModel, type ReportsList } from '../../serve/model.js';
+import type { RunwardenMetrics } from '../../serve/metrics.js';
+import type { DashboardModel, ReportsList } from '../../serve/model.js';
 import { err } from '../io.js';
 import { rootFrom } from '../target.js';
 import { printable, quietOnClosedPipe } from '../term.js';
@@ -41,6 +41,8 @@ export function registerMetrics(program: Command): void {
     .action(async (opts: { root?: string; processMetrics: boolean }) => {
       quietOnClosedPipe();
       const root = rootFrom(opts.root);
+      // Loaded here, not at the top, so that the other commands start without prom-client.
+      const [{ RunwardenMetrics }, { DashboardModel }] = await Promise.all([import('../../serve/metrics.js'), import('../../serve/model.js')]);
       // maxAge 0: this process has no earlier derivation to reuse.
       const metrics: RunwardenMetrics = new RunwardenMetrics(
         async (): Promise<ReportsList> => {

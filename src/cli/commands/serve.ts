@@ -8,10 +8,9 @@
  */
 import { statSync } from 'node:fs';
 import type { Command } from 'commander';
-import { METRICS_LOOP_SAMPLE_MS, RunwardenMetrics } from '../../serve/metrics.js';
+import { METRICS_LOOP_SAMPLE_MS } from '../../serve/limits.js';
+import type { RunwardenMetrics } from '../../serve/metrics.js';
 import type { ReportsList } from '../../serve/model.js';
-import { OffThreadModel } from '../../serve/offthread.js';
-import { isLoopbackHost, startServer } from '../../serve/server.js';
 import { Exit, UserError, err, out } from '../io.js';
 import { rootFrom } from '../target.js';
 
@@ -82,6 +81,13 @@ export function registerServe(program: Command): void {
       const port = opts.port === undefined ? DEFAULT_PORT : parsePort(opts.port);
       const loopSampleMs = opts.loopSampleMs === undefined ? METRICS_LOOP_SAMPLE_MS : parseLoopSample(opts.loopSampleMs);
       if (opts.host.trim() === '') throw new UserError('--host must not be empty');
+      // Loaded here, not at the top: every other command starts without the server, the worker
+      // and prom-client (about 60 ms and 4 MB of start-up each time).
+      const [{ RunwardenMetrics }, { OffThreadModel }, { isLoopbackHost, startServer }] = await Promise.all([
+        import('../../serve/metrics.js'),
+        import('../../serve/offthread.js'),
+        import('../../serve/server.js'),
+      ]);
       // Reads run on a worker thread, so one expensive run never stalls the server (serve/offthread.ts);
       // live: the kernel says what changed there, so an idle page reads nothing and a death reaches it in
       // milliseconds; a scrape reuses the model's list when it is no older than one live interval.
