@@ -7,13 +7,16 @@
  * section it does not own. No timing is asserted anywhere: performance
  * claims live in bench/RESULTS.md as ratios.
  */
+import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 // The bench is plain ESM JavaScript over dist/ (npm test builds dist first).
 // @ts-ignore untyped JS module (bench/ is plain ESM JavaScript)
-import { buildFloor, runFloor } from '../bench/lib/floor.js';
+import { buildC, buildFloor, runFloor } from '../bench/lib/floor.js';
+// @ts-ignore untyped JS module (bench/ is plain ESM JavaScript)
+import { smallRun } from '../bench/lib/runs.js';
 // @ts-ignore untyped JS module (bench/ is plain ESM JavaScript)
 import { runCost } from '../bench/cost.js';
 // @ts-ignore untyped JS module (bench/ is plain ESM JavaScript)
@@ -26,6 +29,7 @@ import { pollersSvg } from '../bench/lib/svg.js';
 import { killAll } from '../bench/lib/procs.js';
 import { acquireLock } from '../src/index.js';
 import { needs } from './helpers/prereq.js';
+import { tree } from './helpers/tree.js';
 
 const temps: string[] = [];
 function temp(): string {
@@ -58,6 +62,27 @@ describe('the C floor', () => {
       held.release();
     }
     expect(() => runFloor(binary, join(temp(), 'nope', 'resume.lock'), 10)).toThrow(/floor failed/);
+  });
+});
+
+describe("the listing's floor (bench/list-floor.c)", () => {
+  it('visits every run, counts the open legs, and changes nothing under the root', (ctx) => {
+    needs(ctx, 'cc');
+    const { binary } = buildC('list-floor');
+    const root = temp();
+    // smallRun: every tenth run (i % 10 === 0) has an open last leg.
+    for (let i = 0; i < 25; i++) smallRun(root, i);
+    const before = tree(root);
+    const sync = JSON.parse(execFileSync(binary, [root, 'sync'], { encoding: 'utf8' })) as { runs: number; open_legs: number; seconds: number };
+    expect(sync.runs).toBe(25);
+    expect(sync.open_legs).toBe(3);
+    expect(sync.seconds).toBeGreaterThan(0);
+    const uring = JSON.parse(execFileSync(binary, [root, 'uring'], { encoding: 'utf8' })) as { runs?: number; unavailable?: string };
+    // io_uring may be switched off (kernel.io_uring_disabled, a seccomp filter): then it says so.
+    if (uring.unavailable === undefined) expect(uring.runs).toBe(25);
+    else expect(uring.unavailable.length).toBeGreaterThan(0);
+    expect(tree(root)).toEqual(before);
+    expect(() => execFileSync(binary, [root, 'other'], { stdio: 'pipe' })).toThrow();
   });
 });
 

@@ -1,6 +1,7 @@
 /**
- * The C floor: compiled from bench/floor.c with the system compiler into
- * bench/out/ (gitignored), rebuilt when the source is newer than the binary.
+ * The C floors: compiled from bench/<name>.c (floor.c, the probe's;
+ * list-floor.c, the listing's) with the system compiler into bench/out/
+ * (gitignored), rebuilt when the source is newer than the binary.
  */
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, statSync } from 'node:fs';
@@ -8,11 +9,15 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const benchDir = dirname(dirname(fileURLToPath(import.meta.url)));
-const source = join(benchDir, 'floor.c');
-const binary = join(benchDir, 'out', 'floor');
-
-/** Compiles the floor with `cc -O2` if needed; returns the binary's path and the compiler's version line. */
+/** Compiles the probe's floor with `cc -O2` if needed; returns the binary's path and the compiler's version line. */
 export function buildFloor() {
+  return buildC('floor');
+}
+
+/** Compiles bench/<name>.c with `cc -O2` into bench/out/<name> if needed; returns the binary's path and the compiler's version line. */
+export function buildC(name) {
+  const source = join(benchDir, `${name}.c`);
+  const binary = join(benchDir, 'out', name);
   const cc = process.env.CC || 'cc';
   let version = 'unknown';
   try {
