@@ -218,7 +218,7 @@ try {
     const e = { wall: median(empty.map((x) => x.wall)), cpu: median(empty.map((x) => x.cpu)) };
     const m = (k) => median(small.map((x) => x[k]));
     process.stdout.write(
-      `A only, ${cfg.small} runs, ${cfg.reps} reps, load ${loadStart} → ${loadavg().map((x) => x.toFixed(1)).join(' ')}${process.env.RUNWARDEN_THREADS ? `, RUNWARDEN_THREADS=${process.env.RUNWARDEN_THREADS}` : ''}\n` +
+      `A only, ${cfg.small} runs, ${cfg.reps} reps, load ${loadStart} → ${loadavg().map((x) => x.toFixed(1)).join(' ')}${process.env.RUNWARDEN_THREADS ? `, RUNWARDEN_THREADS=${process.env.RUNWARDEN_THREADS}` : ', default threads (status/list-threads.ts threadsFor)'}\n` +
         `empty root: ${fmt(e.wall)} wall, ${fmt(e.cpu)} cpu\n` +
         `runs --json: median ${fmt(m('wall'))} wall, ${fmt(m('cpu'))} cpu, ${m('rss').toFixed(0)} MB peak; each rep: ${small.map((x) => `${fmt(x.wall)}/${fmt(x.cpu)}/${x.rss.toFixed(0)} MB`).join(', ')}\n`,
     );

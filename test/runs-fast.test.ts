@@ -16,7 +16,7 @@ import { native } from '../src/kernel/native.js';
 import { RunFilesReader } from '../src/kernel/runfiles.js';
 import { inspectBatch } from '../src/status/inspect.js';
 import { runsDocument } from '../src/status/list.js';
-import { CLAIM, OWNER, writeRunsDocumentThreaded } from '../src/status/list-threads.js';
+import { CLAIM, OWNER, threadsFor, THREADS_DEFAULT_FROM_RUNS, writeRunsDocumentThreaded } from '../src/status/list-threads.js';
 import { pathToFileURL } from 'node:url';
 import { run } from './helpers/exec-procs.js';
 import { cleanupTemp, killAll, startHolder, tempDir } from './helpers/lock-procs.js';
@@ -171,6 +171,19 @@ describe('inspectBatch: one lock-table read for a batch of probes', () => {
 });
 
 describe('runs --json on worker threads', () => {
+  it('uses two threads by default only for a large root on two cores or more; RUNWARDEN_THREADS decides otherwise', () => {
+    const big = THREADS_DEFAULT_FROM_RUNS;
+    expect(threadsFor(big, undefined, 2)).toBe(2);
+    expect(threadsFor(big, undefined, 16)).toBe(2);
+    expect(threadsFor(big - 1, undefined, 16)).toBe(1);
+    expect(threadsFor(big, undefined, 1)).toBe(1);
+    // Asked for: as asked, at most one thread per chunk of 256 runs, at least one.
+    expect(threadsFor(big, 1, 16)).toBe(1);
+    expect(threadsFor(big, 0, 16)).toBe(1);
+    expect(threadsFor(big, 3, 2)).toBe(3);
+    expect(threadsFor(300, 8, 16)).toBe(2);
+  });
+
   it('writes the same document as on one thread and as listRuns, byte for byte', async () => {
     const root = tempDir();
     // More than one chunk per thread (256 runs a chunk), a few runs of every kind, and entries that are skipped.

@@ -20,6 +20,7 @@
  * - Readers still write nothing: a worker runs the same inspection as the
  *   main thread would, each with its own descriptors and buffers.
  */
+import { availableParallelism } from 'node:os';
 import { join, resolve } from 'node:path';
 import { MessageChannel, receiveMessageOnPort, Worker, type MessagePort } from 'node:worker_threads';
 import { inspectBatch } from './inspect.js';
@@ -30,8 +31,12 @@ export const CHUNK_RUNS = 256;
 /** How many chunks may be claimed beyond the one being written. */
 export const AHEAD = 8;
 
-/** A worker's young generation, MB (V8's resourceLimits.maxYoungGenerationSizeMb). */
-const WORKER_YOUNG_MB = 8;
+/**
+ * A worker's young generation, MB (V8's resourceLimits.maxYoungGenerationSizeMb).
+ * At 100,000 runs with two threads, peak RSS was 156–173 MB with 8, 150–152
+ * with 4 and 144–146 with 2, in the same wall time (interleaved runs).
+ */
+const WORKER_YOUNG_MB = 2;
 
 /** Slots of the shared control array: the next chunk to claim, the chunks written, the chunks sent by workers; then each chunk's owner. */
 export const CLAIM = 0;
@@ -118,22 +123,35 @@ export function claimChunk(ctl: Int32Array, chunks: number, owner: number): numb
 const waitAsync = (Atomics as unknown as { waitAsync(a: Int32Array, i: number, v: number, ms: number): { async: false; value: string } | { async: true; value: Promise<string> } }).waitAsync;
 
 /**
- * How many threads inspect `dirs` run directories, the main thread
- * included (1: no worker), when `asked` for that many (RUNWARDEN_THREADS);
- * at most one per chunk. One by default: measured at 100,000 runs on the
- * 2-core machine this was written on (bench/RESULTS.md "Scale"), a second
- * thread costs about a quarter more CPU time in all and 60 MB more peak
- * memory (its own heap), over the 150 MB budget; it pays in wall time only
- * where a core would otherwise idle.
+ * From how many run directories a second thread is used by default: below
+ * this a worker's start-up (its own module load, ~0.1 s) costs more than it
+ * saves. Measured on the 2-core machine of bench/RESULTS.md: even at 10,000
+ * runs (1.0–1.2 s wall with two threads against 1.1–1.35 s with one); at
+ * 100,000, 4.6–5.8 s against 6.7–7.1 s.
  */
-export function threadsFor(dirs: number, asked = 1): number {
-  return Math.max(1, Math.min(asked, Math.ceil(dirs / CHUNK_RUNS)));
+export const THREADS_DEFAULT_FROM_RUNS = 20_000;
+
+/**
+ * How many threads inspect `dirs` run directories, the main thread
+ * included (1: no worker): `asked` when given (RUNWARDEN_THREADS), at most
+ * one per chunk. By default two, where the machine has two cores or more
+ * and there are at least {@link THREADS_DEFAULT_FROM_RUNS} runs; else one.
+ * Never more by default: a thread costs its own heap, and with the worker's
+ * young generation kept small two threads stay under the 150 MB budget at
+ * 100,000 runs (140–148 MB peak, against 115–120 MB for one), for about a
+ * seventh more CPU time in all; they pay in wall time where a core would
+ * otherwise idle. `cores` is a test seam (default: os.availableParallelism).
+ */
+export function threadsFor(dirs: number, asked?: number, cores: number = availableParallelism()): number {
+  const want = asked ?? (cores >= 2 && dirs >= THREADS_DEFAULT_FROM_RUNS ? 2 : 1);
+  return Math.max(1, Math.min(want, Math.ceil(dirs / CHUNK_RUNS)));
 }
 
 /**
  * {@link writeRunsDocument} with every run listed (no selection), its
  * inspections shared by `threads` threads, this one included
- * ({@link threadsFor}: one, this thread, by default).
+ * ({@link threadsFor}: by default one, or two for a large root on two
+ * cores or more).
  * Resolves with what listRuns would return, without `runs`. Throws (before
  * anything is written) as listRuns does. `workerScript` replaces
  * list-worker.js: a test seam, for a worker that ends before sending.

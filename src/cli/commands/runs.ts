@@ -68,7 +68,7 @@ function writeStdoutSync(buf: Buffer): void {
 /** The environment variable that sets how many threads inspect runs for `runs --json`, this one included (0 or 1: this one alone). */
 export const THREADS_ENV = 'RUNWARDEN_THREADS';
 
-/** `RUNWARDEN_THREADS` as a thread count, or undefined (the default: one). */
+/** `RUNWARDEN_THREADS` as a thread count, or undefined (the default: status/list-threads.ts threadsFor). */
 function threadsFromEnv(): number | undefined {
   const v = process.env[THREADS_ENV];
   if (v === undefined || v === '') return undefined;
