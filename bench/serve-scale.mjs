@@ -46,7 +46,8 @@
  *   full        sizes 1,000, 10,000 and 100,000, 60 s idle windows, 50 kills
  *               (needs 20 + 50 holders per size: 50 extra in-flight runs are
  *               made for the kills, all newest, all held)
- * Writes the "## Dashboard at scale" section of bench/RESULTS.md (full) or
+ * Writes its own section, "## Dashboard at scale: the last full run", of
+ * bench/RESULTS.md (full; before the hand-kept "## Dashboard at scale") or
  * bench/out/RESULTS-quick.md (quick); progress goes to stderr. Data lives
  * under os.tmpdir() and is deleted afterwards.
  */
@@ -56,6 +57,7 @@ import http from 'node:http';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { writeSection } from './lib/sections.js';
 import { onFrames } from './lib/sse.js';
 
 const benchDir = dirname(fileURLToPath(import.meta.url));
@@ -63,7 +65,12 @@ const repo = dirname(benchDir);
 const BIN = join(repo, 'bin', 'runwarden.js');
 const HOLDER = join(repo, 'test', 'fixtures', 'holder.mjs');
 const CHROMIUM = '/usr/bin/chromium';
-const HEADING = '## Dashboard at scale';
+/**
+ * The section this bench writes: its own, beside the hand-kept "## Dashboard at scale" history (which
+ * compares runs of it over time and is never overwritten).
+ */
+const HEADING = `## Dashboard at scale: the last ${process.argv.includes('--quick') ? 'quick' : 'full'} run`;
+const HISTORY = '## Dashboard at scale';
 
 const args = process.argv.slice(2);
 if (args.includes('--help')) {
@@ -399,16 +406,7 @@ process.stdout.write(out);
 if (!noWrite) {
   const file = quick ? join(benchDir, 'out', 'RESULTS-quick.md') : join(benchDir, 'RESULTS.md');
   mkdirSync(dirname(file), { recursive: true });
-  let text = existsSync(file) ? readFileSync(file, 'utf8') : '';
-  const i = text.indexOf(HEADING);
-  if (i >= 0) {
-    const j = text.indexOf('\n## ', i + HEADING.length);
-    text = text.slice(0, i) + out + (j >= 0 ? text.slice(j + 1) : '');
-  } else {
-    const m = text.indexOf('\n## Method');
-    text = m >= 0 ? text.slice(0, m + 1) + out + text.slice(m + 1) : text + '\n' + out;
-  }
-  writeFileSync(file, text);
+  writeSection(file, HEADING, out, { before: HISTORY });
   log(`wrote ${file}`);
 }
 void commit;
