@@ -101,6 +101,7 @@ export {
   LiveEngine,
   LIVE_SAFETY_MS,
   LIVE_SAFETY_SETTLED_PER_PASS,
+  LIVE_RUNS_PER_TURN,
   LIVE_OPEN_RECHECK_MS,
   LIVE_POLL_MS,
   type LiveEngineOptions,

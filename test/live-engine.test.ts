@@ -8,7 +8,7 @@
  * and the engine writes nothing under the root.
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { appendFileSync, lstatSync, mkdirSync, readdirSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import { appendFileSync, lstatSync, mkdirSync, readdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { LiveEngine, runStatus, startLeg, type LiveChange, type RunReport } from '../src/index.js';
@@ -282,6 +282,54 @@ describe('LiveEngine', () => {
       // Over two full rotations, each run was taken twice, or at least twice when the budget does not divide the total.
       for (let k = 0; k < total; k++) expect(seen.get(k) ?? 0).toBeGreaterThanOrEqual(2);
     }
+  });
+
+  it("an overflow of the kernel's event queue is noticed: every run is looked at again, a turn at a time", async (ctx) => {
+    needs(ctx, 'root');
+    const root = tempDir('rw-live-');
+    const runs = Array.from({ length: 48 }, (_, i) => join(root, `20261130-19${String(i).padStart(4, '0')}-settled`));
+    for (const d of runs) {
+      mkdirSync(d);
+      writeFileSync(join(d, 'events.jsonl'), line({ event: 'run_started' }) + line({ event: 'run_finished', outcome: 'passed' }));
+      writeFileSync(join(d, 'resume.lock'), 'oh-my-graph-lock 1\n4242\n');
+    }
+    // The kernel reads fs.inotify.max_queued_events when an inotify instance is made, and start()
+    // makes this engine's before its first await: lowered for that instant only.
+    const knob = '/proc/sys/fs/inotify/max_queued_events';
+    const old = readFileSync(knob, 'utf8');
+    const { e } = engine({ root, runsPerTurn: 8 });
+    let started: Promise<void>;
+    writeFileSync(knob, '4\n');
+    try {
+      started = e.start();
+    } finally {
+      writeFileSync(knob, old);
+    }
+    await started;
+    await until(() => runs.every((d) => statusOf(e, d) === 'PASS'));
+    let turn = 0;
+    let ticking = true;
+    const tick = (): void => {
+      turn++;
+      if (ticking) setImmediate(tick);
+    };
+    setImmediate(tick);
+    const turnOf = new Map<string, number>();
+    e.subscribe((c) => {
+      if (c.type === 'run' && c.report?.status === 'ABANDONED' && !turnOf.has(c.runDir)) turnOf.set(c.runDir, turn);
+    });
+    // A new leg in every run while this thread holds the event loop: about a hundred events for a
+    // queue of four, so the kernel drops them and queues an overflow. The safety re-check is 10 min
+    // away (engine()), so only the overflow's look at every run can find these legs.
+    for (const d of runs) appendFileSync(join(d, 'events.jsonl'), line({ event: 'run_started' }));
+    const before = tree(root);
+    await until(() => runs.every((d) => statusOf(e, d) === 'ABANDONED'));
+    ticking = false;
+    expect(e.stats.overflows).toBeGreaterThan(0);
+    // 48 runs at 8 per turn: not all in one turn (the old flush took every marked run at once).
+    expect(new Set(turnOf.values()).size).toBeGreaterThanOrEqual(6);
+    for (const d of runs) expect(core(e.get(d)?.report)).toEqual(core(runStatus(d)));
+    expect(tree(root)).toEqual(before);
   });
 
   it('finds, in turns, a change the notifier never announces (a stream appended to beneath a FUSE mount)', async (ctx) => {

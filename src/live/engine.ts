@@ -88,6 +88,15 @@ const SAFETY_SLICE = 1000;
  */
 export const LIVE_SAFETY_SETTLED_PER_PASS = 10_000;
 
+/**
+ * Runs the engine derives per turn of the event loop, at most: what was
+ * marked since the last turn first, then the backlog of a large batch (an
+ * overflow of the kernel's event queue marks every run). At 100,000 runs one
+ * synchronous batch would hold the event loop for seconds; 256 runs are
+ * milliseconds (a settled run costs tens of microseconds).
+ */
+export const LIVE_RUNS_PER_TURN = 256;
+
 /** Default interval of the safety re-check (ms). */
 export const LIVE_SAFETY_MS = 30_000;
 /** Default interval at which open legs are re-probed even when watched (ms). */
@@ -151,6 +160,8 @@ export interface LiveEngineOptions {
    * (default {@link LIVE_SAFETY_SETTLED_PER_PASS}); beyond that they take turns.
    */
   safetySettledPerPass?: number;
+  /** Runs derived per turn of the event loop, at most (default {@link LIVE_RUNS_PER_TURN}). */
+  runsPerTurn?: number;
   /** Re-probe interval of watched open legs (ms, default {@link LIVE_OPEN_RECHECK_MS}). */
   openRecheckMs?: number;
   /** Poll interval of open legs that have no watch (ms, default {@link LIVE_POLL_MS}). */
@@ -216,6 +227,8 @@ export interface LiveStats {
   safetyPasses: number;
   /** Runs whose file identities the safety re-check compared, over every pass. */
   safetyCompared: number;
+  /** Times the kernel's event queue overflowed (events were lost): each marks every run to be looked at again. */
+  overflows: number;
 }
 
 interface RunState {
@@ -321,6 +334,10 @@ export class LiveEngine {
   private settledCursor = 0;
   private readonly safetyMs: number;
   private readonly settledPerPass: number;
+  private readonly runsPerTurn: number;
+  /** Marked runs a turn could not take, in order, and how far the turns have come through them. */
+  private backlog: RunState[] = [];
+  private backlogAt = 0;
   private readonly openRecheckMs: number;
   private readonly pollMs: number;
   private readonly emitEvents: boolean;
@@ -344,13 +361,14 @@ export class LiveEngine {
     this.root = options.root === undefined ? undefined : resolve(options.root);
     this.safetyMs = positive('safetyMs', options.safetyMs, LIVE_SAFETY_MS);
     this.settledPerPass = Math.floor(positive('safetySettledPerPass', options.safetySettledPerPass, LIVE_SAFETY_SETTLED_PER_PASS));
+    this.runsPerTurn = Math.max(1, Math.floor(positive('runsPerTurn', options.runsPerTurn, LIVE_RUNS_PER_TURN)));
     this.openRecheckMs = positive('openRecheckMs', options.openRecheckMs, LIVE_OPEN_RECHECK_MS);
     this.pollMs = positive('pollMs', options.pollMs, LIVE_POLL_MS);
     this.emitEvents = options.events === true;
     this.emitLines = options.lines === true;
     this.borrowed = options.shared === true;
     this.ref = options.ref !== false;
-    this.stats = { backend: 'polling', runs: 0, unwatched: 0, derivations: 0, referenceDerivations: 0, probes: 0, lockWakeups: 0, polledProbes: 0, bytesRead: 0, rereads: 0, batches: 0, safetyPasses: 0, safetyCompared: 0 };
+    this.stats = { backend: 'polling', runs: 0, unwatched: 0, derivations: 0, referenceDerivations: 0, probes: 0, lockWakeups: 0, polledProbes: 0, bytesRead: 0, rereads: 0, batches: 0, safetyPasses: 0, safetyCompared: 0, overflows: 0 };
   }
 
   /** Listens for changes; returns the function that stops listening. */
@@ -504,6 +522,8 @@ export class LiveEngine {
     this.watcher = undefined;
     this.rootWatch = undefined;
     this.runsByDir.clear();
+    this.backlog = [];
+    this.backlogAt = 0;
     this.open.clear();
     this.listeners.clear();
   }
@@ -542,7 +562,8 @@ export class LiveEngine {
   }
 
   private overflow(): void {
-    // Events were lost: look at everything again.
+    // Events were lost: look at everything again (a turn at a time: flush).
+    this.stats.overflows++;
     if (this.root !== undefined) this.scanRoot();
     for (const r of this.runsByDir.values()) {
       r.dirtyStream = r.dirtySnapshot = r.dirtyProbe = true;
@@ -677,6 +698,10 @@ export class LiveEngine {
 
   private mark(r: RunState): void {
     this.dirty.add(r);
+    this.queueFlush();
+  }
+
+  private queueFlush(): void {
     if (this.flushQueued || this.closed) return;
     this.flushQueued = true;
     setImmediate(() => {
@@ -685,11 +710,36 @@ export class LiveEngine {
     });
   }
 
+  /**
+   * Derives up to {@link LIVE_RUNS_PER_TURN} marked runs, those marked since
+   * the last turn first (a death told by the kernel is not kept waiting
+   * behind a backlog), then the backlog; the rest waits for the next turn.
+   */
   private flush(): void {
     if (this.closed) return;
-    const batch = [...this.dirty];
-    this.dirty.clear();
-    for (const r of batch) if (this.runsByDir.get(r.dir) === r) this.process(r);
+    let budget = this.runsPerTurn;
+    if (this.dirty.size > 0) {
+      const fresh = [...this.dirty];
+      this.dirty.clear();
+      for (const r of fresh) {
+        if (budget > 0) {
+          budget--;
+          if (this.runsByDir.get(r.dir) === r) this.process(r);
+        } else {
+          this.backlog.push(r);
+        }
+      }
+    }
+    while (budget > 0 && this.backlogAt < this.backlog.length) {
+      budget--;
+      const r = this.backlog[this.backlogAt++] as RunState;
+      if (this.runsByDir.get(r.dir) === r) this.process(r);
+    }
+    if (this.backlogAt >= this.backlog.length) {
+      this.backlog = [];
+      this.backlogAt = 0;
+    }
+    if (this.backlog.length > 0 || this.dirty.size > 0) this.queueFlush();
   }
 
   /**
