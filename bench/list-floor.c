@@ -23,6 +23,9 @@
  *          worker thread, which costs more than it saves): a lower bound
  *          for what batching could reach, not a design.
  *
+ * Linux is what it was written for; elsewhere it compiles without the
+ * O_PATH step and io_uring (written for darwin, not compiled there).
+ *
  * usage: list-floor <root> sync|uring
  * prints one JSON line: {"mode":…, "runs":…, "seconds":…, "open_legs":…}
  * (CLOCK_MONOTONIC around the loop only; the listing of names before it is
@@ -37,7 +40,12 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#if defined(__linux__)
 #include <sys/vfs.h>
+#else
+#include <sys/mount.h>
+#include <sys/param.h>
+#endif
 #include <time.h>
 #include <unistd.h>
 
@@ -88,11 +96,13 @@ static void probe(int dirfd) {
   struct statfs sf;
   char head[128];
   fstatfs(dirfd, &sf);
+#ifdef O_PATH
   int p = openat(dirfd, "resume.lock", O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_PATH);
   if (p >= 0) {
     fstatfs(p, &sf);
     close(p);
   }
+#endif
   int fd = openat(dirfd, "resume.lock", FILE_FLAGS);
   if (fd < 0) return;
   struct stat st;
