@@ -6,7 +6,7 @@
 import { closeSync, openSync, writeFileSync, constants } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { acquireLock, LockHeldError, probeLock, processPresence } from '../src/index.js';
+import { acquireLock, acquireLockAsync, LockHeldError, probeLock, processPresence } from '../src/index.js';
 import { native, nativeConstants } from '../src/kernel/native.js';
 import { cleanupTemp, killAll, startFlock1, startHolder, tempDir, waitExit } from './helpers/lock-procs.js';
 import { needs } from './helpers/prereq.js';
@@ -78,11 +78,12 @@ describe('kernel facts behind the probe', () => {
     }
   });
 
-  it('a second descriptor in the same process is refused the exclusive lock and probes held', () => {
+  it('a second descriptor in the same process is refused the exclusive lock and probes held', async () => {
     const lock = runLock();
     const first = acquireLock(lock);
     try {
-      expect(() => acquireLock(lock, { retryMs: 0 })).toThrow(LockHeldError);
+      expect(() => acquireLock(lock, { retryMs: 0 })).toThrow(/a leg of this run is in flight/);
+      await expect(acquireLockAsync(lock, { timeoutMs: 0 })).rejects.toThrow(/a leg of this run is in flight/);
       expect(probeLock(lock)).toEqual({ liveness: 'held', reason: 'flock-held' });
     } finally {
       first.release();
@@ -117,8 +118,10 @@ describe('kernel facts behind the probe', () => {
     }
     // A reader's shared lock is not a leg: the probe still reads free.
     expect(probeLock(lock)).toEqual({ liveness: 'free', reason: 'flock-free' });
-    // And a starting leg is refused while a shared lock persists this long.
+    // And a starting leg is refused while a shared lock persists this long, without being told a leg holds it.
     expect(() => acquireLock(lock, { retryMs: 0 })).toThrow(LockHeldError);
+    expect(() => acquireLock(lock, { retryMs: 0 })).toThrow(/no leg holds the lock .*single attempt a zero retry window makes/);
+    await expect(acquireLockAsync(lock, { timeoutMs: 0 })).rejects.toThrow(/no leg holds the lock .*single attempt a zero retry window makes/);
   });
 
   it('LOCK_SH vs LOCK_EX within one process, on two descriptors, conflicts too', () => {

@@ -210,6 +210,10 @@ function futureRefusal(path: string, head: Buffer, len: number): LockHeldError {
 }
 
 function heldRefusal(path: string, pid: number | undefined, why: Contention = { kind: 'leg' }): LockHeldError {
+  if (why.kind === 'readers' && why.waitedMs === 0) {
+    // A zero window (retryMs 0, timeoutMs 0): the one attempt met a reader's shared probe.
+    return new LockHeldError(`no leg holds the lock "${path}", but a reader's shared lock was on it at the single attempt a zero retry window makes; try again, or allow retries`, { path });
+  }
   if (why.kind === 'readers') {
     // No leg holds it: readers' shared probes never left an instant free (CONTRACT §4.1 step 3).
     return new LockHeldError(
@@ -315,15 +319,16 @@ export async function acquireLockAsync(lockPath: string, options: AcquireAsyncOp
   try {
     for (;;) {
       try {
-        return new Held(lockPath, pid, DEFAULT_RETRY_MS, lockOnceCoded(at, lockPath, pid, 0), at, true);
+        // Attempts do not read the lock table (it is read once, when the wait gives up).
+        return new Held(lockPath, pid, DEFAULT_RETRY_MS, lockOnceCoded(at, lockPath, pid, 0, false), at, true);
       } catch (err) {
         // Waiting helps only while a leg holds the lock; a legacy or future
         // file needs a person or a newer version, not time.
         if (!(err instanceof LockHeldError) || err.legacy || err.future) throw err;
         const left = timeoutMs - (performance.now() - start);
         if (left <= 0) {
-          const id = readers === undefined ? undefined : identityAt(at, basename(lockPath));
-          const why = id === undefined || readers === undefined ? { kind: 'leg' as const } : readers.look(monotonicMs(), id.dev, id.ino);
+          const id = identityAt(at, basename(lockPath));
+          const why = id === undefined ? { kind: 'leg' as const } : readers === undefined ? oneLook(id.dev, id.ino) : readers.look(monotonicMs(), id.dev, id.ino);
           if (why !== undefined) throw why.kind === 'leg' ? err : heldRefusal(lockPath, undefined, why);
           // Readers only: try again soon (a free instant among them is brief).
           await waitOrAbort(FIRST_PAUSE_MS, lockPath, signal);
@@ -432,11 +437,22 @@ function lockCensus(dev: bigint, ino: bigint): LockCensus | undefined {
   return census;
 }
 
+/**
+ * Who held the lock at a single attempt, from one look at the lock table:
+ * readers, when it shows shared holders and no exclusive one; else a leg
+ * (an unreadable table, or nobody there by now, keeps the leg's wording,
+ * the pre-existing answer).
+ */
+function oneLook(dev: bigint, ino: bigint): Contention {
+  const census = lockCensus(dev, ino);
+  return census !== undefined && !census.exclusive && census.readers.size > 0 ? { kind: 'readers', waitedMs: 0 } : { kind: 'leg' };
+}
+
 /** Why a contended lock was not taken. */
 type Contention =
   /** An exclusive holder (a leg), or the lock table could not be read, after the retry window. */
   | { kind: 'leg' }
-  /** Only readers held it, coming and going, for the whole readers-only window. */
+  /** Only readers held it, coming and going, for the whole readers-only window (waitedMs 0: at the one attempt of retryMs 0). */
   | { kind: 'readers'; waitedMs: number }
   /** One reader pid held a shared lock at every look for {@link READER_STUCK_MS}. */
   | { kind: 'stuck-reader'; pid: number };
@@ -504,13 +520,20 @@ class ReadersOnlyWait {
  *   live leg is still refused after `retryMs`. A refusal says which it was.
  * - Deadlines are on the monotonic clock: a wall clock stepped back cannot
  *   stretch them.
- * Returns undefined once locked, else why it refuses. `retryMs` 0: one attempt.
+ * Returns undefined once locked, else why it refuses. `retryMs` 0: one
+ * attempt, and with `lookOnce` one look at the lock table to say who held
+ * it ({@link oneLook}); without, a leg (acquireLockAsync's attempts, which
+ * look only when they give up).
  */
-function takeContended(fd: number, retryMs: number): Contention | undefined {
+function takeContended(fd: number, retryMs: number, lookOnce: boolean): Contention | undefined {
   const n = native();
   const op = nativeConstants().flockOp;
   if (n.flock(fd, op.Exclusive)) return undefined;
-  if (retryMs === 0) return { kind: 'leg' };
+  if (retryMs === 0) {
+    if (!lookOnce) return { kind: 'leg' };
+    const st = fstatSync(fd, { bigint: true });
+    return oneLook(st.dev, st.ino);
+  }
   const start = monotonicMs();
   let deadline = start + retryMs;
   const readers = new ReadersOnlyWait(start, retryMs);
@@ -534,8 +557,8 @@ function makeRunDir(lockPath: string): void {
 }
 
 /** {@link lockOnce}, with the kernel's refusals coded `ELOCKIO`. */
-function lockOnceCoded(at: number, lockPath: string, pid: number, retryMs: number): Taken {
-  return coded(lockPath, 'take the lock', () => lockOnce(at, lockPath, pid, retryMs));
+function lockOnceCoded(at: number, lockPath: string, pid: number, retryMs: number, lookOnce = true): Taken {
+  return coded(lockPath, 'take the lock', () => lockOnce(at, lockPath, pid, retryMs, lookOnce));
 }
 
 /** The held file's identity, to compare with what is at the path. */
@@ -549,7 +572,7 @@ interface Taken {
  * Opens, judges, locks, marks and checks the file at `lockPath` once (the
  * run directory must exist). Returns the held descriptor and its identity.
  */
-function lockOnce(at: number, lockPath: string, pid: number, retryMs: number): Taken {
+function lockOnce(at: number, lockPath: string, pid: number, retryMs: number, lookOnce: boolean): Taken {
   const n = native();
   const op = nativeConstants().flockOp;
   const fd = openLockFile(at, lockPath);
@@ -559,7 +582,7 @@ function lockOnce(at: number, lockPath: string, pid: number, retryMs: number): T
     const early = refusalForHead(lockPath, fd, head);
     if (early) throw early;
 
-    const contended = takeContended(fd, retryMs);
+    const contended = takeContended(fd, retryMs, lookOnce);
     if (contended !== undefined) {
       const len = readHead(fd, head);
       throw heldRefusal(lockPath, classifyHead(head, len) === 'marked' ? markedPid(head, len) : undefined, contended);
