@@ -335,9 +335,10 @@ export class LiveEngine {
   private readonly safetyMs: number;
   private readonly settledPerPass: number;
   private readonly runsPerTurn: number;
-  /** Marked runs a turn could not take, in order, and how far the turns have come through them. */
+  /** Marked runs a turn could not take, in order (each once: `waiting`), and how far the turns have come through them. */
   private backlog: RunState[] = [];
   private backlogAt = 0;
+  private readonly waiting = new Set<RunState>();
   private readonly openRecheckMs: number;
   private readonly pollMs: number;
   private readonly emitEvents: boolean;
@@ -524,6 +525,7 @@ export class LiveEngine {
     this.runsByDir.clear();
     this.backlog = [];
     this.backlogAt = 0;
+    this.waiting.clear();
     this.open.clear();
     this.listeners.clear();
   }
@@ -725,7 +727,8 @@ export class LiveEngine {
         if (budget > 0) {
           budget--;
           if (this.runsByDir.get(r.dir) === r) this.process(r);
-        } else {
+        } else if (!this.waiting.has(r)) {
+          this.waiting.add(r);
           this.backlog.push(r);
         }
       }
@@ -733,6 +736,7 @@ export class LiveEngine {
     while (budget > 0 && this.backlogAt < this.backlog.length) {
       budget--;
       const r = this.backlog[this.backlogAt++] as RunState;
+      this.waiting.delete(r);
       if (this.runsByDir.get(r.dir) === r) this.process(r);
     }
     if (this.backlogAt >= this.backlog.length) {
