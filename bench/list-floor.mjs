@@ -24,7 +24,7 @@
  *   --reps R     repetitions (default 3)
  *   --no-write   only print (default: also replace "## Listing floor" in bench/RESULTS.md)
  */
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -32,11 +32,11 @@ import { fileURLToPath } from 'node:url';
 import { buildC } from './lib/floor.js';
 import { smallRun } from './lib/runs.js';
 import { writeSection } from './lib/sections.js';
+import { TIME, timed } from './lib/timed.js';
 
 const benchDir = dirname(fileURLToPath(import.meta.url));
 const repo = dirname(benchDir);
 const BIN = join(repo, 'bin', 'runwarden.js');
-const TIME = '/usr/bin/time';
 const HEADING = '## Listing floor';
 
 const args = process.argv.slice(2);
@@ -79,14 +79,6 @@ const log = (m) => process.stderr.write(`[list-floor ${((Date.now() - t0) / 1000
 const scratch = mkdtempSync(join(tmpdir(), 'rw-list-floor-'));
 const cleanup = () => rmSync(scratch, { recursive: true, force: true });
 for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP']) process.on(sig, () => (cleanup(), process.exit(130)));
-
-/** `runs --json` (or anything) under /usr/bin/time: wall s, CPU s, peak RSS MB. */
-function timed(argv, env = {}) {
-  const r = spawnSync(TIME, ['-f', 'RWTIME %e %U %S %M', ...argv], { encoding: 'utf8', maxBuffer: 1 << 30, env: { ...process.env, ...env } });
-  if (r.status !== 0) throw new Error(`${argv.join(' ')} failed (${r.status}): ${r.stderr.slice(-500)}`);
-  const m = /RWTIME (\S+) (\S+) (\S+) (\S+)/.exec(r.stderr);
-  return { wall: Number(m[1]), cpu: Number(m[2]) + Number(m[3]), rss: Number(m[4]) / 1024, stdout: r.stdout };
-}
 
 /** CPU seconds of JSON.parse over what a listing must parse: each run's last leg and its snapshot. */
 function parseFloor(root, names) {

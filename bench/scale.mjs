@@ -20,19 +20,19 @@
  *   --acquire-only  only part C (no data generated, nothing written): its table,
  *                   and for each refusal how long it tried and the flocks on the file
  */
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, statfsSync, writeFileSync, writeSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { leg, line, MARKED, smallRun, state } from './lib/runs.js';
 import { writeSection } from './lib/sections.js';
+import { TIME, timed } from './lib/timed.js';
 
 const benchDir = dirname(fileURLToPath(import.meta.url));
 const repo = dirname(benchDir);
 const BIN = join(repo, 'bin', 'runwarden.js');
 const HEADING = '## Scale';
-const TIME = '/usr/bin/time';
 
 const args = process.argv.slice(2);
 if (args.includes('--help') || args.includes('-h')) {
@@ -118,15 +118,12 @@ const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 /** `runs --json` under /usr/bin/time: wall s, CPU s (user + system), peak RSS MB; output discarded after a count check. */
 function cli(root, expect) {
-  const r = spawnSync(TIME, ['-f', 'RWTIME %e %U %S %M', process.execPath, BIN, 'runs', '--json', '--root', root], { maxBuffer: 1 << 30, encoding: 'utf8' });
-  if (r.status !== 0) throw new Error(`runs failed (${r.status}): ${r.stderr}`);
-  const m = /RWTIME (\S+) (\S+) (\S+) (\S+)/.exec(r.stderr);
-  if (m === null) throw new Error(`no timing in: ${r.stderr}`);
+  const r = timed([process.execPath, BIN, 'runs', '--json', '--root', root]);
   if (expect !== undefined) {
     const doc = JSON.parse(r.stdout);
     if (doc.runs.length !== expect || doc.skipped.length !== 0) throw new Error(`expected ${expect} runs, got ${doc.runs.length} (+${doc.skipped.length} skipped)`);
   }
-  return { wall: Number(m[1]), cpu: Number(m[2]) + Number(m[3]), rss: Number(m[4]) / 1024 };
+  return { wall: r.wall, cpu: r.cpu, rss: r.rss };
 }
 
 const fmt = (s) => `${s.toFixed(2)} s`;

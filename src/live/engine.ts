@@ -416,9 +416,8 @@ export class LiveEngine {
     if (this.root !== undefined) this.watchRoot();
     const initial = [...this.runsByDir.values()];
     // The loop below derives each of these, yielding as it goes; the flush
-    // queued when the root's listing marked them must not take them all in
-    // one synchronous batch meanwhile (at 100,000 runs that blocked the
-    // event loop for 14 s). A run marked again by an event is still flushed.
+    // queued when the root's listing marked them must not derive them a
+    // second time meanwhile. A run marked again by an event is still flushed.
     for (const r of initial) this.dirty.delete(r);
     let n = 0;
     for (const r of initial) {
