@@ -3,6 +3,7 @@
  * and printing. User errors print one line, never a stack trace.
  */
 
+import { AddonLoadError } from '../contract/errors.js';
 import { printable } from './term.js';
 
 /** Exit codes, stable across commands. */
@@ -59,7 +60,9 @@ export function reportFailure(e: unknown): number {
     err(`runwarden: ${escapeLines(e.message)}`);
     return e.exitCode;
   }
-  const message = e instanceof Error ? e.message : String(e);
+  let message = (e instanceof Error ? e.message : String(e)).replace(/^runwarden: /, '');
+  // A broken install is one line like every other failure: the loader's list of attempts is joined.
+  if (e instanceof AddonLoadError) message = message.split('\n').map((l) => l.trim()).filter((l) => l !== '').join(' ');
   err(`runwarden: ${escapeLines(message)}`);
   if (process.env['RUNWARDEN_DEBUG'] && e instanceof Error && e.stack) err(e.stack);
   return Exit.Error;

@@ -4,6 +4,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
+import { native } from '../kernel/native.js';
 import { Exit, reportFailure } from './io.js';
 import { registerDemo } from './commands/demo.js';
 import { registerExec } from './commands/exec.js';
@@ -34,6 +35,12 @@ export function buildProgram(): Command {
     .version(version(), '-V, --version')
     .showHelpAfterError('(run with --help for usage)')
     .exitOverride();
+  // A broken install reads as one, on every command: the addon is loaded (and its file checked,
+  // kernel/native.ts) before any action, so its AddonLoadError is the answer (exit 1), never a
+  // root that "cannot be read", a `runwarden_root_readable 0` or a server answering 500.
+  program.hook('preAction', () => {
+    native();
+  });
   registerRuns(program);
   registerStatus(program);
   registerProbe(program);

@@ -113,9 +113,10 @@ export interface RootEntries {
  */
 export function rootEntries(abs: string): RootEntries | undefined {
   let listed;
+  const addon = native(); // outside the try: an addon that cannot load is a broken install, not an unreadable root
   try {
     // Names are bytes: read them as the kernel gives them, never decoded with replacement.
-    listed = native().readDirSorted(abs);
+    listed = addon.readDirSorted(abs);
   } catch (err) {
     const code = errnoCode(err);
     if (code === 'ENOENT') return undefined;
