@@ -3,6 +3,7 @@
  * and printing. User errors print one line, never a stack trace.
  */
 
+import { writeSync } from 'node:fs';
 import { AddonLoadError } from '../contract/errors.js';
 import { printable } from './term.js';
 
@@ -31,9 +32,50 @@ export class UserError extends Error {
   }
 }
 
-/** Writes a line to stdout. */
+const sleeper = new Int32Array(new SharedArrayBuffer(4));
+
+/**
+ * The one way a command writes to stdout: every byte is written before this
+ * returns, or the command ends. Invariants, and why:
+ * - A short write is continued, never taken for the whole (Node's stream for
+ *   a file took a write of 8,192 of 11,319 bytes on a full disk as done and
+ *   `metrics` exited 0 with a truncated document, which `> F.$$ && mv`
+ *   then installed).
+ * - Any failure but EPIPE (ENOSPC, EDQUOT, EIO, EBADF …) ends the command:
+ *   one line on stderr, exit 1. A document cut short is not a success.
+ * - EPIPE (the reader closed the pipe: `runwarden runs | head`) ends the
+ *   command quietly with the exit status it had so far: the reader chose to
+ *   stop, as is conventional for a Unix filter.
+ * - A pipe that cannot take more now (EAGAIN, a non-blocking stdout) is
+ *   waited for, so a large document never queues in memory whole (360 MB at
+ *   100,000 runs did, before).
+ */
+export function writeStdoutSync(data: string | Uint8Array): void {
+  const buf = typeof data === 'string' ? Buffer.from(data, 'utf8') : data;
+  let off = 0;
+  while (off < buf.length) {
+    try {
+      off += writeSync(1, buf, off, buf.length - off);
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code;
+      if (code === 'EAGAIN') {
+        Atomics.wait(sleeper, 0, 0, 1);
+        continue;
+      }
+      if (code === 'EPIPE') process.exit(typeof process.exitCode === 'number' ? process.exitCode : Exit.Ok);
+      try {
+        writeSync(2, `runwarden: cannot write output: ${code ?? String(e)}; what was written is incomplete\n`);
+      } catch {
+        /* stderr is gone too: the exit status still says it */
+      }
+      process.exit(Exit.Error);
+    }
+  }
+}
+
+/** Writes a line to stdout ({@link writeStdoutSync}). */
 export function out(line = ''): void {
-  process.stdout.write(line + '\n');
+  writeStdoutSync(line + '\n');
 }
 
 /** Writes a line to stderr. */
@@ -41,9 +83,9 @@ export function err(line = ''): void {
   process.stderr.write(line + '\n');
 }
 
-/** Prints a value as stable, indented JSON on stdout. */
+/** Prints a value as stable, indented JSON on stdout ({@link writeStdoutSync}). */
 export function printJson(value: unknown): void {
-  process.stdout.write(JSON.stringify(value, null, 2) + '\n');
+  writeStdoutSync(JSON.stringify(value, null, 2) + '\n');
 }
 
 /**

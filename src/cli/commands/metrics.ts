@@ -8,12 +8,14 @@
  * the root; writes only to stdout. A root that cannot be listed is a fact to
  * report (`runwarden_root_readable 0`), not a failure: the text is printed
  * and the exit is 0, so a `… > tmp && mv tmp runwarden.prom` cron line still
- * hands that fact to Prometheus.
+ * hands that fact to Prometheus. A text that could not be written whole (a
+ * full disk) is a failure: exit 1 (cli/io.ts writeStdoutSync), so that same
+ * cron line never installs half a file.
  */
 import type { Command } from 'commander';
 import type { RunwardenMetrics } from '../../serve/metrics.js';
 import type { DashboardModel, ReportsList } from '../../serve/model.js';
-import { err } from '../io.js';
+import { err, writeStdoutSync } from '../io.js';
 import { rootFrom } from '../target.js';
 import { printable, quietOnClosedPipe } from '../term.js';
 
@@ -33,7 +35,8 @@ export function registerMetrics(program: Command): void {
         '--no-process-metrics leaves out process_* and nodejs_*: node_exporter has process metrics of its own ' +
         '(the names would clash), and those of a command that has already exited describe nothing.\n\n' +
         'A root that cannot be listed is reported, not fatal: runwarden_root_readable is 0, no run series are ' +
-        'printed, a note goes to stderr, and the exit status is 0. Reads only; writes nothing but stdout. ' +
+        'printed, a note goes to stderr, and the exit status is 0. A text that cannot be written whole (ENOSPC, EIO) ' +
+        'exits 1 with one line on stderr, so `&& mv` never installs half a file. Reads only; writes nothing but stdout. ' +
         'See the README, "Many hosts", for the scrape config and the alert rules in deploy/prometheus/.',
     )
     .option('--root <dir>', 'runs root (default: $OMG_HOME/runs, else ~/.oh-my-graph/runs)')
@@ -54,6 +57,6 @@ export function registerMetrics(program: Command): void {
         { processMetrics: opts.processMetrics },
       );
       const model: DashboardModel = new DashboardModel(root, { observer: metrics.observer });
-      process.stdout.write(await metrics.text());
+      writeStdoutSync(await metrics.text());
     });
 }

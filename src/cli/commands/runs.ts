@@ -7,13 +7,12 @@
  * term.ts's one rule (FORCE_COLOR, NO_COLOR, a terminal); nothing here
  * writes to disk.
  */
-import { writeSync } from 'node:fs';
 import type { Command } from 'commander';
 import type { SkipKind } from '../../contract/errors.js';
 import { STATUS_WORD, type RunReport, type Status } from '../../contract/types.js';
 import { writeRunsDocument, type RunList } from '../../status/list.js';
 import { writeRunsDocumentThreaded } from '../../status/list-threads.js';
-import { out, UserError } from '../io.js';
+import { out, UserError, writeStdoutSync } from '../io.js';
 import { asUsage, asUsageAsync, listRunsOrExplain, rootFrom, selectionFrom } from '../target.js';
 import { dim, formatCost, paint, printable, quietOnClosedPipe, STATE_COLOR, statusWord, useColor } from '../term.js';
 
@@ -37,34 +36,6 @@ const SKIP_LABEL: Record<SkipKind, string> = {
 const ORDER: (Status | null)[] = ['PLANNING', 'RUNNING', 'ABANDONED', 'PAUSED', 'PASS', 'FAIL', null];
 const WORD: Record<string, string> = { ...STATUS_WORD, null: 'without a status yet' };
 
-/** The closing line: how many runs are shown (by status) and how many were skipped, and why. */
-const sleeper = new Int32Array(new SharedArrayBuffer(4));
-
-/**
- * Writes to stdout before returning, whatever stdout is. process.stdout.write
- * queues what a pipe cannot take at once, so a large document into a slow
- * reader was held in memory whole (360 MB at 100,000 runs); this waits for
- * the pipe instead. A reader that went away (EPIPE) ends the command quietly,
- * as quietOnClosedPipe does for the other writes.
- */
-function writeStdoutSync(buf: Buffer): void {
-  let off = 0;
-  while (off < buf.length) {
-    try {
-      off += writeSync(1, buf, off, buf.length - off);
-    } catch (e) {
-      const code = (e as NodeJS.ErrnoException).code;
-      if (code === 'EAGAIN') {
-        Atomics.wait(sleeper, 0, 0, 1);
-        continue;
-      }
-      if (code === 'EPIPE') process.exit(typeof process.exitCode === 'number' ? process.exitCode : 0);
-      process.stderr.write(`runwarden: cannot write output: ${code ?? String(e)}\n`);
-      process.exit(1);
-    }
-  }
-}
-
 /** The environment variable that sets how many threads inspect runs for `runs --json`, this one included (0 or 1: this one alone). */
 export const THREADS_ENV = 'RUNWARDEN_THREADS';
 
@@ -76,6 +47,7 @@ function threadsFromEnv(): number | undefined {
   return Number(v);
 }
 
+/** The closing line: how many runs are shown (by status) and how many were skipped, and why. */
 export function closingLine(list: RunList, showSkipped: boolean): string {
   const counts = new Map<string, number>();
   for (const r of list.runs) counts.set(String(r.status), (counts.get(String(r.status)) ?? 0) + 1);
