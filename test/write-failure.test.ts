@@ -68,13 +68,13 @@ describe('a document that does not fit on the disk', () => {
     expect(r.stderr).toBe('runwarden: cannot write output: ENOSPC; what was written is incomplete\n');
   });
 
-  it.each([
+  it.for<[string, string[]]>([
     ['metrics --no-process-metrics', ['metrics', '--no-process-metrics']],
     ['runs --json', ['runs', '--json']],
     ['runs', ['runs']],
     ['status --json', ['status', '20261201-090000.000000001-0', '--json']],
     ['status', ['status', '20261201-090000.000000001-0']],
-  ])('%s into a file on a full tmpfs exits 1 with one line', (_name, args, ctx) => {
+  ])('%s into a file on a full tmpfs exits 1 with one line', ([, args], ctx) => {
     needs(ctx, 'root', 'mount');
     const mnt = tinyTmpfs();
     writeFileSync(join(mnt, 'filler'), Buffer.alloc(8192)); // the disk is now full
