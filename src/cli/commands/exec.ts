@@ -10,6 +10,7 @@ import { LockFileError, LockHeldError, RunFileError, RunUnreadableError, StreamE
 import { EVENTS_FILE, LOCK_FILE } from '../../contract/files.js';
 import { readLastLeg } from '../../read/tail.js';
 import { runDirPath, runFilePath } from '../../kernel/dirfd.js';
+import { shellQuote } from '../../status/hints.js';
 import { runStatus } from '../../status/inspect.js';
 import { CLOSING_RESERVE_BYTES, isDiskFull } from '../../write/append.js';
 import { runLeg, type Unwritten } from '../../write/leg.js';
@@ -54,11 +55,40 @@ function refuseLinkedRunDir(run: string, root: string, runDir: string): void {
   if (linked) throw new UserError(`run "${printable(run)}" under ${printable(root)} is a symlink; links under the runs root are not followed, and exec will not write through one`);
 }
 
+/**
+ * A run PAUSED at a gate waits for a person's decision (`oh-my-graph resume
+ * … --approve/--reject`). A leg started on it would close with its own
+ * `run_finished`, and the run would read PASS or FAIL: the decision the gate
+ * waits for would be taken away without anyone making it. So exec refuses
+ * (exit 2, a request that does not fit the run; nothing written) unless
+ * --force says the person means it. This is exec's rule, not startLeg's: a
+ * library leg on a paused run is how a resume that records the decision
+ * (`gate_approved` / `gate_rejected`) is written.
+ */
+function refusePausedRun(runId: string, gates: readonly string[], force: boolean): void {
+  const id = shellQuote(runId);
+  const gate = gates.length === 1 ? shellQuote(gates[0] as string) : '<gate-id>';
+  const where = gates.length === 0 ? 'at a gate' : gates.length === 1 ? `at gate ${gates[0]}` : `at gates ${gates.join(', ')}`;
+  if (force) {
+    err(`runwarden: warning: run ${printable(runId)} is PAUSED ${printable(where)}; starting a leg anyway (--force) ends the pause without a decision.`);
+    return;
+  }
+  throw new UserError(
+    `run ${runId} is PAUSED ${where}, waiting for a decision: approve with \`oh-my-graph resume ${id} --approve ${gate}\` ` +
+      `or reject with \`oh-my-graph resume ${id} --reject ${gate}\`; a leg started now would end the pause without one ` +
+      `(nothing was run; start anyway with --force).`,
+    Exit.Usage,
+  );
+}
+
 /** What must be said or refused before a leg may start on this run. */
 function preflight(runDir: string, runId: string, force: boolean): void {
   let open = false;
   try {
-    open = readLastLeg(join(runDir, EVENTS_FILE)).leg.open;
+    const { leg } = readLastLeg(join(runDir, EVENTS_FILE));
+    open = leg.open;
+    // CONTRACT §4.3 row 4: a closed last leg whose outcome is `paused` is PAUSED, whatever else the run holds.
+    if (!open && leg.lastOutcome === 'paused') refusePausedRun(runId, leg.gates, force);
   } catch (e) {
     if (e instanceof StreamError) refuse(`cannot start a leg of run ${runId}: ${e.message}`);
     throw e;
@@ -118,6 +148,9 @@ export function registerExec(program: Command): void {
         'Refuses (exit 75, nothing appended, nothing run) when a leg of the run is in flight, when the ' +
         'lock file was written by a pre-flock or newer version, or when the stream shows an open leg and ' +
         'the lock file is missing (override that last case only with --force). Warns first when the run is abandoned.\n\n' +
+        'Refuses (exit 2, nothing appended, nothing run) a run PAUSED at a gate: it waits for ' +
+        '`oh-my-graph resume RUN --approve GATE` or `--reject GATE`, and a leg would end the pause without that ' +
+        'decision; --force starts it anyway, with a warning.\n\n' +
         'A full disk: the leg keeps 16 KiB allocated past the end of events.jsonl for its closing events, so a ' +
         'command that fills the disk still gets its verdict recorded. If they cannot be written even so, exec says ' +
         '"disk full" in one line and still exits with the command\'s status; a disk too full to start a leg exits 1 ' +
@@ -126,7 +159,7 @@ export function registerExec(program: Command): void {
     .argument('<run>', 'run id or run directory path')
     .argument('<command...>', 'the command and its arguments (after --)')
     .option('--root <dir>', 'runs root (default: $OMG_HOME/runs or ~/.oh-my-graph/runs)')
-    .option('--force', 'start even though an open leg has no lock file')
+    .option('--force', 'start even though an open leg has no lock file, or the run is paused at a gate')
     .option('--name <node>', 'node id for the command in the stream', 'command')
     .action(async (run: string, command: string[], opts: ExecOptions) => {
       if (command.length === 0) throw new UserError('exec needs a command after --');
