@@ -180,7 +180,11 @@ describe('runs --json on worker threads', () => {
     // Asked for: as asked, at most one thread per chunk of 256 runs, at least one.
     expect(threadsFor(big, 1, 16)).toBe(1);
     expect(threadsFor(big, 0, 16)).toBe(1);
-    expect(threadsFor(big, 3, 2)).toBe(3);
+    expect(threadsFor(big, 3, 4)).toBe(3);
+    // … but never more than one per core (issue 25 item 5).
+    expect(threadsFor(big, 3, 2)).toBe(2);
+    expect(threadsFor(big, 99, 2)).toBe(2);
+    expect(threadsFor(big, 99, 1)).toBe(1);
     expect(threadsFor(300, 8, 16)).toBe(2);
   });
 

@@ -11,8 +11,8 @@ import type { Command } from 'commander';
 import type { SkipKind } from '../../contract/errors.js';
 import { STATUS_WORD, type RunReport, type Status } from '../../contract/types.js';
 import { writeRunsDocument, type RunList } from '../../status/list.js';
-import { writeRunsDocumentThreaded } from '../../status/list-threads.js';
-import { out, UserError, writeStdoutSync } from '../io.js';
+import { threadsCap, writeRunsDocumentThreaded } from '../../status/list-threads.js';
+import { err, out, UserError, writeStdoutSync } from '../io.js';
 import { asUsage, asUsageAsync, listRunsOrExplain, rootFrom, selectionFrom } from '../target.js';
 import { dim, formatCost, paint, printable, quietOnClosedPipe, STATE_COLOR, statusWord, useColor } from '../term.js';
 
@@ -44,6 +44,8 @@ function threadsFromEnv(): number | undefined {
   const v = process.env[THREADS_ENV];
   if (v === undefined || v === '') return undefined;
   if (!/^\d{1,2}$/.test(v)) throw new UserError(`${THREADS_ENV} must be a whole number from 0 to 99 (got ${JSON.stringify(v)})`);
+  const cap = threadsCap();
+  if (Number(v) > cap) err(`runwarden: note: ${THREADS_ENV}=${v} is more than this machine's ${cap} ${cap === 1 ? 'core' : 'cores'}; using ${cap}`);
   return Number(v);
 }
 
