@@ -4,7 +4,6 @@
  */
 
 import { writeSync } from 'node:fs';
-import { AddonLoadError } from '../contract/errors.js';
 import { printable } from './term.js';
 
 /** Exit codes, stable across commands. */
@@ -89,23 +88,27 @@ export function printJson(value: unknown): void {
 }
 
 /**
- * Messages can quote run files (ids, paths, parse errors), so each line is
- * escaped like every other such text; the message's own line breaks stay.
+ * Every failure is one line. A user error's message is built by this CLI
+ * from one line of wording, so any line break in it came from a run file
+ * (a run id, a path, a parse error) and is escaped like every other such
+ * text (contract/names.ts printableText). Another error's message may have
+ * lines of its own (the addon loader lists what it tried): each is escaped,
+ * and they are joined with spaces.
  */
-function escapeLines(message: string): string {
-  return message.split('\n').map(printable).join('\n');
+function oneLine(e: unknown): string {
+  if (e instanceof UserError) return printable(e.message);
+  const message = (e instanceof Error ? e.message : String(e)).replace(/^runwarden: /, '');
+  return message
+    .split('\n')
+    .map((l) => printable(l.trim()))
+    .filter((l) => l !== '')
+    .join(' ');
 }
 
 /** Maps any thrown value to a message and exit code; stacks only with RUNWARDEN_DEBUG. */
 export function reportFailure(e: unknown): number {
-  if (e instanceof UserError) {
-    err(`runwarden: ${escapeLines(e.message)}`);
-    return e.exitCode;
-  }
-  let message = (e instanceof Error ? e.message : String(e)).replace(/^runwarden: /, '');
-  // A broken install is one line like every other failure: the loader's list of attempts is joined.
-  if (e instanceof AddonLoadError) message = message.split('\n').map((l) => l.trim()).filter((l) => l !== '').join(' ');
-  err(`runwarden: ${escapeLines(message)}`);
+  err(`runwarden: ${oneLine(e)}`);
+  if (e instanceof UserError) return e.exitCode;
   if (process.env['RUNWARDEN_DEBUG'] && e instanceof Error && e.stack) err(e.stack);
   return Exit.Error;
 }

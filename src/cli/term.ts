@@ -11,6 +11,7 @@
  *   before it reaches a terminal, so a file cannot move the cursor, retitle
  *   the window or recolour the screen.
  */
+import { printableText } from '../contract/names.js';
 import type { RunReport, Status } from '../contract/types.js';
 
 let guarded = false;
@@ -58,12 +59,11 @@ export const STATE_COLOR: Record<Status | 'pending', number> = {
 };
 
 /**
- * Makes a string from a run directory safe to print on a terminal: control
- * characters (C0, DEL, C1) become visible `\xNN` escapes.
+ * Makes a string from a run directory safe to print on a terminal: the one
+ * rule, contract/names.ts printableText (C0, DEL as `\xHH`; C1 and the bidi
+ * controls as `\u{HHHH}`).
  */
-export function printable(text: string): string {
-  return text.replace(/[\u0000-\u001f\u007f-\u009f]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`);
-}
+export const printable: (text: string) => string = printableText;
 
 /** Paints text with a 256-colour code, or returns it unchanged without colour. */
 export function paint(text: string, code: number, color: boolean): string {

@@ -14,6 +14,14 @@
  * backslash, `\xHH` is that byte, and a backslash followed by anything else
  * stands for itself (so an id typed without escapes still names its
  * directory when its name holds no backslash-x or double backslash).
+ *
+ * Printing is a second, separate step ({@link printableText}), for text that
+ * reaches a terminal or a metrics file: a shown name may still hold
+ * characters a terminal acts on (ESC, CR, NUL …) or that reorder what is
+ * around them (the bidi controls), so each of those is printed as a visible
+ * escape that {@link nameBytes} reads back to the same character: a C0
+ * control or DEL (one byte in UTF-8) as `\xHH`, a C1 control or a bidi
+ * control as `\u{HHHH}`. A printed run id can be pasted back as a RUN.
  * Pure functions: nothing here touches the file system.
  */
 
@@ -74,9 +82,34 @@ export function showName(name: Uint8Array): string {
 }
 
 /**
+ * Characters printed escaped ({@link printableText}): C0 controls, DEL, C1
+ * controls, and the bidi controls (ALM U+061C, LRM/RLM U+200E/F, the
+ * embeddings and overrides U+202A–U+202E, the isolates U+2066–U+2069).
+ */
+const UNPRINTABLE = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+
+/**
+ * The one rule for printing text that came from a run directory (run ids,
+ * graph and node names, hints that quote them, error texts) on a terminal,
+ * in a table, a hint line, `status`, `watch`, `serve`'s own lines and the
+ * metrics text: every character in {@link UNPRINTABLE} becomes a visible
+ * escape (`\xHH` below U+0080, else `\u{HHHH}`), so no file can move the
+ * cursor, forge a line, retitle a window or reorder what a reader sees.
+ * Everything else is left as it is. Applied to a shown name, the result
+ * still reads back through {@link nameBytes} to the same bytes.
+ */
+export function printableText(text: string): string {
+  return text.replace(UNPRINTABLE, (c) => {
+    const n = c.charCodeAt(0);
+    return n < 0x80 ? `\\x${n.toString(16).padStart(2, '0')}` : `\\u{${n.toString(16).padStart(4, '0')}}`;
+  });
+}
+
+/**
  * The bytes a shown name (or a run id typed by a person) stands for: the
  * inverse of {@link showName}, so `nameBytes(showName(b))` equals `b` for
- * every `b`.
+ * every `b`; `\u{H…}` (1 to 6 hex digits, a Unicode scalar value) is that
+ * character's UTF-8, as {@link printableText} prints a C1 or bidi control.
  */
 export function nameBytes(shown: string): Buffer {
   if (!shown.includes('\\')) return Buffer.from(shown, 'utf8');
@@ -94,8 +127,17 @@ export function nameBytes(shown: string): Buffer {
       byte = parseInt(shown.slice(i + 2, i + 4), 16);
       width = 4;
     }
-    if (byte === undefined) continue; // a lone backslash stands for itself
-    parts.push(Buffer.from(shown.slice(run, i), 'utf8'), Buffer.of(byte));
+    let char: Buffer | undefined;
+    if (byte === undefined && next === 'u') {
+      const m = /^\{([0-9a-fA-F]{1,6})\}/.exec(shown.slice(i + 2, i + 11));
+      const cp = m === null ? -1 : parseInt(m[1] as string, 16);
+      if (m !== null && cp <= 0x10ffff && (cp < 0xd800 || cp > 0xdfff)) {
+        char = Buffer.from(String.fromCodePoint(cp), 'utf8');
+        width = 2 + m[0].length;
+      }
+    }
+    if (byte === undefined && char === undefined) continue; // a lone backslash stands for itself
+    parts.push(Buffer.from(shown.slice(run, i), 'utf8'), char ?? Buffer.of(byte as number));
     i += width - 1;
     run = i + 1;
   }

@@ -16,6 +16,10 @@
  *   flight or abandoned; settled runs and runs with no status are counted in
  *   `runwarden_runs`, never given series of their own. Every other label
  *   takes values from a closed set (status words, liveness words).
+ * - Names as every surface prints them: `run_id` and `graph` label values
+ *   are the shown name with contract/names.ts printableText applied (ESC,
+ *   CR, NUL, bidi controls as visible escapes), so the text never makes a
+ *   terminal act; the run itself is stat'ed by its exact bytes.
  * - Doubt is absence, never zero: when the root cannot be listed,
  *   `runwarden_root_readable` is 0 and no `runwarden_runs` or per-run series
  *   are written, so a sum over hosts cannot read "no abandoned runs" from a
@@ -27,6 +31,8 @@ import { lstatSync } from 'node:fs';
 import { join } from 'node:path';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { EVENTS_FILE } from '../contract/files.js';
+import { printableText } from '../contract/names.js';
+import { runFilePath } from '../kernel/dirfd.js';
 import { IN_FLIGHT, STATUSES, type Liveness, type RunReport, type Status } from '../contract/types.js';
 import type { ModelObserver, ReportsList } from './model.js';
 import { METRICS_LOOP_SAMPLE_MS } from './limits.js';
@@ -72,10 +78,17 @@ export function isTracked(r: RunReport): boolean {
   return r.status !== null && (IN_FLIGHT.has(r.status) || r.status === 'ABANDONED');
 }
 
-/** The modification time of the run's stream (seconds since the epoch), or undefined when it cannot be read. */
+/**
+ * The modification time of the run's stream (seconds since the epoch), or
+ * undefined when it cannot be read. The run is found by its exact bytes
+ * (kernel/dirfd.ts runFilePath reads the shown id back, contract/names.ts),
+ * as every other read finds it: `join(root, shownId)` stat'ed the run
+ * literally named `\xff` for the run named by the byte 0xff, and nothing at
+ * all for an id holding a backslash.
+ */
 function streamMtimeSeconds(root: string, runId: string): number | undefined {
   try {
-    return lstatSync(join(root, runId, EVENTS_FILE)).mtimeMs / 1000;
+    return lstatSync(runFilePath(join(root, runId), EVENTS_FILE)).mtimeMs / 1000;
   } catch {
     return undefined;
   }
@@ -144,9 +157,12 @@ export class RunwardenMetrics {
         const label = r.status ?? NO_STATUS_LABEL;
         counts.set(label, (counts.get(label) ?? 0) + 1);
         if (!isTracked(r)) continue;
-        info.set({ run_id: r.run_id, graph: r.graph ?? '', status: r.status as Status }, 1);
+        // Label values by the one printing rule (names.ts printableText): prom-client escapes `\`, `"` and
+        // newline as the format asks; every other control character is already a visible escape.
+        const runId = printableText(r.run_id);
+        info.set({ run_id: runId, graph: printableText(r.graph ?? ''), status: r.status as Status }, 1);
         const t = streamMtimeSeconds(list.root, r.run_id);
-        if (t !== undefined) lastEvent.set({ run_id: r.run_id }, t);
+        if (t !== undefined) lastEvent.set({ run_id: runId }, t);
       }
       for (const [status, n] of counts) runs.set({ status }, n);
     };

@@ -24,6 +24,7 @@ import { join } from 'node:path';
 import { LEG_MARK_VAR, legMark, processesMarked, type MarkScan } from '../kernel/legmark.js';
 import { groupPresence, type ProcessPresence } from '../kernel/presence.js';
 import { RunFileError } from '../contract/errors.js';
+import { printableText } from '../contract/names.js';
 import { PGID_FILE } from '../contract/files.js';
 import { runDirPath } from '../kernel/dirfd.js';
 import { closeQuietly, openForRead, readAt } from '../kernel/open.js';
@@ -71,7 +72,7 @@ function pidList(pids: readonly number[]): string {
 
 function orphanLine(orphan: OrphanEvidence | undefined): string | undefined {
   if (orphan === undefined) return undefined;
-  if ('error' in orphan) return `Its command's process group could not be checked (${orphan.error}).`;
+  if ('error' in orphan) return `Its command's process group could not be checked (${printableText(orphan.error)}).`;
   const { pgid, presence, escaped } = orphan;
   if (presence === 'present') {
     return `Its command's process group still has live processes (pgid ${pgid}): they may still be working and spending. (Evidence only: a group id can be reused.)`;
@@ -97,11 +98,13 @@ function orphanLine(orphan: OrphanEvidence | undefined): string | undefined {
  * the graph again without one; the same `runwarden exec` command for an exec
  * leg), and always warns about an orphaned child. Lines are separated by "\n".
  */
-export function abandonedHint(runId: string, facts: AbandonedHintFacts): string {
+export function abandonedHint(shownRunId: string, facts: AbandonedHintFacts): string {
+  // Lines are split on "\n" by every surface, so nothing from a run file may carry one (contract/names.ts printableText).
+  const runId = printableText(shownRunId);
   const lines = [`run ${runId} is ABANDONED: a leg started and never reported an end (the process running it is gone).`];
   const id = shellQuote(runId);
   if (facts.command !== undefined && facts.command.length > 0) {
-    lines.push(`To recover, run \`runwarden exec ${id} -- ${facts.command.map(shellQuote).join(' ')}\` again.`);
+    lines.push(`To recover, run \`runwarden exec ${id} -- ${facts.command.map((w) => shellQuote(printableText(w))).join(' ')}\` again.`);
   } else if (facts.hasSnapshot) {
     lines.push(`To recover, continue it with \`oh-my-graph resume ${id} --retry-failed\`.`);
   } else {
@@ -119,7 +122,9 @@ export function abandonedHint(runId: string, facts: AbandonedHintFacts): string 
  * paused gate ids from the stream; with none known the placeholder
  * `<gate-id>` is shown.
  */
-export function pausedHint(runId: string, gates: readonly string[] = []): string {
+export function pausedHint(shownRunId: string, shownGates: readonly string[] = []): string {
+  const runId = printableText(shownRunId);
+  const gates = shownGates.map(printableText);
   const id = shellQuote(runId);
   const gate = gates.length === 1 ? shellQuote(gates[0] as string) : '<gate-id>';
   const where = gates.length === 0 ? 'at a gate' : gates.length === 1 ? `at gate ${gates[0]}` : `at gates ${gates.join(', ')}`;

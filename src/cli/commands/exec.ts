@@ -102,7 +102,7 @@ function preflight(runDir: string, runId: string, force: boolean): void {
           `If you know it is not running, start anyway with --force.`,
       );
     }
-    err(`runwarden: warning: run ${runId} has an open leg and no ${LOCK_FILE}; starting anyway (--force).`);
+    err(`runwarden: warning: run ${printable(runId)} has an open leg and no ${LOCK_FILE}; starting anyway (--force).`);
     return;
   }
   let report;

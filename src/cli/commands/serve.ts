@@ -12,6 +12,7 @@ import { METRICS_LOOP_SAMPLE_MS } from '../../serve/limits.js';
 import type { RunwardenMetrics } from '../../serve/metrics.js';
 import type { ReportsList } from '../../serve/model.js';
 import { Exit, UserError, err, out } from '../io.js';
+import { printable } from '../term.js';
 import { rootFrom } from '../target.js';
 
 /** How often open pages are re-derived, and how old a list a scrape may reuse (ms). */
@@ -129,9 +130,9 @@ export function registerServe(program: Command): void {
         process.on('SIGTERM', stop);
       });
       out(`runwarden serve: ${server.url}`);
-      out(`  root: ${root} (read-only)`);
+      out(`  root: ${printable(root)} (read-only)`);
       out('  Ctrl-C to stop');
-      if (!isLoopbackHost(opts.host)) err(`runwarden: warning: listening on ${opts.host}; anyone who can reach it can read every run under ${root}`);
+      if (!isLoopbackHost(opts.host)) err(`runwarden: warning: listening on ${opts.host}; anyone who can reach it can read every run under ${printable(root)}`);
       const signal = await stopped;
       await server.close();
       await model.close();

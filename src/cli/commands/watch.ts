@@ -128,7 +128,7 @@ export function registerWatch(program: Command): void {
         if (e instanceof RunUnreadableError) throw new UserError(`run ${runId} cannot be read: ${e.message}`, Exit.Error);
         throw e;
       }
-      out(`run ${runId} is ${first.status ?? 'not started yet'}`);
+      out(`run ${printable(runId)} is ${first.status ?? 'not started yet'}`);
       if (first.status === 'ABANDONED') {
         printHint(first);
         process.exitCode = Exit.Abandoned;
@@ -183,7 +183,7 @@ export function registerWatch(program: Command): void {
         throw new UserError(`run ${runId}: its directory ${printable(runDir)} was removed while watch waited for its first leg`, Exit.Error);
       }
       if (final?.status === 'ABANDONED') {
-        out(`run ${runId} is ABANDONED`);
+        out(`run ${printable(runId)} is ABANDONED`);
         printHint(final);
         // The news is out: leave at once (once both streams have taken what
         // was written) rather than after node's unhurried teardown, so a
@@ -193,6 +193,6 @@ export function registerWatch(program: Command): void {
       }
       // No final status: the run could not be derived at the end (a newer-schema stream); ask once more.
       const settled = final ?? derive(runDir);
-      out(`run ${runId} is ${settled?.status ?? 'settled'}`);
+      out(`run ${printable(runId)} is ${settled?.status ?? 'settled'}`);
     });
 }
