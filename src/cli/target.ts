@@ -6,6 +6,7 @@
 import { lstatSync, realpathSync } from 'node:fs';
 import { runDirPath } from '../kernel/dirfd.js';
 import { basename } from 'node:path';
+import { InvalidArgumentError } from 'commander';
 import { RunIdError } from '../contract/errors.js';
 import { resolveRoot, resolveRunArg } from '../contract/runid.js';
 import { listRuns, type RunList } from '../status/list.js';
@@ -40,6 +41,19 @@ export function rootFrom(option: string | undefined): string {
 /** listRuns with library errors turned into user errors (exit 2). */
 export function listRunsOrExplain(root: string, select?: RunSelection): RunList {
   return asUsage(() => listRuns(root, select === undefined ? {} : { select }));
+}
+
+/**
+ * An option parser for commander that refuses a second occurrence of
+ * `flag` (a usage error, exit 2): `runs --limit 1 --limit 2` is refused, as
+ * `/api/runs?limit=1&limit=2` is (400), so the two never disagree about
+ * which one counts.
+ */
+export function once(flag: string): (value: string, previous: string | undefined) => string {
+  return (value, previous) => {
+    if (previous !== undefined) throw new InvalidArgumentError(`${flag} is given more than once; give it once`);
+    return value;
+  };
 }
 
 /** The selection flags `runs` takes, parsed; a bad value is a usage error (exit 2). */

@@ -88,12 +88,27 @@ export function isLoopbackHost(host: string): boolean {
   return h === 'localhost' || h === '::1' || /^127(\.\d{1,3}){3}$/.test(h);
 }
 
+/**
+ * A Host header is `host[:port]` (RFC 9110 §7.2): a name of letters, digits,
+ * dots and hyphens, or an IPv4 address, or an IPv6 address in brackets, and
+ * at most a port of 1 to 5 digits. Anything else (userinfo as in
+ * `127.0.0.1:1@evil.example`, a path, spaces, percent-escapes, a second
+ * colon outside brackets) is not a host this server can be named by.
+ */
+const HOST_HEADER = /^(?:\[([0-9a-f:.]+)\]|([a-z0-9.-]+))(?::\d{1,5})?$/;
+
+/** The host name a Host header value gives (lower case, brackets removed), or undefined when it is not `host[:port]`. */
+export function hostHeaderName(header: string): string | undefined {
+  const m = HOST_HEADER.exec(header.trim().toLowerCase());
+  if (m === null) return undefined;
+  return (m[1] ?? m[2]) as string;
+}
+
 /** Whether a Host header value names this server: loopback names or the bound host. */
 function hostAllowed(header: string | undefined, boundHost: string): boolean {
   if (header === undefined) return false;
-  let name = header.trim().toLowerCase();
-  if (name.startsWith('[')) name = name.slice(1, name.indexOf(']') >>> 0);
-  else if (name.includes(':')) name = name.slice(0, name.lastIndexOf(':'));
+  const name = hostHeaderName(header);
+  if (name === undefined) return false;
   const bound = boundHost.toLowerCase().replace(/^\[|\]$/g, '');
   if (name === bound) return true;
   if (isLoopbackHost(name)) return true;
@@ -127,6 +142,9 @@ function selectionFromQuery(query: URLSearchParams): RunSelection | undefined | 
   const sel: RunSelection = {};
   for (const key of query.keys()) {
     if (!['status', 'graph', 'id', 'limit', 'before'].includes(key)) return `unknown query parameter "${key}": use status, graph, id, limit, before`;
+    // One rule with `runs` (cli/target.ts once): a parameter given twice is refused, never first-wins or last-wins.
+    const n = query.getAll(key).length;
+    if (n > 1) return `query parameter "${key}" is given ${n} times; give it once`;
   }
   try {
     const status = query.get('status');
@@ -151,7 +169,12 @@ function handler(opts: ServeOptions, hub: LiveHub, boundHost: string, files: Pub
       sendError(req, res, 405, 'method-not-allowed', `${req.method ?? '?'} is not allowed: this server is read-only (GET and HEAD only)`, { Allow: 'GET, HEAD' });
       return;
     }
-    if (!hostAllowed(req.headers.host, boundHost)) {
+    const hostHeader = req.headers.host;
+    if (hostHeader !== undefined && hostHeaderName(hostHeader) === undefined) {
+      sendError(req, res, 400, 'bad-host', 'the Host header is not host[:port]');
+      return;
+    }
+    if (!hostAllowed(hostHeader, boundHost)) {
       sendError(req, res, 403, 'bad-host', 'the Host header does not name this server');
       return;
     }

@@ -13,7 +13,7 @@ import { STATUS_WORD, type RunReport, type Status } from '../../contract/types.j
 import { writeRunsDocument, type RunList } from '../../status/list.js';
 import { threadsCap, writeRunsDocumentThreaded } from '../../status/list-threads.js';
 import { err, out, UserError, writeStdoutSync } from '../io.js';
-import { asUsage, asUsageAsync, listRunsOrExplain, rootFrom, selectionFrom } from '../target.js';
+import { asUsage, asUsageAsync, listRunsOrExplain, once, rootFrom, selectionFrom } from '../target.js';
 import { dim, formatCost, paint, printable, quietOnClosedPipe, STATE_COLOR, statusWord, useColor } from '../term.js';
 
 function nodesCell(r: RunReport): string {
@@ -119,11 +119,11 @@ export function registerRuns(program: Command): void {
     .option('--root <dir>', 'runs root directory')
     .option('--json', 'print {"schema","root","runs":[RunReport…],"skipped":[{"run_id","error"}],"more"[,"next_before"]}')
     .option('--show-skipped', 'name every skipped run and why')
-    .option('--status <words>', 'only these statuses, comma-separated: planning, running, abandoned, paused, pass, fail, none')
-    .option('--graph <name>', 'only runs of this graph (exact name)')
-    .option('--id <text>', 'only runs whose id contains this text')
-    .option('--limit <n>', 'at most N runs (1 to 10000), newest first')
-    .option('--before <run-id>', 'only runs listed after this one (the next page)')
+    .option('--status <words>', 'only these statuses, comma-separated: planning, running, abandoned, paused, pass, fail, none', once('--status'))
+    .option('--graph <name>', 'only runs of this graph (exact name)', once('--graph'))
+    .option('--id <text>', 'only runs whose id contains this text', once('--id'))
+    .option('--limit <n>', 'at most N runs (1 to 10000), newest first', once('--limit'))
+    .option('--before <run-id>', 'only runs listed after this one (the next page)', once('--before'))
     .action(async (opts: { root?: string; json?: boolean; showSkipped?: boolean; status?: string; graph?: string; id?: string; limit?: string; before?: string }) => {
       quietOnClosedPipe();
       const select = selectionFrom(opts);
