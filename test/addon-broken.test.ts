@@ -60,6 +60,44 @@ describe('the addon file is checked before dlopen', () => {
     expect(addonFileProblem(uncut)).toBeUndefined();
   });
 
+  it('the Mach-O rule (darwin) on synthetic headers: sound, a segment past the end, load commands past the end, a universal file (parsed here; never loaded)', () => {
+    /** A 64-bit Mach-O bundle header with one LC_SEGMENT_64 covering [0, filesize), padded to `size` bytes. */
+    const macho = (filesize: number, size: number, sizeofcmds = 72): Buffer => {
+      const b = Buffer.alloc(size);
+      b.writeUInt32LE(0xfeedfacf, 0);
+      b.writeUInt32LE(0x0100000c, 4); // arm64
+      b.writeUInt32LE(8, 12); // MH_BUNDLE
+      b.writeUInt32LE(1, 16);
+      b.writeUInt32LE(sizeofcmds, 20);
+      b.writeUInt32LE(0x19, 32); // LC_SEGMENT_64
+      b.writeUInt32LE(72, 36);
+      b.writeBigUInt64LE(0n, 32 + 40);
+      b.writeBigUInt64LE(BigInt(filesize), 32 + 48);
+      return b;
+    };
+    const at = (name: string, b: Buffer): string => {
+      const p = join(dir, name);
+      writeFileSync(p, b);
+      return p;
+    };
+    expect(addonFileProblem(at('m-ok', macho(4096, 4096)), 'darwin')).toBeUndefined();
+    expect(addonFileProblem(at('m-seg', macho(8192, 4096)), 'darwin')).toMatch(/truncated: its segment 1 end at byte 8192, past its size of 4096 bytes/);
+    expect(addonFileProblem(at('m-cmds', macho(104, 104, 4096)), 'darwin')).toMatch(/truncated: its load commands end/);
+    expect(addonFileProblem(at('m-elf', readFileSync(BUILT)), 'darwin')).toMatch(/not a 64-bit Mach-O file/);
+    // A universal file with one slice at offset 4096.
+    const fat = (slice: Buffer, sliceSize: number): Buffer => {
+      const head = Buffer.alloc(4096);
+      head.writeUInt32BE(0xcafebabe, 0);
+      head.writeUInt32BE(1, 4);
+      head.writeUInt32BE(4096, 8 + 8);
+      head.writeUInt32BE(sliceSize, 8 + 12);
+      return Buffer.concat([head, slice]);
+    };
+    expect(addonFileProblem(at('m-fat', fat(macho(4096, 4096), 4096)), 'darwin')).toBeUndefined();
+    expect(addonFileProblem(at('m-fat-cut', fat(macho(4096, 4096), 8192)), 'darwin')).toMatch(/truncated: its slice 1 end/);
+    expect(addonFileProblem(at('m-fat-seg', fat(macho(8192, 4096), 4096)), 'darwin')).toMatch(/truncated: its segment 1 end at byte 12288/);
+  });
+
   it('a copy of the built addon under another name still loads (the check refuses nothing sound)', () => {
     const copy = join(dir, 'copy.node');
     copyFileSync(BUILT, copy);
