@@ -8,12 +8,15 @@
  * that it was sliced), the bytes read in all (the stream once, not twice),
  * and the report, which must equal the one `runs`/`status` give.
  */
-import { appendFileSync, mkdirSync, openSync, closeSync, writeSync, statSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { appendFileSync, mkdirSync, openSync, closeSync, readFileSync, writeSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
+import { needs } from './helpers/prereq.js';
 import { LiveEngine, runStatus } from '../src/index.js';
 import { LIVE_FIRST_READ_WHOLE_MAX, LIVE_STEP_BYTES } from '../src/live/engine.js';
-import { cleanupTemp, killAll, startHolder, tempDir, until } from './helpers/lock-procs.js';
+import { cleanupTemp, killAll, ROOT, startHolder, tempDir, until } from './helpers/lock-procs.js';
 
 const engines: LiveEngine[] = [];
 
@@ -123,6 +126,40 @@ describe('the live engine first reads a long stream in steps, with the tail read
     expect(e.stats.referenceDerivations).toBe(1);
     expect(e.stats.maxStepBytes).toBeLessThanOrEqual(STEP_BOUND);
     expect(e.stats.bytesRead).toBeLessThanOrEqual(size + DENSE_REREAD);
+  }, 120_000);
+
+  it('counted by strace: an engine process reads an ABANDONED run’s long stream once, its confirmation included', (ctx) => {
+    needs(ctx, 'strace');
+    const root = tempDir('rw-first-');
+    const big = join(root, '20261202-115000-dead');
+    mkdirSync(big);
+    const events = join(big, 'events.jsonl');
+    const size = fillerStream(events, 16, line({ event: 'run_started' }));
+    writeFileSync(join(big, 'resume.lock'), 'oh-my-graph-lock 1\n4242\n');
+    const lib = pathToFileURL(join(ROOT, 'dist', 'index.js')).href;
+    const script = `const { LiveEngine } = await import(${JSON.stringify(lib)});
+      const e = new LiveEngine({ root: ${JSON.stringify(root)}, ref: false });
+      await e.start();
+      process.stdout.write(JSON.stringify({ status: e.get(${JSON.stringify(big)})?.report?.status, refs: e.stats.referenceDerivations }));
+      e.close();`;
+    const log = join(root, 'strace.log');
+    const t = spawnSync('strace', ['-f', '-qq', '-e', 'trace=read,pread64', '-P', events, '-o', log, process.execPath, '--input-type=module', '-e', script], { encoding: 'utf8', timeout: 120_000 });
+    expect(t.status, t.stderr).toBe(0);
+    // The positive control: the engine did take the reference path (read, probe free, confirm).
+    expect(JSON.parse(t.stdout)).toEqual({ status: 'ABANDONED', refs: 1 });
+    let bytes = 0;
+    let calls = 0;
+    for (const l of readFileSync(log, 'utf8').split('\n')) {
+      const m = /(?:read|pread64)\(.*\)\s+=\s+(\d+)/.exec(l);
+      if (m) {
+        bytes += Number(m[1]);
+        calls++;
+      }
+    }
+    expect(calls).toBeGreaterThan(10);
+    // Once by the stepped tail read (plus its dense region again), not a second time by the confirmation.
+    expect(bytes).toBeGreaterThanOrEqual(size - 64);
+    expect(bytes).toBeLessThanOrEqual(size + DENSE_REREAD + 64 * 1024);
   }, 120_000);
 
   it('a long closed leg, a paused one and one with skipped lines: the first report equals the listing’s', async () => {

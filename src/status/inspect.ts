@@ -341,7 +341,8 @@ function* inspectAt(dir: string, runId: string, at: number | undefined, options:
     snapshot,
   });
 
-  const first = pre !== undefined && at !== undefined ? firstRead(runId, eventsPath, statePath, at, pre) : undefined;
+  // With the caller's own read (`first`), the one-crossing read's tail is not wanted: the snapshot is read call by call.
+  const first = pre !== undefined && at !== undefined && options.first === undefined ? firstRead(runId, eventsPath, statePath, at, pre) : undefined;
   // A caller's own read counts only while the stream is still the file it was read from, unwritten since.
   let tail = options.first !== undefined ? readTail(runId, eventsPath, at, options.first) : (first?.tail ?? readTail(runId, eventsPath, at));
   let snapshot = first?.snapshot ?? readSnapshot(statePath, snapshotOptions);
