@@ -71,7 +71,7 @@ import { probeLock, type ProbeResult } from '../lock/probe.js';
 import { foldLines, LineSplitter } from '../read/lines.js';
 import { readSnapshot, type SnapshotRead } from '../read/snapshot.js';
 import { openStream, readStreamBytes, shrank } from '../read/stream.js';
-import { TailStepper, type TailFacts } from '../read/tail.js';
+import { DENSE_BYTES, TailStepper, type TailFacts } from '../read/tail.js';
 import { inspectRun } from '../status/inspect.js';
 import { buildReport } from '../status/report.js';
 import { RootRelistGate } from './relist.js';
@@ -126,9 +126,12 @@ export const LIVE_STEP_BYTES = 1024 * 1024;
  * reader (read/tail.ts TailStepper), in steps, as `runs` and `status` read
  * it, so the first read costs what the listing's does, not the stream's
  * length, and the first report is the listing's. Appends are then read
- * forward from where that read ended.
+ * forward from where that read ended. The tail reader's dense region
+ * (read/tail.ts DENSE_BYTES): up to there both reads fold the same lines
+ * and count the same skipped ones; beyond it only the tail reader's count
+ * is the listing's.
  */
-export const LIVE_FIRST_READ_WHOLE_MAX = 64 * 1024;
+export const LIVE_FIRST_READ_WHOLE_MAX = DENSE_BYTES;
 
 /** One run as the engine knows it. */
 export interface LiveRun {
