@@ -18,9 +18,10 @@
  *   folded from that offset. A long stream is first read by the tail reader
  *   the listing uses, not forward ({@link LIVE_FIRST_READ_WHOLE_MAX}), and
  *   every read goes a step at a time ({@link LIVE_STEP_BYTES} per run and per
- *   turn of the event loop), so no stream's length holds the loop. A stream that shrank, was replaced (another
- *   inode) or rewritten (the bytes just before the offset differ) is re-read
- *   whole. A partial last line is held back until its newline arrives.
+ *   turn of the event loop), so no stream's length holds the loop. A stream
+ *   that shrank, was replaced (another inode) or rewritten (the bytes just
+ *   before the offset differ) is read again from scratch. A partial last
+ *   line is held back until its newline arrives.
  * - Settled runs cost nothing: a run whose last leg is closed is not probed
  *   and not read until one of its files changes.
  * - The same answers as every other surface: a report is built by the same
@@ -1133,7 +1134,6 @@ export class LiveEngine {
    */
   private stepTail(r: RunState): void {
     const t = r.tail as TailStepper;
-    const before = t.bytesRead;
     let done;
     let print = NO_BYTES;
     let step = 0;
@@ -1153,7 +1153,7 @@ export class LiveEngine {
       r.streamError = e;
       return;
     } finally {
-      step += t.bytesRead - before;
+      step += t.takeBytesRead();
       this.counted(step);
       this.stepDone(step);
     }

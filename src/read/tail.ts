@@ -608,9 +608,18 @@ export class TailStepper {
     return this.file.fd;
   }
 
-  /** Bytes read from the file so far. */
+  /** Bytes read from the file so far (the first window, read when it was made, included). */
   get bytesRead(): number {
     return this.scan?.bytesRead ?? 0;
+  }
+
+  private told = 0;
+
+  /** Bytes read since the last call (since it was made, the first time). */
+  takeBytesRead(): number {
+    const n = this.bytesRead - this.told;
+    this.told = this.bytesRead;
+    return n;
   }
 
   /**
