@@ -13,10 +13,11 @@
  * Data is generated under os.tmpdir() and deleted afterwards (also on
  * Ctrl-C). Needs about 2.2 GB free there (checked first) and /usr/bin/time.
  *
- * usage: node bench/scale.mjs [--quick] [--no-write] [--only-a] [--acquire-only]
+ * usage: node bench/scale.mjs [--quick] [--no-write] [--only-a] [--only-b] [--acquire-only]
  *   --quick         10,000 small runs, 5 runs per leg set, 2 reps, pollers 16 and 64 only
  *   --no-write      only print the section (default: replace "## Scale" in bench/RESULTS.md)
  *   --only-a        part A alone, printed (implies --no-write); RUNWARDEN_THREADS is passed on
+ *   --only-b        part B alone (the long legs), printed (implies --no-write)
  *   --acquire-only  only part C (no data generated, nothing written): its table,
  *                   and for each refusal how long it tried and the flocks on the file
  */
@@ -36,18 +37,19 @@ const HEADING = '## Scale';
 
 const args = process.argv.slice(2);
 if (args.includes('--help') || args.includes('-h')) {
-  process.stdout.write(readFileSync(fileURLToPath(import.meta.url), 'utf8').split('\n').slice(2, 22).map((l) => l.replace(/^ \*\/? ?/, '')).join('\n') + '\n');
+  process.stdout.write(readFileSync(fileURLToPath(import.meta.url), 'utf8').split('\n').slice(2, 23).map((l) => l.replace(/^ \*\/? ?/, '')).join('\n') + '\n');
   process.exit(0);
 }
-const unknown = args.filter((a) => a !== '--quick' && a !== '--no-write' && a !== '--only-a' && a !== '--acquire-only');
+const unknown = args.filter((a) => a !== '--quick' && a !== '--no-write' && a !== '--only-a' && a !== '--only-b' && a !== '--acquire-only');
 if (unknown.length > 0) {
   process.stderr.write(`scale: unknown arguments ${unknown.join(' ')}; see --help\n`);
   process.exit(2);
 }
 const quick = args.includes('--quick');
 const onlyA = args.includes('--only-a');
+const onlyB = args.includes('--only-b');
 const acquireOnly = args.includes('--acquire-only');
-const noWrite = args.includes('--no-write') || onlyA;
+const noWrite = args.includes('--no-write') || onlyA || onlyB;
 const cfg = quick ? { small: 10_000, legRuns: 5, reps: 2, Ps: [16, 64], windowMs: 4000, cellReps: 1 } : { small: 100_000, legRuns: 20, reps: 3, Ps: [16, 32, 64], windowMs: 10_000, cellReps: 2 };
 const BIG = 50 * 1024 * 1024;
 const SMALL = 100 * 1024;
@@ -60,7 +62,7 @@ if (!existsSync(TIME)) {
   process.stderr.write(`scale: ${TIME} is needed to measure the CLI's CPU time and peak RSS\n`);
   process.exit(1);
 }
-const need = acquireOnly ? 0 : (onlyA ? 0 : 2 * cfg.legRuns * BIG) + cfg.small * 8192 + 256 * 1024 * 1024;
+const need = acquireOnly ? 0 : (onlyA ? 0 : 2 * cfg.legRuns * BIG) + (onlyB ? 0 : cfg.small * 8192) + 256 * 1024 * 1024;
 const fsInfo = statfsSync(tmpdir());
 const free = fsInfo.bavail * fsInfo.bsize;
 if (free < need) {
@@ -179,8 +181,10 @@ try {
   // A. 100,000 small runs.
   const smallRoot = join(scratch, 'small');
   mkdirSync(smallRoot);
-  log(`generating ${cfg.small} small runs`);
-  for (let i = 0; i < cfg.small; i++) smallRun(smallRoot, i);
+  if (!onlyB) {
+    log(`generating ${cfg.small} small runs`);
+    for (let i = 0; i < cfg.small; i++) smallRun(smallRoot, i);
+  }
   const emptyRoot = join(scratch, 'empty');
   mkdirSync(emptyRoot);
 
@@ -198,18 +202,19 @@ try {
   }
 
   log('timing runs --json (interleaved repetitions; the first is a warm-up)');
-  cli(smallRoot, cfg.small);
+  if (!onlyB) cli(smallRoot, cfg.small);
   for (const s of sets) cli(s.root, cfg.legRuns);
   const small = [];
   const empty = [];
   for (let r = 0; r < cfg.reps; r++) {
     empty.push(cli(emptyRoot));
-    small.push(cli(smallRoot));
+    if (!onlyB) small.push(cli(smallRoot));
     for (const s of sets) {
       s.runs.push(cli(s.root));
       (s.lib ??= []).push(inProcess(s.root, cfg.legRuns));
     }
-    log(`rep ${r + 1}/${cfg.reps}: 100k ${fmt(small[r].wall)} wall, ${fmt(small[r].cpu)} cpu, ${small[r].rss.toFixed(0)} MB`);
+    if (!onlyB) log(`rep ${r + 1}/${cfg.reps}: 100k ${fmt(small[r].wall)} wall, ${fmt(small[r].cpu)} cpu, ${small[r].rss.toFixed(0)} MB`);
+    else log(`rep ${r + 1}/${cfg.reps} done`);
   }
   if (onlyA) {
     const e = { wall: median(empty.map((x) => x.wall)), cpu: median(empty.map((x) => x.cpu)) };
@@ -223,9 +228,11 @@ try {
     process.exit(0);
   }
   const med = (xs, k) => median(xs.map((x) => x[k]));
+  // --only-b measures no small root; part A's rows are cut from what is printed, this only keeps them computable.
+  if (onlyB) small.push(...empty);
 
   // C. the acquire-refusal cell.
-  const cells = await acquireCell();
+  const cells = onlyB ? [] : await acquireCell();
 
   // ---------------------------------------------------------- report ---
   let commit = 'unknown';
@@ -287,7 +294,7 @@ ${cellRows.join('\n')}
 
 Refused: **${refused} of ${attempts}** attempts.
 `;
-  process.stdout.write(section);
+  process.stdout.write(onlyB ? section.slice(section.indexOf('**B.'), section.indexOf('**C.')) : section);
   if (!noWrite) {
     const file = join(benchDir, 'RESULTS.md');
     writeSection(file, HEADING, section);

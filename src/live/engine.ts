@@ -15,9 +15,13 @@
  * - Read only what changed. Each run keeps its fold (contract/fold.ts, the
  *   one home of the leg rules, applied through read/lines.ts exactly as the
  *   other readers apply it) and the byte offset it has read; an append is
- *   folded from that offset. A stream that shrank, was replaced (another
- *   inode) or rewritten (the bytes just before the offset differ) is re-read
- *   whole. A partial last line is held back until its newline arrives.
+ *   folded from that offset. A long stream is first read by the tail reader
+ *   the listing uses, not forward ({@link LIVE_FIRST_READ_WHOLE_MAX}), and
+ *   every read goes a step at a time ({@link LIVE_STEP_BYTES} per run and per
+ *   turn of the event loop), so no stream's length holds the loop. A stream
+ *   that shrank, was replaced (another inode) or rewritten (the bytes just
+ *   before the offset differ) is read again from scratch. A partial last
+ *   line is held back until its newline arrives.
  * - Settled runs cost nothing: a run whose last leg is closed is not probed
  *   and not read until one of its files changes.
  * - The same answers as every other surface: a report is built by the same
@@ -67,8 +71,8 @@ import { notifyBackend, openDirWatcher, sharedDirWatcher, type DirEvent, type Di
 import { probeLock, type ProbeResult } from '../lock/probe.js';
 import { foldLines, LineSplitter } from '../read/lines.js';
 import { readSnapshot, type SnapshotRead } from '../read/snapshot.js';
-import { openStream, readStreamBytes } from '../read/stream.js';
-import type { TailFacts } from '../read/tail.js';
+import { openStream, readStreamBytes, shrank } from '../read/stream.js';
+import { DENSE_BYTES, TailStepper, type TailFacts } from '../read/tail.js';
 import { inspectRun } from '../status/inspect.js';
 import { buildReport } from '../status/report.js';
 import { RootRelistGate } from './relist.js';
@@ -106,6 +110,29 @@ export const LIVE_POLL_MS = 100;
 
 const CHUNK = 64 * 1024;
 const PRINT = 64; // bytes before the offset kept to recognise a rewritten stream
+
+/**
+ * Stream bytes one step of one run reads, at least (a step ends at the first
+ * read that reaches it, so at most this plus one read: 64 KiB forward, up to
+ * 1 MiB and a few bytes in the tail reader), and bytes one turn of the event
+ * loop reads before it leaves the remaining runs to the next turn. A stream
+ * of any length is read a step per turn, so no read holds the loop (CONTRACT
+ * §5.5): a 100 MB stream is a hundred turns, not one of several seconds.
+ */
+export const LIVE_STEP_BYTES = 1024 * 1024;
+
+/**
+ * A stream up to this long is first read forward, whole (one step; its
+ * events are told with `events`); a longer one is first read by the tail
+ * reader (read/tail.ts TailStepper), in steps, as `runs` and `status` read
+ * it, so the first read costs what the listing's does, not the stream's
+ * length, and the first report is the listing's. Appends are then read
+ * forward from where that read ended. The tail reader's dense region
+ * (read/tail.ts DENSE_BYTES): up to there both reads fold the same lines
+ * and count the same skipped ones; beyond it only the tail reader's count
+ * is the listing's.
+ */
+export const LIVE_FIRST_READ_WHOLE_MAX = DENSE_BYTES;
 
 /** One run as the engine knows it. */
 export interface LiveRun {
@@ -168,7 +195,12 @@ export interface LiveEngineOptions {
   pollMs?: number;
   /** false: use no change notification at all, poll (for comparison). Default true. */
   notify?: boolean;
-  /** Also tell subscribers each appended event (`events` changes). Default false. */
+  /**
+   * Also tell subscribers each appended event (`events` changes). The first
+   * read of a stream longer than {@link LIVE_FIRST_READ_WHOLE_MAX} is the
+   * tail reader's and tells none; every event appended after it is told.
+   * Default false.
+   */
   events?: boolean;
   /**
    * A test seam: behave as if the kernel refused watches beyond this many
@@ -219,6 +251,12 @@ export interface LiveStats {
   polledProbes: number;
   /** Stream bytes read. */
   bytesRead: number;
+  /** The most stream bytes one step of one run read (see {@link LIVE_STEP_BYTES}). */
+  maxStepBytes: number;
+  /** Steps that read stream bytes. */
+  readSteps: number;
+  /** First reads of a stream made by the tail reader (streams over {@link LIVE_FIRST_READ_WHOLE_MAX}). */
+  tailReads: number;
   /** Streams re-read whole (shrunk, replaced or rewritten). */
   rereads: number;
   /** Kernel event batches received. */
@@ -274,6 +312,10 @@ interface RunState {
   behind: boolean;
   /** `lines`: the stream-error told, if any (then no more lines are told). */
   told: StreamError | undefined;
+  /** A first read by the tail reader under way (a step per turn), with its own descriptor. */
+  tail: TailStepper | undefined;
+  /** What that read found, until a byte more is read: the reference path's first read (inspect.ts `first`). */
+  tailFacts: TailFacts | undefined;
 }
 
 /**
@@ -357,6 +399,16 @@ export class LiveEngine {
   private readonly rootGate = new RootRelistGate();
   /** A safety re-check is under way (it runs in slices). */
   private safetyPass = false;
+  /** Stream bytes read in the current turn (flush) or start() slice. */
+  private turnBytes = 0;
+  /** Runs whose first read takes several steps, until they are first derived (start() waits for them). */
+  private readonly firstReads = new Set<RunState>();
+  /**
+   * Runs with stream bytes left to read (a step per turn, {@link LIVE_STEP_BYTES}),
+   * in turn order. Taken after the runs marked since the last turn and the
+   * backlog, so a death told by the kernel never waits behind a long read.
+   */
+  private readonly stepping = new Set<RunState>();
 
   constructor(private readonly options: LiveEngineOptions = {}) {
     this.root = options.root === undefined ? undefined : resolve(options.root);
@@ -369,7 +421,7 @@ export class LiveEngine {
     this.emitLines = options.lines === true;
     this.borrowed = options.shared === true;
     this.ref = options.ref !== false;
-    this.stats = { backend: 'polling', runs: 0, unwatched: 0, derivations: 0, referenceDerivations: 0, probes: 0, lockWakeups: 0, polledProbes: 0, bytesRead: 0, rereads: 0, batches: 0, safetyPasses: 0, safetyCompared: 0, overflows: 0 };
+    this.stats = { backend: 'polling', runs: 0, unwatched: 0, derivations: 0, referenceDerivations: 0, probes: 0, lockWakeups: 0, polledProbes: 0, bytesRead: 0, maxStepBytes: 0, readSteps: 0, tailReads: 0, rereads: 0, batches: 0, safetyPasses: 0, safetyCompared: 0, overflows: 0 };
   }
 
   /** Listens for changes; returns the function that stops listening. */
@@ -420,13 +472,19 @@ export class LiveEngine {
     // second time meanwhile. A run marked again by an event is still flushed.
     for (const r of initial) this.dirty.delete(r);
     let n = 0;
+    this.turnBytes = 0;
     for (const r of initial) {
       if (this.closed) return;
       if (this.runsByDir.get(r.dir) !== r) continue;
       this.dirty.delete(r); // derived here, not again by the flush
       this.process(r);
-      if (++n % 64 === 0) await new Promise((res) => setImmediate(res));
+      if (++n % 64 === 0 || this.turnBytes >= LIVE_STEP_BYTES) {
+        await new Promise((res) => setImmediate(res));
+        this.turnBytes = 0;
+      }
     }
+    // Long streams are read a step per turn by the flush: wait until each has its first report.
+    while (!this.closed && this.firstReads.size > 0) await new Promise((res) => setImmediate(res));
   }
 
   /** Follows one run directory (with or without a root). Its first report comes with the next flush. */
@@ -463,6 +521,8 @@ export class LiveEngine {
       held: false,
       behind: false,
       told: undefined,
+      tail: undefined,
+      tailFacts: undefined,
     };
     this.resetFold(r);
     this.runsByDir.set(dir, r);
@@ -521,6 +581,9 @@ export class LiveEngine {
     }
     this.watcher = undefined;
     this.rootWatch = undefined;
+    for (const r of this.runsByDir.values()) this.endTail(r);
+    this.firstReads.clear();
+    this.stepping.clear();
     this.runsByDir.clear();
     this.backlog = [];
     this.backlogAt = 0;
@@ -690,6 +753,9 @@ export class LiveEngine {
     this.runsByDir.delete(r.dir);
     this.dirty.delete(r);
     this.open.delete(r);
+    this.endTail(r);
+    this.firstReads.delete(r);
+    this.stepping.delete(r);
     if (r.watch === undefined) this.stats.unwatched = Math.max(0, this.stats.unwatched - 1);
     r.watch?.close();
     r.watch = undefined;
@@ -719,11 +785,12 @@ export class LiveEngine {
   private flush(): void {
     if (this.closed) return;
     let budget = this.runsPerTurn;
+    this.turnBytes = 0;
     if (this.dirty.size > 0) {
       const fresh = [...this.dirty];
       this.dirty.clear();
       for (const r of fresh) {
-        if (budget > 0) {
+        if (budget > 0 && this.turnBytes < LIVE_STEP_BYTES) {
           budget--;
           if (this.runsByDir.get(r.dir) === r) this.process(r);
         } else if (!this.waiting.has(r)) {
@@ -732,7 +799,7 @@ export class LiveEngine {
         }
       }
     }
-    while (budget > 0 && this.backlogAt < this.backlog.length) {
+    while (budget > 0 && this.turnBytes < LIVE_STEP_BYTES && this.backlogAt < this.backlog.length) {
       budget--;
       const r = this.backlog[this.backlogAt++] as RunState;
       this.waiting.delete(r);
@@ -742,7 +809,15 @@ export class LiveEngine {
       this.backlog = [];
       this.backlogAt = 0;
     }
-    if (this.backlog.length > 0 || this.dirty.size > 0) this.queueFlush();
+    // Then long reads, a step each in turn, while the turn's bytes allow.
+    for (const r of [...this.stepping]) {
+      if (this.turnBytes >= LIVE_STEP_BYTES || this.closed) break;
+      this.stepping.delete(r);
+      if (this.runsByDir.get(r.dir) !== r) continue;
+      r.dirtyStream = true;
+      this.process(r);
+    }
+    if (this.backlog.length > 0 || this.dirty.size > 0 || this.stepping.size > 0) this.queueFlush();
   }
 
   /**
@@ -851,6 +926,8 @@ export class LiveEngine {
   }
 
   private resetFold(r: RunState): void {
+    this.endTail(r);
+    r.tailFacts = undefined;
     r.fold = new StreamFold();
     r.offset = 0;
     r.print = NO_BYTES;
@@ -926,6 +1003,10 @@ export class LiveEngine {
    */
   private catchUp(r: RunState): void {
     r.behind = false;
+    if (r.tail !== undefined) {
+      this.stepTail(r);
+      return;
+    }
     let file;
     try {
       file = openStream(r.eventsPath);
@@ -944,6 +1025,7 @@ export class LiveEngine {
       return;
     }
     const { fd, size, stats } = file;
+    let handed = false; // the descriptor went to a tail stepper, which closes it
     try {
       const ident = `${stats.dev}:${stats.ino}`;
       let reread: string | undefined = r.ident !== undefined && r.ident !== ident ? 'replaced' : undefined;
@@ -969,16 +1051,33 @@ export class LiveEngine {
         r.behind = true;
         return;
       }
+      if (!this.emitLines && r.offset === 0 && size > LIVE_FIRST_READ_WHOLE_MAX) {
+        // A long stream's first read is the tail reader's, in steps (LIVE_FIRST_READ_WHOLE_MAX).
+        r.tail = new TailStepper(file, r.eventsPath);
+        handed = true;
+        this.stats.tailReads++;
+        this.firstReads.add(r);
+        this.stepTail(r);
+        return;
+      }
       const chunk = Buffer.allocUnsafe(CHUNK);
       let pos = r.offset;
+      let step = 0;
       while (pos < size) {
         if (paced && r.newLines.length > 0) {
           r.behind = true; // one chunk with lines at a time
           break;
         }
+        if (!paced && step >= LIVE_STEP_BYTES) {
+          r.behind = true; // the rest in later turns
+          this.later(r);
+          break;
+        }
         const n = readStreamBytes(fd, chunk, Math.min(CHUNK, size - pos), pos, r.eventsPath);
         if (n === 0) break;
-        this.stats.bytesRead += n;
+        step += n;
+        this.counted(n);
+        r.tailFacts = undefined;
         this.splitterOf(r).push(chunk.subarray(0, n), pos);
         pos += n;
         r.offset = pos;
@@ -987,6 +1086,7 @@ export class LiveEngine {
         r.print = n >= keep ? Buffer.from(chunk.subarray(n - keep, n)) : Buffer.concat([r.print, chunk.subarray(0, n)]).subarray(-keep);
       }
       if (paced && r.newLines.length > 0) r.held = true;
+      if (step > 0) this.stepDone(step);
     } catch (e) {
       if (e instanceof StreamError) {
         r.streamError = e;
@@ -994,9 +1094,84 @@ export class LiveEngine {
         this.streamFault(r, e);
       } else throw e;
     } finally {
-      closeQuietly(fd);
+      if (!handed) closeQuietly(fd);
       if (r.splitter !== undefined && r.splitter.undelivered === r.offset) r.splitter = undefined;
     }
+  }
+
+  /** Counts stream bytes read (by the run's current step). */
+  private counted(n: number): void {
+    this.stats.bytesRead += n;
+    this.turnBytes += n;
+  }
+
+  /** Records a step that read `bytes` stream bytes. */
+  private stepDone(bytes: number): void {
+    this.stats.readSteps++;
+    if (bytes > this.stats.maxStepBytes) this.stats.maxStepBytes = bytes;
+  }
+
+  /** The run has stream bytes left to read: a step in a later turn. */
+  private later(r: RunState): void {
+    r.dirtyStream = true;
+    this.stepping.add(r);
+    this.queueFlush();
+  }
+
+  /** Closes a tail read under way, if any. */
+  private endTail(r: RunState): void {
+    r.tail?.close();
+    r.tail = undefined;
+  }
+
+  /**
+   * One step of a first read by the tail reader. Once it is done, the run
+   * holds the tail's fold at the size the read began with, as if it had
+   * read the stream forward to there (the fold is exact for the last leg
+   * and the paused gates, the only facts a report takes from it), and the
+   * next step reads what was appended since by the incremental rule, which
+   * also checks that the file is still the one the tail read.
+   */
+  private stepTail(r: RunState): void {
+    const t = r.tail as TailStepper;
+    let done;
+    let print = NO_BYTES;
+    let step = 0;
+    try {
+      done = t.step(LIVE_STEP_BYTES);
+      if (done !== undefined && t.size > 0) {
+        // The bytes just before the offset, to recognise a stream rewritten in place (as the forward read keeps them).
+        const keep = Math.min(PRINT, t.size);
+        const buf = Buffer.allocUnsafe(keep);
+        if (readStreamBytes(t.fd, buf, keep, t.size - keep, r.eventsPath) !== keep) throw shrank(r.eventsPath);
+        step += keep;
+        print = buf;
+      }
+    } catch (e) {
+      this.endTail(r);
+      if (!(e instanceof StreamError)) throw e;
+      r.streamError = e;
+      return;
+    } finally {
+      step += t.takeBytesRead();
+      this.counted(step);
+      this.stepDone(step);
+    }
+    r.behind = true; // not derived until the read is over and what was appended since is read
+    this.later(r);
+    if (done === undefined) return;
+    this.endTail(r);
+    const { facts, fold, skipsAfterStart } = done;
+    r.tailFacts = facts;
+    r.fold = fold;
+    r.offset = facts.size;
+    r.print = print;
+    r.splitter = undefined;
+    // The tail's own counting of skipped lines: from where its dense region begins (read/tail.ts).
+    r.restart = facts.from;
+    r.skipsSinceRestart = facts.skippedLines;
+    r.lastStart = fold.started ? fold.legOffset : -1;
+    r.skipsSinceLastStart = fold.started && fold.legOffset >= facts.from ? skipsAfterStart : facts.skippedLines;
   }
 
   private process(r: RunState): void {
@@ -1026,6 +1201,7 @@ export class LiveEngine {
     if (r.behind) return;
     r.dirtyProbe = false;
     this.derive(r);
+    this.firstReads.delete(r);
   }
 
   private derive(r: RunState): void {
@@ -1068,6 +1244,7 @@ export class LiveEngine {
 
   private reference(r: RunState): RunReport {
     this.stats.referenceDerivations++;
-    return inspectRun(r.dir).report;
+    // Right after a stepped first read, its facts are the first read: the stream is not searched again in one turn.
+    return inspectRun(r.dir, r.tailFacts === undefined ? {} : { first: r.tailFacts }).report;
   }
 }

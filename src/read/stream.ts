@@ -50,11 +50,24 @@ export function shrank(path: string): StreamError {
 }
 
 /**
+ * A computation that reads a file and may pause between reads: it yields
+ * after each read, and returns its answer. Driven to the end at once by the
+ * synchronous readers, a few reads per turn by the live engine.
+ */
+export type Steps<T> = Generator<void, T, void>;
+
+/**
  * Folds bytes `[from, to)` of an open stream into `fold`, in chunks of
  * `chunkBytes`. With `to` undefined it reads to the end of the file as it is
  * while reading (a live stream may grow). A final line without `\n` counts.
  */
 export function foldRange(fd: number, path: string, fold: StreamFold, from: number, to: number | undefined, chunkBytes: number, hooks: FoldHooks = {}): void {
+  const steps = foldRangeSteps(fd, path, fold, from, to, chunkBytes, hooks);
+  while (steps.next().done !== true);
+}
+
+/** {@link foldRange}, pausing after each chunk read; `onRead` is told the bytes of each read. */
+export function* foldRangeSteps(fd: number, path: string, fold: StreamFold, from: number, to: number | undefined, chunkBytes: number, hooks: FoldHooks = {}, onRead?: (bytes: number) => void): Steps<void> {
   const chunk = Buffer.allocUnsafe(chunkBytes);
   // Without a per-line skip hook, lines that cannot be events are counted in bulk (lines.ts).
   const junk = hooks.onSkip === undefined ? (count: number) => fold.skip(count) : undefined;
@@ -68,8 +81,10 @@ export function foldRange(fd: number, path: string, fold: StreamFold, from: numb
       if (to !== undefined && pos < to) throw shrank(path);
       break;
     }
+    onRead?.(n);
     lines.push(chunk.subarray(0, n), pos);
     pos += n;
+    yield;
   }
   lines.end();
 }

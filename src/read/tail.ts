@@ -39,8 +39,8 @@ import { StreamFold, type LastLeg } from '../contract/fold.js';
 import { native } from '../kernel/native.js';
 import { closeQuietly, type OpenFile } from '../kernel/open.js';
 import type { RunFileFacts } from '../kernel/runfiles.js';
-import { foldRange, openStream, readStreamBytes, shrank } from './stream.js';
-import { foldLines, LineSplitter } from './lines.js';
+import { foldRangeSteps, openStream, readStreamBytes, shrank, type Steps } from './stream.js';
+import { foldLines, LineSplitter, type FoldHooks } from './lines.js';
 
 const NL = 0x0a;
 const FIRST_TAIL_CHUNK = 16 * 1024;
@@ -64,21 +64,26 @@ const PACKED = Buffer.concat(NEEDLES.flatMap((n) => [Buffer.from([n.length]), n]
 /** Bytes a window keeps beyond its chunk, so a needle that crosses a chunk boundary is still seen. */
 const CARRY = Math.max(...NEEDLES.map((n) => n.length)) - 1;
 /**
- * Read buffers shared by every call: readLastLeg is synchronous and calls
- * nothing that could re-enter it, and no result refers to them. Two for the
- * windows of a long walk (each new window keeps a few bytes of the last),
- * one for the file's last chunk.
+ * Read buffers: two for the windows of a long walk (each new window keeps a
+ * few bytes of the last), one for the file's last chunk. The synchronous
+ * readers share one set: they run to the end without yielding, call nothing
+ * that could re-enter them, and no result refers to the buffers.
  */
-const shared = { tail: Buffer.alloc(0), windows: [Buffer.alloc(0), Buffer.alloc(0)] as [Buffer, Buffer] };
+class Buffers {
+  private tail = Buffer.alloc(0);
+  private readonly windows: [Buffer, Buffer] = [Buffer.alloc(0), Buffer.alloc(0)];
 
-function sharedBuffer(which: 'tail' | 0 | 1, len: number): Buffer {
-  const cur = which === 'tail' ? shared.tail : shared.windows[which];
-  if (cur.length >= len) return cur.subarray(0, len);
-  const grown = Buffer.allocUnsafe(which === 'tail' ? Math.max(len, FIRST_TAIL_CHUNK) : MAX_TAIL_CHUNK + CARRY);
-  if (which === 'tail') shared.tail = grown;
-  else shared.windows[which] = grown;
-  return grown.subarray(0, len);
+  get(which: 'tail' | 0 | 1, len: number): Buffer {
+    const cur = which === 'tail' ? this.tail : this.windows[which];
+    if (cur.length >= len) return cur.subarray(0, len);
+    const grown = Buffer.allocUnsafe(which === 'tail' ? Math.max(len, FIRST_TAIL_CHUNK) : MAX_TAIL_CHUNK + CARRY);
+    if (which === 'tail') this.tail = grown;
+    else this.windows[which] = grown;
+    return grown.subarray(0, len);
+  }
 }
+/** The synchronous readers' buffers (a {@link TailStepper}, which pauses between reads, has its own). */
+const shared = new Buffers();
 /** Leg events kept from the walk; beyond this the tail folds every line from the restart point instead. */
 const MAX_KEPT = 1024;
 
@@ -140,6 +145,8 @@ class BackScan {
   /** The first window, [tailStart, size). */
   readonly tail: Buffer;
   readonly tailStart: number;
+  /** Bytes read from the file so far (not counting `pre`). */
+  bytesRead = 0;
   private chunk: number;
   private flip: 0 | 1 = 0;
 
@@ -149,13 +156,14 @@ class BackScan {
     private readonly size: number,
     private readonly path: string,
     firstChunk: number,
+    private readonly bufs: Buffers,
     pre?: Buffer,
   ) {
     this.chunk = firstChunk;
     const len = Math.min(size, firstChunk);
     this.tailStart = size - len;
     if (pre === undefined) {
-      this.tail = sharedBuffer('tail', len);
+      this.tail = bufs.get('tail', len);
       this.read(this.tail, len, this.tailStart);
     } else {
       this.tail = pre;
@@ -168,6 +176,7 @@ class BackScan {
 
   private read(buf: Buffer, len: number, at: number): void {
     if (readStreamBytes(this.fd, buf, len, at, this.path) !== len) throw shrank(this.path);
+    this.bytesRead += len;
   }
 
   /** Moves the window to the chunk before it; false at the file's start. */
@@ -176,7 +185,7 @@ class BackScan {
     this.chunk = Math.min(this.chunk * 2, MAX_TAIL_CHUNK);
     const add = Math.min(this.winStart, this.chunk);
     const keep = Math.min(CARRY, this.winEnd - this.winStart);
-    const next = sharedBuffer(this.flip, add + keep);
+    const next = this.bufs.get(this.flip, add + keep);
     this.flip = this.flip === 0 ? 1 : 0;
     this.read(next, add, this.winStart - add);
     this.win.copy(next, add, 0, keep);
@@ -187,8 +196,8 @@ class BackScan {
     return true;
   }
 
-  /** The greatest file offset below `limit` where a needle starts, or -1. */
-  prevCandidate(limit: number): number {
+  /** The greatest file offset below `limit` where a needle starts, or -1. Pauses after each window read. */
+  *prevCandidate(limit: number): Steps<number> {
     for (;;) {
       const end = Math.min(limit, this.chunkEnd) - this.winStart;
       if (end > 0) {
@@ -196,11 +205,12 @@ class BackScan {
         if (i >= 0) return this.winStart + i;
       }
       if (!this.back()) return -1;
+      yield;
     }
   }
 
-  /** Offset of the last `\n` below `pos` (-1: none, the line starts the file). Throws past the line cap. */
-  nlBefore(pos: number): number {
+  /** Offset of the last `\n` below `pos` (-1: none, the line starts the file). Throws past the line cap. Pauses after each read. */
+  *nlBefore(pos: number): Steps<number> {
     let at = pos;
     // The current window, then the first one, when they hold the byte before `pos`.
     for (const [buf, start] of [[this.win, this.winStart], [this.tail, this.tailStart]] as const) {
@@ -219,12 +229,13 @@ class BackScan {
       const i = step.subarray(0, len).lastIndexOf(NL);
       if (i >= 0) return at - len + i;
       at -= len;
+      yield;
     }
     return -1;
   }
 
-  /** Offset of the first `\n` at or after `pos` (`size`: none). Throws past the line cap from `lineStart`. */
-  nlFrom(pos: number, lineStart: number): number {
+  /** Offset of the first `\n` at or after `pos` (`size`: none). Throws past the line cap from `lineStart`. Pauses after each read. */
+  *nlFrom(pos: number, lineStart: number): Steps<number> {
     let at = pos;
     if (pos >= this.winStart && pos < this.winEnd) {
       const i = this.win.indexOf(NL, pos - this.winStart);
@@ -239,6 +250,7 @@ class BackScan {
       const i = step.subarray(0, len).indexOf(NL);
       if (i >= 0) return at + i;
       at += len;
+      yield;
     }
     return this.size;
   }
@@ -265,7 +277,7 @@ interface Walk {
   parsed: Map<number, StreamEvent | null>;
 }
 
-function walk(scan: BackScan, size: number, path: string): Walk {
+function* walk(scan: BackScan, size: number, path: string): Steps<Walk> {
   let legEvents: Walk['legEvents'] = [];
   const parsed = new Map<number, StreamEvent | null>();
   let firstGate = size;
@@ -273,11 +285,11 @@ function walk(scan: BackScan, size: number, path: string): Walk {
   let finishAfter = false; // a run_finished lies between this point and the start found after it
   let limit = size;
   for (;;) {
-    const hit = scan.prevCandidate(limit);
+    const hit = yield* scan.prevCandidate(limit);
     if (hit < 0) return { restart: 0, firstGate, legEvents, parsed };
-    const nl = scan.nlBefore(hit);
+    const nl = yield* scan.nlBefore(hit);
     const ls = nl + 1;
-    const le = scan.nlFrom(hit, ls);
+    const le = yield* scan.nlFrom(hit, ls);
     if (le - ls > MAX_LINE_BYTES + 1) throw lineTooLong(path, ls);
     const { buf, start } = scan.bytes(ls, le);
     const ev = parseLine(buf, start, start + (le - ls), path, ls);
@@ -306,21 +318,28 @@ function walk(scan: BackScan, size: number, path: string): Walk {
  * the walk's lines and the splitter's have the same bounds (one `\n` to the
  * next).
  */
-function foldDense(scan: BackScan, fd: number, path: string, fold: StreamFold, from: number, size: number, chunkBytes: number, parsed: Map<number, StreamEvent | null>): void {
+function* foldDense(scan: BackScan, fd: number, path: string, fold: StreamFold, from: number, size: number, chunkBytes: number, parsed: Map<number, StreamEvent | null>, hooks: FoldHooks): Steps<void> {
   if (from >= scan.tailStart) {
-    const parse = foldLines(fold, path);
+    const parse = foldLines(fold, path, hooks);
     const sink = (buf: Buffer, start: number, end: number, offset: number): void => {
       const known = parsed.get(offset);
-      if (known === undefined) parse(buf, start, end, offset);
-      else if (known === null) fold.skip();
-      else fold.apply(known, offset);
+      if (known === undefined) {
+        parse(buf, start, end, offset);
+      } else if (known === null) {
+        fold.skip();
+      } else {
+        fold.apply(known, offset);
+        hooks.onEvent?.(known, offset);
+      }
     };
     const lines = new LineSplitter(path, sink, from);
     lines.push(scan.tail.subarray(from - scan.tailStart), from);
     lines.end();
     return;
   }
-  foldRange(fd, path, fold, from, size, chunkBytes, {});
+  yield* foldRangeSteps(fd, path, fold, from, size, chunkBytes, hooks, (n) => {
+    scan.bytesRead += n;
+  });
 }
 
 /** Start offsets and parse answers of the lines {@link tailOfWhole} visits, newest first; reused (it is synchronous and not re-entered). */
@@ -350,7 +369,7 @@ function isCandidate(buf: Buffer, s: number, e: number): boolean {
  * The answer is the general path's (test/stream-property.test.ts compares
  * them over generated streams).
  */
-function tailOfWhole(buf: Buffer, size: number, path: string): TailFacts {
+function tailOfWhole(buf: Buffer, size: number, path: string): Tailed {
   const starts = wholeStarts;
   const events = wholeEvents;
   let n = 0;
@@ -379,37 +398,79 @@ function tailOfWhole(buf: Buffer, size: number, path: string): TailFacts {
     }
     if (deferred !== undefined) throw deferred;
     const fold = new StreamFold();
+    let atStart = 0;
     for (let k = n - 1; k >= 0; k--) {
       const ev = events[k] as StreamEvent | null;
-      if (ev === null) fold.skip();
-      else fold.apply(ev, starts[k] as number);
+      if (ev === null) {
+        fold.skip();
+      } else {
+        if (ev.event === 'run_started') atStart = fold.skippedLines;
+        fold.apply(ev, starts[k] as number);
+      }
     }
-    return { leg: fold.lastLeg(), skippedLines: fold.skippedLines, from: starts[n - 1] as number, size };
+    return { facts: { leg: fold.lastLeg(), skippedLines: fold.skippedLines, from: starts[n - 1] as number, size }, fold, skipsAfterStart: fold.skippedLines - atStart };
   } finally {
     // Keep no event alive past this call.
     events.length = 0;
   }
 }
 
-function tailOf(file: { fd: number; size: number }, path: string, firstChunk: number, pre?: Buffer): TailFacts {
+/**
+ * What a tail read ends with: the facts, the fold they came from, and the
+ * skipped lines counted after the last `run_started` it folded (all of
+ * `skippedLines` when it folded none). The fold is exact for the last leg
+ * and the paused gates, and for whatever is appended later; its node map
+ * and leg count cover only what it folded (live/engine.ts folds appends into
+ * it).
+ */
+interface Tailed {
+  facts: TailFacts;
+  fold: StreamFold;
+  skipsAfterStart: number;
+}
+
+/**
+ * The tail read of CONTRACT §2.5 as a sequence of steps: it pauses (yields)
+ * after every read from the file, so that a caller can bound the bytes read
+ * per turn of its event loop ({@link TailStepper}); {@link drain} runs it to
+ * the end at once for the synchronous readers. One code path for both.
+ */
+function* tailSteps(scan: BackScan, fd: number, size: number, path: string, firstChunk: number): Steps<Tailed> {
   const fold = new StreamFold();
-  const { fd, size } = file;
-  if (size === 0) return { leg: fold.lastLeg(), skippedLines: 0, from: 0, size: 0 };
-  const scan = new BackScan(fd, size, path, firstChunk, pre);
   if (scan.tailStart === 0 && size <= DENSE_BYTES) return tailOfWhole(scan.tail, size, path);
-  const { restart, firstGate, legEvents, parsed } = walk(scan, size, path);
+  const { restart, firstGate, legEvents, parsed } = yield* walk(scan, size, path);
+  let atStart = 0;
+  const hooks: FoldHooks = {
+    onEvent: (ev) => {
+      if (ev.event === 'run_started') atStart = fold.skippedLines;
+    },
+  };
   let from = restart;
   if (legEvents !== null && restart < size - DENSE_BYTES) {
     // A long last leg: parse densely only the last lines and what the gates need.
-    const edge = scan.nlBefore(size - DENSE_BYTES) + 1;
+    const edge = (yield* scan.nlBefore(size - DENSE_BYTES)) + 1;
     from = Math.min(firstGate, Math.max(restart, edge));
     for (let i = legEvents.length - 1; i >= 0; i--) {
       const { offset, ev } = legEvents[i] as { offset: number; ev: StreamEvent };
       if (offset >= restart && offset < from) fold.apply(ev, offset);
     }
   }
-  foldDense(scan, fd, path, fold, from, size, Math.min(FOLD_CHUNK, Math.max(firstChunk, 4096)), parsed);
-  return { leg: fold.lastLeg(), skippedLines: fold.skippedLines, from, size };
+  yield* foldDense(scan, fd, path, fold, from, size, Math.min(FOLD_CHUNK, Math.max(firstChunk, 4096)), parsed, hooks);
+  return { facts: { leg: fold.lastLeg(), skippedLines: fold.skippedLines, from, size }, fold, skipsAfterStart: fold.skippedLines - atStart };
+}
+
+/** Runs steps to the end without pausing. */
+function drain<T>(steps: Steps<T>): T {
+  for (;;) {
+    const r = steps.next();
+    if (r.done === true) return r.value;
+  }
+}
+
+function tailOf(file: { fd: number; size: number }, path: string, firstChunk: number, pre?: Buffer): TailFacts {
+  const { fd, size } = file;
+  if (size === 0) return { leg: new StreamFold().lastLeg(), skippedLines: 0, from: 0, size: 0 };
+  return drain(tailSteps(new BackScan(fd, size, path, firstChunk, shared, pre), fd, size, path, firstChunk)).facts;
 }
 
 /**
@@ -495,5 +556,100 @@ export function rereadLastLeg(eventsPath: string, previous: TailFacts, at?: numb
     return facts;
   } finally {
     closeQuietly(file.fd);
+  }
+}
+
+/** What a {@link TailStepper} ends with. */
+export interface SteppedTail {
+  facts: TailFacts;
+  /**
+   * The fold the facts came from, for a caller that folds what is appended
+   * later into it (live/engine.ts): exact for the last leg and the paused
+   * gates, then and after any appended lines; its node map and leg count
+   * cover only the lines it folded.
+   */
+  fold: StreamFold;
+  /** Skipped lines it counted after the last `run_started` it folded (all of them when it folded none). */
+  skipsAfterStart: number;
+}
+
+/**
+ * {@link readLastLeg} in steps of bounded reads, for a reader that must not
+ * hold its event loop (the live engine's first read of a run, CONTRACT
+ * §5.5): each {@link step} reads about `budget` bytes and returns, and the
+ * answer is the one readLastLeg gives for the same file and size. It owns
+ * the descriptor it is given (closed by {@link close}, which every owner
+ * calls, whether it finished or not) and its own buffers (the shared ones
+ * may be used by a synchronous read between two steps).
+ */
+export class TailStepper {
+  private readonly scan: BackScan | undefined;
+  private readonly steps: Steps<Tailed> | undefined;
+  private closed = false;
+
+  constructor(
+    private readonly file: OpenFile,
+    path: string,
+  ) {
+    const { fd, size } = file;
+    if (size > 0) {
+      this.scan = new BackScan(fd, size, path, FIRST_TAIL_CHUNK, new Buffers());
+      this.steps = tailSteps(this.scan, fd, size, path, FIRST_TAIL_CHUNK);
+    }
+  }
+
+  /** The file's size when it was opened: the stepper reads nothing at or past it. */
+  get size(): number {
+    return this.file.size;
+  }
+
+  /** The descriptor it reads (open until {@link close}). */
+  get fd(): number {
+    return this.file.fd;
+  }
+
+  /** Bytes read from the file so far (the first window, read when it was made, included). */
+  get bytesRead(): number {
+    return this.scan?.bytesRead ?? 0;
+  }
+
+  private told = 0;
+
+  /** Bytes read since the last call (since it was made, the first time). */
+  takeBytesRead(): number {
+    const n = this.bytesRead - this.told;
+    this.told = this.bytesRead;
+    return n;
+  }
+
+  /**
+   * Reads on until at least `budget` more bytes were read, or the answer is
+   * known. More than `budget` only by the last read (at most 1 MiB and a few
+   * bytes: a window, a line, or a fold chunk). Throws StreamError as
+   * readLastLeg does.
+   */
+  step(budget: number): SteppedTail | undefined {
+    if (this.closed) throw new Error('internal error: a closed TailStepper was stepped');
+    if (this.steps === undefined || this.scan === undefined) return this.identified({ facts: { leg: new StreamFold().lastLeg(), skippedLines: 0, from: 0, size: 0 }, fold: new StreamFold(), skipsAfterStart: 0 });
+    const until = this.scan.bytesRead + budget;
+    for (;;) {
+      const r = this.steps.next();
+      if (r.done === true) return this.identified(r.value);
+      if (this.scan.bytesRead >= until) return undefined;
+    }
+  }
+
+  /** The facts carry the file's identity, so that {@link rereadLastLeg} reuses them while not a byte was written. */
+  private identified(done: SteppedTail): SteppedTail {
+    identities.set(done.facts, identityOf(this.file));
+    return done;
+  }
+
+  /** Closes the descriptor (once). */
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.steps?.return(undefined as unknown as Tailed);
+    closeQuietly(this.file.fd);
   }
 }

@@ -65,6 +65,14 @@ export interface RunStatusOptions {
    * changes nothing about the probe itself.
    */
   onProbe?: (seconds: number, answer: ProbeResult) => void;
+  /**
+   * The stream's last leg as the caller has just read it (the live engine's
+   * stepped tail read, read/tail.ts TailStepper), used as the first read
+   * when the stream is still the very file it was read from with not a byte
+   * written since (rereadLastLeg: device, inode, size, modification and
+   * change times); otherwise the stream is read afresh.
+   */
+  first?: TailFacts;
 }
 
 /** Everything one inspection learned: the report, and the facts it stands on. */
@@ -333,8 +341,10 @@ function* inspectAt(dir: string, runId: string, at: number | undefined, options:
     snapshot,
   });
 
-  const first = pre !== undefined && at !== undefined ? firstRead(runId, eventsPath, statePath, at, pre) : undefined;
-  let tail = first?.tail ?? readTail(runId, eventsPath, at);
+  // With the caller's own read (`first`), the one-crossing read's tail is not wanted: the snapshot is read call by call.
+  const first = pre !== undefined && at !== undefined && options.first === undefined ? firstRead(runId, eventsPath, statePath, at, pre) : undefined;
+  // A caller's own read counts only while the stream is still the file it was read from, unwritten since.
+  let tail = options.first !== undefined ? readTail(runId, eventsPath, at, options.first) : (first?.tail ?? readTail(runId, eventsPath, at));
   let snapshot = first?.snapshot ?? readSnapshot(statePath, snapshotOptions);
   for (let round = 0; ; round++) {
     if (!tail.leg.open) return done(tail, snapshot, null);

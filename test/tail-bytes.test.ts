@@ -1,0 +1,99 @@
+/**
+ * Bytes read from a long stream, counted by strace (`-P` on the stream, the
+ * return values of read/pread64 summed), for `runs --json` and `status`,
+ * and by the live engine's own counter (issue 22 item 3):
+ * - a short closed last leg after 50 MiB of earlier legs is read in at most
+ *   64 KiB, whatever the history's length;
+ * - one closed leg of 50 MiB is read once at most (a byte search of the
+ *   leg, CONTRACT §2.5: its beginning decides whether its last finish
+ *   closed it; test/tail-closed-leg.test.ts), never twice, never parsed.
+ */
+import { spawnSync } from 'node:child_process';
+import { closeSync, mkdirSync, openSync, readFileSync, statSync, writeSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { LiveEngine } from '../src/index.js';
+import { needs } from './helpers/prereq.js';
+import { CLI, cleanupTemp, tempDir } from './helpers/lock-procs.js';
+
+const engines: LiveEngine[] = [];
+afterEach(() => {
+  for (const e of engines.splice(0)) e.close();
+});
+afterAll(cleanupTemp);
+
+const line = (o: Record<string, unknown>) => JSON.stringify({ schema: 3, ts: '2026-12-02T10:00:00Z', run_id: 'r', ...o }) + '\n';
+const MiB = 1024 * 1024;
+
+/** A run directory whose stream is `body` repeated to `mib` MiB between `head` and `end`. */
+function run(root: string, id: string, head: string, body: string, mib: number, end: string): { dir: string; events: string; size: number } {
+  const dir = join(root, id);
+  mkdirSync(dir);
+  const events = join(dir, 'events.jsonl');
+  const block = Buffer.from(body.repeat(Math.ceil(MiB / body.length)));
+  const fd = openSync(events, 'w', 0o600);
+  writeSync(fd, head);
+  for (let i = 0; i < mib; i++) writeSync(fd, block);
+  writeSync(fd, end);
+  closeSync(fd);
+  return { dir, events, size: statSync(events).size };
+}
+
+/** Runs the CLI under strace; the bytes it read from `file` and the command's stdout. */
+function bytesRead(file: string, args: string[]): { bytes: number; calls: number; stdout: string } {
+  const log = `${file}.strace`;
+  const t = spawnSync('strace', ['-f', '-qq', '-e', 'trace=read,pread64', '-P', file, '-o', log, process.execPath, CLI, ...args], { encoding: 'utf8', timeout: 120_000 });
+  expect(t.status, t.stderr).toBe(0);
+  let bytes = 0;
+  let calls = 0;
+  for (const l of readFileSync(log, 'utf8').split('\n')) {
+    const m = /(?:read|pread64)\(.*\)\s+=\s+(\d+)/.exec(l);
+    if (m) {
+      bytes += Number(m[1]);
+      calls++;
+    }
+  }
+  return { bytes, calls, stdout: t.stdout };
+}
+
+const LEG = line({ event: 'run_started' }) + line({ event: 'node_started', node_id: 'a' }) + line({ event: 'node_passed', node_id: 'a', detail: 'x'.repeat(200) }) + line({ event: 'run_finished', outcome: 'failed' });
+const NODE = line({ event: 'node_started', node_id: 'n' }) + line({ event: 'node_passed', node_id: 'n', detail: 'the node reports its verdict' });
+
+describe('bytes read from a long stream', () => {
+  const OUTCOMES: [string, string][] = [
+    ['passed', 'PASS'],
+    ['failed', 'FAIL'],
+    ['paused', 'PAUSED'],
+  ];
+  it.for(OUTCOMES)('a short leg closed %s after 50 MiB of earlier legs: at most 64 KiB, for runs --json, status and the engine', { timeout: 180_000 }, async ([outcome, expected], ctx) => {
+    needs(ctx, 'strace');
+    const root = tempDir('rw-bytes-');
+    const r = run(root, '20261202-150000-history', '', LEG, 50, line({ event: 'run_started' }) + NODE.repeat(20) + line({ event: 'gate_paused', node_id: 'g' }) + line({ event: 'run_finished', outcome }));
+    expect(r.size).toBeGreaterThan(50 * MiB);
+    const listed = bytesRead(r.events, ['runs', '--json', '--root', root]);
+    expect((JSON.parse(listed.stdout) as { runs: { status: string }[] }).runs.map((x) => x.status)).toEqual([expected]);
+    expect(listed.calls).toBeGreaterThan(0); // the control: strace saw the stream's reads
+    expect(listed.bytes).toBeLessThanOrEqual(64 * 1024);
+    const status = bytesRead(r.events, ['status', r.dir, '--json']);
+    expect(status.calls).toBeGreaterThan(0);
+    expect(status.bytes).toBeLessThanOrEqual(64 * 1024);
+    const e = new LiveEngine({ root, safetyMs: 600_000, openRecheckMs: 600_000, ref: false });
+    engines.push(e);
+    await e.start();
+    expect(e.get(r.dir)?.report?.status).toBe(expected);
+    expect(e.stats.bytesRead).toBeGreaterThan(0);
+    expect(e.stats.bytesRead).toBeLessThanOrEqual(64 * 1024);
+  });
+
+  it('one closed leg of 50 MiB: read once at most, by runs --json and by status', (ctx) => {
+    needs(ctx, 'strace');
+    const root = tempDir('rw-bytes-');
+    const r = run(root, '20261202-160000-oneleg', line({ event: 'run_started' }), NODE, 50, line({ event: 'run_finished', outcome: 'passed' }));
+    for (const args of [['runs', '--json', '--root', root], ['status', r.dir, '--json']]) {
+      const got = bytesRead(r.events, args);
+      // The leg's start decides (CONTRACT §2.5): the whole leg is searched, but only once (plus the 64 KiB that find the dense region's first line).
+      expect(got.bytes, args[0]).toBeGreaterThanOrEqual(r.size - 64 * 1024);
+      expect(got.bytes, args[0]).toBeLessThanOrEqual(r.size + 128 * 1024);
+    }
+  }, 180_000);
+});
