@@ -162,6 +162,7 @@ export async function runCost({ floorBin, reps, chunkMs, log }) {
           quartiles: quartiles(c.raw),
           ratio: median(ratios),
           ratioQuartiles: quartiles(ratios),
+          ratios, // per repetition, for bench/check.mjs's spread
           answer: c.answer,
           iterations: c.iterations,
           raw: c.raw,
