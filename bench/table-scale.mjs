@@ -38,6 +38,7 @@ const n = Number(opt('--runs', '100000'));
 const reps = Number(opt('--reps', '3'));
 const keep = opt('--keep', undefined);
 const BIN = opt('--bin', join(repo, 'bin', 'runwarden.js'));
+const binGiven = BIN !== join(repo, 'bin', 'runwarden.js');
 if (!Number.isInteger(n) || n < 1 || !Number.isInteger(reps) || reps < 1) {
   process.stderr.write('table-scale: --runs and --reps take positive whole numbers\n');
   process.exit(2);
@@ -81,7 +82,7 @@ try {
   const s = (v) => v.toFixed(2);
   const mb = (v) => v.toFixed(0);
   const out = [];
-  out.push(`\`node bench/table-scale.mjs --runs ${n} --reps ${reps}\` (CLI ${BIN}), ${new Date().toISOString().replace(/\.\d+Z$/, 'Z')}, runwarden ${commit}, node ${process.version}; load ${load0.toFixed(1)} → ${loadavg()[0].toFixed(1)}. Medians (min–max) of ${reps} interleaved repetitions, output into a pipe read by the bench.`);
+  out.push(`\`node bench/table-scale.mjs --runs ${n} --reps ${reps}\` ${binGiven ? `(CLI ${BIN})` : ''}, ${new Date().toISOString().replace(/\.\d+Z$/, 'Z')}, ${binGiven ? `the bench at runwarden ${commit}` : `runwarden ${commit}`}, node ${process.version}; load ${load0.toFixed(1)} → ${loadavg()[0].toFixed(1)}. Medians (min–max) of ${reps} interleaved repetitions, output into a pipe read by the bench.`);
   out.push('');
   out.push('| command | wall s | CPU s | peak RSS MB |');
   out.push('|---|---|---|---|');
