@@ -83,7 +83,7 @@ const log = (m) => process.stderr.write(`[check] ${m}\n`);
  * { ratios: { [check]: number[] per repetition }, comparable, detail }.
  */
 const GROUPS = {
-  /** bench/cost.js, as `npm run bench` runs it, with fewer repetitions: probeLock and its peers against the floor. */
+  /** bench/cost.js, as `npm run bench` runs it, with fewer repetitions and only the methods that have headlines: probeLock, the composed steps and proper-lockfile against the floor. */
   probe: {
     provides: ['probe-free', 'probe-held', 'composed-free', 'composed-held', 'proper-lockfile-free', 'proper-lockfile-held'],
     async run(o) {
@@ -97,9 +97,9 @@ const GROUPS = {
       }
       const reps = o.reps ?? 7;
       log(`probe: ${reps} interleaved repetitions, ${o.chunkMs} ms chunks (bench/cost.js)`);
-      const cost = await runCost({ floorBin: floor.binary, reps, chunkMs: o.chunkMs });
-      const ratios = {};
       const ids = { probeLock: 'probe', 'composed-sh': 'composed', 'proper-lockfile': 'proper-lockfile' };
+      const cost = await runCost({ floorBin: floor.binary, reps, chunkMs: o.chunkMs, only: Object.keys(ids) });
+      const ratios = {};
       for (const row of cost.rows) {
         const base = ids[row.id];
         if (base === undefined) continue;
@@ -144,7 +144,7 @@ const GROUPS = {
           if (doc.runs.length !== o.legs) throw new Error(`runs --json listed ${doc.runs.length} runs, expected ${o.legs}`);
           return s;
         };
-        for (const root of Object.values(sets)) wall(root); // warm-up: page cache and the CLI's own files
+        wall(sets['open-big']); // warm-up: the CLI's own files (the streams were just written, so they are cached)
         const ratios = { 'long-leg-closed': [], 'long-leg-open': [] };
         for (let r = 0; r < reps; r++) {
           for (const kind of r % 2 ? ['open', 'closed'] : ['closed', 'open']) {
