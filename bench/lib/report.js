@@ -264,13 +264,14 @@ export function headlineFacts({ peers, cells }) {
   const churn0 = (k) => cells.filter((c) => c.setting === 'churn-0' && c.kind === k);
   const churnD = (k) => cells.filter((c) => c.setting === 'churn-default' && c.kind === k);
   const { kill, stop, recycled } = peers.scenarios;
+  const Ps = `P = ${[...new Set(cells.map((c) => c.P))].sort((a, b) => a - b).join(', ')}: `;
   const millions = (n) => (n >= 1e6 ? `${(n / 1e6).toFixed(1)} million` : thousands(n));
   return {
     'peers-kill': `runwarden ${ms(kill.firstGone.runwarden) ?? 'never'}; proper-lockfile ${ms(kill.firstGone['proper-lockfile']) ?? 'never'} (its stale window, shortened to ${(peers.staleMs / 1000).toFixed(0)} s for the bench)`,
     'peers-stop': `runwarden: ${stop.firstGone.runwarden === undefined ? 'alive throughout' : '**said dead (WRONG)**'}; proper-lockfile: ${stop.firstGone['proper-lockfile'] === undefined ? 'alive throughout' : `dead after ${ms(stop.firstGone['proper-lockfile'])}${stop.secondLocker['proper-lockfile'] === 'granted' ? ', and it granted the lock to a second owner' : ''}`}`,
     'peers-recycled': `runwarden: ${recycled.firstGone.runwarden === undefined ? 'never said gone (WRONG)' : `gone after ${ms(recycled.firstGone.runwarden)}`}; a pid check: ${recycled.firstGone.pid === undefined ? 'fooled throughout' : 'not fooled'}`,
-    pollers: `shared probe: **${thousands(sum(sharedCells, (c) => c.wrong))} wrong answers in ${millions(sum(sharedCells, (c) => c.probes))} probes**; an exclusive-lock probe (the rejected design) read a free lock as held in up to ${maxFlicker.toFixed(0)} % of its answers`,
-    'false-busy': `with \`retryMs: 0\` a starting leg was refused by a reader in ${range(churn0('shared'))} of attempts (shared probes; ${range(churn0('exclusive'))} exclusive); with the default retry window ${thousands(sum(churnD('shared'), (c) => c.leg.refused))} of ${thousands(sum(churnD('shared'), (c) => c.leg.attempts))} (shared) and ${thousands(sum(churnD('exclusive'), (c) => c.leg.refused))} of ${thousands(sum(churnD('exclusive'), (c) => c.leg.attempts))} (exclusive)`,
+    pollers: `${Ps}shared probe: **${thousands(sum(sharedCells, (c) => c.wrong))} wrong answers in ${millions(sum(sharedCells, (c) => c.probes))} probes**; an exclusive-lock probe (the rejected design) read a free lock as held in up to ${maxFlicker.toFixed(0)} % of its answers`,
+    'false-busy': `${Ps}with \`retryMs: 0\` a starting leg was refused by a reader in ${range(churn0('shared'))} of attempts (shared probes; ${range(churn0('exclusive'))} exclusive); with the default retry window ${thousands(sum(churnD('shared'), (c) => c.leg.refused))} of ${thousands(sum(churnD('shared'), (c) => c.leg.attempts))} (shared) and ${thousands(sum(churnD('exclusive'), (c) => c.leg.refused))} of ${thousands(sum(churnD('exclusive'), (c) => c.leg.attempts))} (exclusive)`,
   };
 }
 
