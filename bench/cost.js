@@ -117,10 +117,10 @@ export async function costFixture() {
  * call, its quartiles, the median ratio and its quartiles, the answer it
  * gave, and the raw per-repetition figures.
  */
-export async function runCost({ floorBin, reps, chunkMs, log }) {
+export async function runCost({ floorBin, reps, chunkMs, log, only }) {
   const fx = await costFixture();
   try {
-    const ms = methods(fx.pids);
+    const ms = methods(fx.pids).filter((m) => only === undefined || only.includes(m.id)); // `only`: method ids, for bench/check.mjs
     const fileNames = ['free', 'held'];
     const cells = [];
     const floors = {};
@@ -162,6 +162,7 @@ export async function runCost({ floorBin, reps, chunkMs, log }) {
           quartiles: quartiles(c.raw),
           ratio: median(ratios),
           ratioQuartiles: quartiles(ratios),
+          ratios, // per repetition, for bench/check.mjs's spread
           answer: c.answer,
           iterations: c.iterations,
           raw: c.raw,

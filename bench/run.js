@@ -13,7 +13,7 @@
  * so trying the bench never overwrites the committed figures. Raw data of
  * either goes to bench/out/results[-quick].json.
  */
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { dirname, join, relative } from 'node:path';
@@ -22,18 +22,26 @@ import { fileURLToPath } from 'node:url';
 const benchDir = dirname(fileURLToPath(import.meta.url));
 const root = dirname(benchDir);
 
-const HELP = `usage: npm run bench [-- --quick]
+const HELP = `usage: npm run bench [-- --quick | --check [options]]
 
   (no option)  full run: P = 1 … 64, 3 × 600 ms windows per cell, 31 cost repetitions;
                writes bench/RESULTS.md and bench/pollers.svg
   --quick      fewer repetitions, P = 1, 4, 16, short windows (< 2 minutes);
                writes bench/out/RESULTS-quick.md and bench/out/pollers-quick.svg
+  --check      re-measure every headline ratio of bench/headlines.json (under
+               2 minutes) and say which stored values are stale; exit 1 if any is.
+               \`npm run bench -- --check --help\` lists its options
   --help       this text
 
 Needs: linux, the native addon built (npm ci does it), a C compiler (cc),
 and optionally strace (to count the probe's syscalls).`;
 
 const args = process.argv.slice(2);
+if (args.includes('--check')) {
+  // The headline check is its own script (bench/check.mjs); every other option goes to it.
+  const r = spawnSync(process.execPath, [join(benchDir, 'check.mjs'), ...args.filter((a) => a !== '--check')], { stdio: 'inherit' });
+  process.exit(r.status ?? 3);
+}
 if (args.includes('--help') || args.includes('-h')) {
   console.log(HELP);
   process.exit(0);
@@ -119,6 +127,31 @@ async function runsAtScale(resultsPath, extractRunsSection, RUNS_HEADING) {
   return section ?? `${RUNS_HEADING}\n\n\`bench/runs-scale.mjs\` ran (exit 0) but produced no "${RUNS_HEADING}" section; its output is on the console.`;
 }
 
+/**
+ * Writes this run's measurements into the headline entries it measures (the
+ * probe ratios with their quartiles, the peers' and pollers' facts), each
+ * with its date, commit and command; a checkout with uncommitted changes to
+ * what is measured says so in the command, so a number never names code it
+ * did not run.
+ */
+function recordHeadlines(doc, { cost, facts, date, commit, command }) {
+  const hash = /^[0-9a-f]{7,40}/.exec(commit)?.[0] ?? 'unknown';
+  const measured = { date, commit: hash, command: commit === hash ? command : `${command} (uncommitted changes to src/ or native/)` };
+  const round2 = (v) => Math.round(v * 100) / 100;
+  const set = (id, patch) => {
+    const h = doc.headlines.find((x) => x.id === id);
+    if (h !== undefined) Object.assign(h, patch, { measured });
+  };
+  for (const [base, rowId] of [['probe', 'probeLock'], ['composed', 'composed-sh'], ['proper-lockfile', 'proper-lockfile']]) {
+    const row = cost.rows.find((r) => r.id === rowId);
+    for (const f of ['free', 'held']) {
+      set(`${base}-${f}`, { value: round2(row[f].ratio), spread: row[f].ratioQuartiles.map(round2), spread_of: `quartiles of ${cost.reps} interleaved repetitions` });
+    }
+  }
+  for (const id of ['probe-free', 'probe-held']) set(id, { note: 'budget 1.3×' });
+  for (const [id, value] of Object.entries(facts)) set(id, { value });
+}
+
 async function main() {
   ensureBuilt();
   // Imported only after the build check: these load dist/.
@@ -127,7 +160,8 @@ async function main() {
   const { runPeers, OBSERVERS } = await import('./peers.js');
   const { runPollers, SETTINGS, KINDS } = await import('./pollers.js');
   const { pollersSvg } = await import('./lib/svg.js');
-  const { renderResults, extractRunsSection, RUNS_HEADING } = await import('./lib/report.js');
+  const { renderResults, extractRunsSection, headlineFacts, RUNS_HEADING } = await import('./lib/report.js');
+  const { loadHeadlines, saveHeadlines, writeDocs } = await import('./lib/headlines.js');
   const { machineInfo } = await import('./lib/machine.js');
 
   const cfg = quick
@@ -166,6 +200,11 @@ async function main() {
 
   const runsSection = await runsAtScale(resultsPath, extractRunsSection, RUNS_HEADING);
 
+  // The headlines this run measured, with its date and commit: saved to bench/headlines.json by a
+  // full run (then README's and RESULTS.md's headline blocks are regenerated), kept in memory by a quick one.
+  const headlines = loadHeadlines();
+  recordHeadlines(headlines, { cost, facts: headlineFacts({ peers, cells }), date: startedAt.slice(0, 10), commit: info.commit, command: quick ? 'npm run bench -- --quick' : 'npm run bench' });
+
   const durationS = (Date.now() - t0) / 1000;
   const md = renderResults({
     info,
@@ -185,15 +224,22 @@ async function main() {
     pollerOpts,
     runsSection,
     svgLink: relative(dirname(resultsPath), svgPath),
+    headlines,
   });
   // Sections other benches write are kept as they were: bench/bounds.mjs ("## Hostile sizes"),
   // bench/replaced-lock.mjs ("## Replaced lock window"), bench/serve-scale.mjs ("## Dashboard at scale"),
-  // bench/scale.mjs ("## Scale", and the hand-measured "## Scale: before and after"), bench/live.mjs.
+  // bench/scale.mjs ("## Scale", and the hand-measured "## Scale: before and after"), bench/live.mjs,
+  // bench/table-scale.mjs ("## runs table at scale", recorded by hand).
   const previous = existsSync(resultsPath) ? readFileSync(resultsPath, 'utf8') : '';
-  const kept = ['## hostile sizes', '## replaced lock window', '## dashboard at scale', '## scale', '## scale: before and after', '## live: a death reaches the watcher'].map((h) => sectionOf(previous, h)).filter((x) => x !== undefined);
+  const kept = ['## hostile sizes', '## replaced lock window', '## dashboard at scale', '## scale', '## scale: before and after', '## live: a death reaches the watcher', '## runs table at scale'].map((h) => sectionOf(previous, h)).filter((x) => x !== undefined);
   writeFileSync(resultsPath, kept.length > 0 ? `${md.trimEnd()}\n\n${kept.join('\n\n')}\n` : md);
   writeFileSync(join(outDir, quick ? 'results-quick.json' : 'results.json'), JSON.stringify({ info, startedAt, cfg, cost, audit, peers, cells }, null, 1));
   log(`wrote ${relative(root, resultsPath)} (${durationS.toFixed(0)} s)`);
+  if (!quick) {
+    saveHeadlines(headlines);
+    const changed = writeDocs(headlines);
+    log(`recorded bench/headlines.json; regenerated the headline blocks of ${changed.map((p) => relative(root, p)).join(', ') || 'no file (unchanged)'}`);
+  }
 }
 
 main().catch((err) => {

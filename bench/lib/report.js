@@ -3,6 +3,7 @@
  * computed from this run's numbers; the only fixed prose is the method and
  * the definitions, which describe what the code measures.
  */
+import { BEGIN, END, resultsBlock } from './headlines.js';
 import { fmtNs, fmtRate, fmtRatio, thousands } from './stats.js';
 
 export const RUNS_HEADING = '## runs at scale';
@@ -242,11 +243,15 @@ const METHOD = `## Method
 - **Ratios, not times**: this is a shared 2-core VM whose speed drifts by tens of percent from one second to the next, so every claim is a ratio measured inside one repetition, and the figure reported is the median over repetitions; absolute times are shown only for orientation.
 - **Peers**: \`proper-lockfile\` (\`checkSync\`, default options except \`stale\`), \`fs-ext\` (\`flockSync\` on a fresh descriptor), and \`process.kill(pid, 0)\`; the exclusive probe is implemented only in \`bench/lib/probes.js\`, from \`node:fs\` and the addon's \`flock\`.
 - **Pollers**: \`bench/workers/poller.js\` (one process per poller), \`bench/workers/leg.js\` (the churn leg), \`bench/workers/holder.js\` (the live holder). Every process the bench starts is killed when it ends.
+- **Headline check**: \`npm run bench -- --check\` (\`bench/check.mjs\`, under two minutes) re-measures every ratio of \`bench/headlines.json\` in quick modes (the probe table with 7 repetitions; the long-leg sets of 20 runs with 5) and marks a stored value **stale** when it lies outside the min–max of that run's own repetitions, rounded to two decimals; exit status 0 all fresh, 1 some stale, 2 usage error, 3 could not measure. Absolute times and counts are listed, not re-measured.
 - Quick mode (\`npm run bench -- --quick\`) uses fewer repetitions, fewer P values and shorter windows, and writes to \`bench/out/\` instead of this file.`;
 
-/** The full RESULTS.md text. `runsSection` is the "## runs at scale" section, heading included. */
-export function renderResults({ info, load, command, mode, startedAt, durationS, floorCompiler, cost, audit, peers, observers, cells, settings, kinds, pollerOpts, runsSection, svgLink }) {
-  const pl = cost.rows.find((r) => r.id === 'probeLock');
+/**
+ * The headline facts of a full run (bench/headlines.json entries that are not
+ * ratios), as markdown statements; bench/run.js records them with the run's
+ * date and commit, the ratios with their quartiles.
+ */
+export function headlineFacts({ peers, cells }) {
   const sharedCells = cells.filter((c) => c.kind === 'shared');
   const exCells = cells.filter((c) => c.kind === 'exclusive');
   const sum = (cs, f) => cs.reduce((a, c) => a + f(c), 0);
@@ -259,17 +264,23 @@ export function renderResults({ info, load, command, mode, startedAt, durationS,
   const churn0 = (k) => cells.filter((c) => c.setting === 'churn-0' && c.kind === k);
   const churnD = (k) => cells.filter((c) => c.setting === 'churn-default' && c.kind === k);
   const { kill, stop, recycled } = peers.scenarios;
+  const Ps = `P = ${[...new Set(cells.map((c) => c.P))].sort((a, b) => a - b).join(', ')}: `;
+  const millions = (n) => (n >= 1e6 ? `${(n / 1e6).toFixed(1)} million` : thousands(n));
+  return {
+    'peers-kill': `runwarden ${ms(kill.firstGone.runwarden) ?? 'never'}; proper-lockfile ${ms(kill.firstGone['proper-lockfile']) ?? 'never'} (its stale window, shortened to ${(peers.staleMs / 1000).toFixed(0)} s for the bench)`,
+    'peers-stop': `runwarden: ${stop.firstGone.runwarden === undefined ? 'alive throughout' : '**said dead (WRONG)**'}; proper-lockfile: ${stop.firstGone['proper-lockfile'] === undefined ? 'alive throughout' : `dead after ${ms(stop.firstGone['proper-lockfile'])}${stop.secondLocker['proper-lockfile'] === 'granted' ? ', and it granted the lock to a second owner' : ''}`}`,
+    'peers-recycled': `runwarden: ${recycled.firstGone.runwarden === undefined ? 'never said gone (WRONG)' : `gone after ${ms(recycled.firstGone.runwarden)}`}; a pid check: ${recycled.firstGone.pid === undefined ? 'fooled throughout' : 'not fooled'}`,
+    pollers: `${Ps}shared probe: **${thousands(sum(sharedCells, (c) => c.wrong))} wrong answers in ${millions(sum(sharedCells, (c) => c.probes))} probes**; an exclusive-lock probe (the rejected design) read a free lock as held in up to ${maxFlicker.toFixed(0)} % of its answers`,
+    'false-busy': `${Ps}with \`retryMs: 0\` a starting leg was refused by a reader in ${range(churn0('shared'))} of attempts (shared probes; ${range(churn0('exclusive'))} exclusive); with the default retry window ${thousands(sum(churnD('shared'), (c) => c.leg.refused))} of ${thousands(sum(churnD('shared'), (c) => c.leg.attempts))} (shared) and ${thousands(sum(churnD('exclusive'), (c) => c.leg.refused))} of ${thousands(sum(churnD('exclusive'), (c) => c.leg.attempts))} (exclusive)`,
+  };
+}
 
-  const headlines = [
-    `- **Probe cost**: \`probeLock\` costs **${fmtRatio(pl.free.ratio)}** the C floor on a free lock and **${fmtRatio(pl.held.ratio)}** on a held one (median of ${cost.reps} interleaved repetitions; target ≤ ${TARGET}×).`,
-    `- **Peers**: after SIGKILL runwarden said gone after ${ms(kill.firstGone.runwarden) ?? 'never'}, proper-lockfile after ${ms(kill.firstGone['proper-lockfile']) ?? 'never'} (its stale window). Stopped ${(peers.stopMs / 1000).toFixed(1)} s: runwarden ${stop.firstGone.runwarden === undefined ? 'never said dead' : 'said dead (WRONG)'}, proper-lockfile ${stop.firstGone['proper-lockfile'] === undefined ? 'never said dead' : `said dead after ${ms(stop.firstGone['proper-lockfile'])} and let a second owner in`}. Recycled pid: the pid check ${recycled.firstGone.pid === undefined ? 'was fooled (alive throughout)' : 'was not fooled'}; runwarden ${recycled.firstGone.runwarden === undefined ? 'never said gone' : `said gone after ${ms(recycled.firstGone.runwarden)}`}.`,
-    `- **Many pollers** (P = ${[...new Set(cells.map((c) => c.P))].join(', ')}): \`probeLock\` gave **${thousands(sum(sharedCells, (c) => c.wrong))} wrong answers in ${thousands(sum(sharedCells, (c) => c.probes))} probes**; the exclusive probe gave ${thousands(sum(exCells, (c) => c.wrong))} in ${thousands(sum(exCells, (c) => c.probes))} (reader flicker: up to ${maxFlicker.toFixed(1)} % of its answers on a free lock were "held").`,
-    `- **False busy**: with \`retryMs: 0\` a starting leg was refused by a reader in ${range(churn0('shared'))} of attempts under shared probes and ${range(churn0('exclusive'))} under exclusive ones (across P); with the default retry window, refused ${thousands(sum(churnD('shared'), (c) => c.leg.refused))} of ${thousands(sum(churnD('shared'), (c) => c.leg.attempts))} attempts (shared) and ${thousands(sum(churnD('exclusive'), (c) => c.leg.refused))} of ${thousands(sum(churnD('exclusive'), (c) => c.leg.attempts))} (exclusive).`,
-  ];
+/** The full RESULTS.md text. `runsSection` is the "## runs at scale" section, heading included. */
+export function renderResults({ info, load, command, mode, startedAt, durationS, floorCompiler, cost, audit, peers, observers, cells, settings, kinds, pollerOpts, runsSection, svgLink, headlines }) {
 
   return `# runwarden benchmarks
 
-Written by \`bench/run.js\`; every number below comes from the one run described here. The section "${RUNS_HEADING.slice(3)}" is written by \`bench/runs-scale.mjs\` and carried over as it is.
+Written by \`bench/run.js\`. The Headlines are every headline of \`bench/headlines.json\`, each with the date, commit and command of the run that measured it (\`npm run bench -- --check\` re-measures the ratios); every other number in the sections it writes comes from the one run described here. The section "${RUNS_HEADING.slice(3)}" is written by \`bench/runs-scale.mjs\` and carried over as it is.
 
 | | |
 | --- | --- |
@@ -287,7 +298,9 @@ Written by \`bench/run.js\`; every number below comes from the one run described
 
 ## Headlines
 
-${headlines.join('\n')}
+${BEGIN}
+${resultsBlock(headlines)}
+${END}
 
 ## 1. Probe cost
 

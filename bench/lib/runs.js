@@ -3,7 +3,7 @@
  * written once so both measure the same shapes: event lines of the contract's
  * schema 3, a marked lock nobody holds, realistic legs and snapshots.
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 
 const TS = '2026-08-06T10:00:00Z';
@@ -51,4 +51,34 @@ export function smallRun(root, i) {
   writeFileSync(join(dir, 'state.json'), state(id, 3, kind % 2 ? 2 : 3));
   writeFileSync(join(dir, 'resume.lock'), MARKED);
   return dir;
+}
+
+const WORDS = 'the quick brown fox jumps over a lazy dog while tests run and a node reports its verdict with usage tokens and cost'.split(' ');
+
+/**
+ * A run whose stream is ONE leg of about `bytes`: a start, node events with
+ * varied text (so the byte search meets ordinary prose, not one repeated
+ * letter), and for a closed leg a finish. No snapshot; a marked lock nobody
+ * holds, so an open leg is ABANDONED (probed free and confirmed). The shape
+ * of bench/scale.mjs part B, for bench/check.mjs's long-leg headlines.
+ * Returns the bytes written.
+ */
+export function oneLegRun(root, i, bytes, closed) {
+  const id = `20260806-140000.${String(i).padStart(9, '0')}-1`;
+  const dir = join(root, id);
+  mkdirSync(dir);
+  let block = '';
+  for (let k = 0; block.length < Math.min(bytes, 1 << 20) - 2048; k++) {
+    let detail = '';
+    for (let w = 0; w < 50; w++) detail += WORDS[(k * 7 + w * 13) % WORDS.length] + ' ';
+    block += line(id, k % 2 ? 'node_passed' : 'node_started', { node_id: `node-${k % 40}`, verdict: 'PASS', detail });
+  }
+  const blockBuf = Buffer.from(block);
+  const fd = openSync(join(dir, 'events.jsonl'), 'w');
+  let written = writeSync(fd, line(id, 'run_started', { command: ['agent', 'run'] }));
+  while (written + blockBuf.length <= bytes) written += writeSync(fd, blockBuf);
+  if (closed) written += writeSync(fd, line(id, 'run_finished', { outcome: 'passed' }));
+  closeSync(fd);
+  writeFileSync(join(dir, 'resume.lock'), MARKED);
+  return written;
 }

@@ -235,6 +235,17 @@ function visitRuns(root: string, options: ListRunsOptions, onRun: (report: RunRe
 }
 
 /**
+ * Visits the runs under `root` as {@link listRuns} lists them, newest first,
+ * handing each report to `onRun` and keeping none, for a printer that
+ * streams (the `runs` table). Returns what listRuns would, without `runs`.
+ * Throws as listRuns does, before any report is handed over.
+ */
+export function forEachRun(root: string, options: ListRunsOptions, onRun: (report: RunReport) => void): Omit<RunList, 'runs'> {
+  const r = visitRuns(root, options, onRun);
+  return { root: r.root, missing: r.missing, skipped: r.skipped, more: r.more };
+}
+
+/**
  * Lists the runs under `root` and writes their `runs --json` document
  * (CONTRACT §5.2) through `write`, a report at a time, byte for byte what
  * `JSON.stringify(runsDocument(listRuns(root, options)), null, 2)` gives,

@@ -7,13 +7,14 @@
  * term.ts's one rule (FORCE_COLOR, NO_COLOR, a terminal); nothing here
  * writes to disk.
  */
+import { resolve } from 'node:path';
 import type { Command } from 'commander';
 import type { SkipKind } from '../../contract/errors.js';
 import { STATUS_WORD, type RunReport, type Status } from '../../contract/types.js';
-import { writeRunsDocument, type RunList } from '../../status/list.js';
+import { forEachRun, writeRunsDocument, type RunList, type SkippedEntry } from '../../status/list.js';
 import { threadsCap, writeRunsDocumentThreaded } from '../../status/list-threads.js';
-import { err, out, UserError, writeStdoutSync } from '../io.js';
-import { asUsage, asUsageAsync, listRunsOrExplain, once, rootFrom, selectionFrom } from '../target.js';
+import { err, UserError, writeStdoutSync } from '../io.js';
+import { asUsage, asUsageAsync, once, rootFrom, selectionFrom } from '../target.js';
 import { dim, formatCost, paint, printable, quietOnClosedPipe, STATE_COLOR, statusWord, useColor } from '../term.js';
 
 function nodesCell(r: RunReport): string {
@@ -53,50 +54,140 @@ function threadsFromEnv(): number | undefined {
 export function closingLine(list: RunList, showSkipped: boolean): string {
   const counts = new Map<string, number>();
   for (const r of list.runs) counts.set(String(r.status), (counts.get(String(r.status)) ?? 0) + 1);
-  const parts = ORDER.filter((s) => counts.has(String(s))).map((s) => `${counts.get(String(s))} ${WORD[String(s)]}`);
-  const n = list.runs.length;
+  return closingLineOf({ counts, shown: list.runs.length, last: list.runs[list.runs.length - 1]?.run_id, skipped: list.skipped, more: list.more }, showSkipped);
+}
+
+/** What the closing line says, gathered as the rows go by: runs shown by status, the last id shown, the skips, whether more follow. */
+interface Tally {
+  counts: Map<string, number>;
+  shown: number;
+  last: string | undefined;
+  skipped: readonly SkippedEntry[];
+  more: boolean;
+}
+
+function closingLineOf(t: Tally, showSkipped: boolean): string {
+  const parts = ORDER.filter((s) => t.counts.has(String(s))).map((s) => `${t.counts.get(String(s))} ${WORD[String(s)]}`);
+  const n = t.shown;
   let line = `${n} run${n === 1 ? '' : 's'} shown${parts.length > 0 ? ` (${parts.join(', ')})` : ''}`;
-  if (list.more) {
-    const last = list.runs[list.runs.length - 1];
-    if (last !== undefined) line += `; more with --before ${printable(last.run_id)}`;
-  }
-  const m = list.skipped.length;
+  if (t.more && t.last !== undefined) line += `; more with --before ${printable(t.last)}`;
+  const m = t.skipped.length;
   if (m === 0) return `${line}; none skipped.`;
   const why = new Map<SkipKind, number>();
-  for (const s of list.skipped) why.set(s.kind, (why.get(s.kind) ?? 0) + 1);
+  for (const s of t.skipped) why.set(s.kind, (why.get(s.kind) ?? 0) + 1);
   const reasons = [...why].map(([k, c]) => `${c} ${SKIP_LABEL[k]}`).join(', ');
   line += `; ${m} skipped (${reasons})`;
   return showSkipped ? `${line}.` : `${line}; --show-skipped names them.`;
 }
 
-/** Renders the `runs` table (rows, hints, warnings, skipped names, closing line) as lines. */
+/**
+ * Rows the `runs` table holds before it prints them. A column is as wide as
+ * its widest cell among the rows printed so far and the page being printed,
+ * so a list of up to this many runs is aligned as a whole, and a longer one
+ * costs a page of rows in memory instead of every report (100,000 runs held
+ * whole: 172 MB). A wider cell in a later page widens its column from that
+ * page on; the header keeps the first page's widths.
+ */
+export const TABLE_PAGE_ROWS = 256;
+
+const HEAD = ['RUN', 'GRAPH', 'NODES', 'COST'];
+
+/**
+ * The `runs` table, printed as reports arrive: `add` each report (newest
+ * first), then `end` with the listing's outcome. Lines go to `emit`; at most
+ * {@link TABLE_PAGE_ROWS} rows are held at any time (`maxHeld` records the
+ * most, for the test that bounds it).
+ */
+export class RunsTable {
+  private page: { cells: string[]; report: RunReport }[] = [];
+  private readonly width = HEAD.map((h) => h.length);
+  private started = false;
+  private readonly counts = new Map<string, number>();
+  private shown = 0;
+  private last: string | undefined;
+  maxHeld = 0;
+
+  constructor(
+    private readonly root: string,
+    private readonly emit: (line: string) => void,
+    private readonly color: boolean,
+  ) {}
+
+  add(r: RunReport): void {
+    this.page.push({ cells: [printable(r.run_id), clip(printable(r.graph ?? '-'), 28), nodesCell(r), formatCost(r)], report: r });
+    this.maxHeld = Math.max(this.maxHeld, this.page.length);
+    this.shown++;
+    this.last = r.run_id;
+    this.counts.set(String(r.status), (this.counts.get(String(r.status)) ?? 0) + 1);
+    if (this.page.length >= TABLE_PAGE_ROWS) this.flush();
+  }
+
+  private flush(): void {
+    const color = this.color;
+    for (const row of this.page) row.cells.forEach((c, i) => (this.width[i] = Math.max(this.width[i] as number, c.length)));
+    const pad = (cells: string[]): string => cells.map((c, i) => c.padEnd(this.width[i] as number)).join('  ');
+    if (!this.started) {
+      this.started = true;
+      this.emit(dim(`runs under ${printable(this.root)}`, color));
+      this.emit(dim(pad(HEAD) + '  STATUS', color));
+    }
+    for (const { cells, report: r } of this.page) {
+      this.emit(pad(cells) + '  ' + statusWord(r.status, color));
+      if (r.hint !== null) for (const h of r.hint.split('\n')) this.emit('    ' + paint(printable(h), r.status === null ? STATE_COLOR.pending : STATE_COLOR[r.status], color));
+      for (const w of r.warnings) this.emit('    ' + dim(`note: ${printable(w)}`, color));
+    }
+    this.page = [];
+  }
+
+  /** The rest of the table: the last page, the skipped runs when asked for, the closing line; or the one line for a missing or empty root. */
+  end(listed: Omit<RunList, 'runs'>, opts: { showSkipped: boolean; filtered?: boolean }): void {
+    if (listed.missing) {
+      this.emit(`No runs: ${printable(listed.root)} does not exist (nothing has run under this root yet).`);
+      return;
+    }
+    if (this.shown === 0 && listed.skipped.length === 0) {
+      this.emit(opts.filtered === true ? `No run under ${printable(listed.root)} matches the selection.` : `No runs under ${printable(listed.root)}.`);
+      return;
+    }
+    if (this.shown > 0) this.flush();
+    else this.emit(dim(`runs under ${printable(this.root)}`, this.color));
+    if (opts.showSkipped) for (const s of listed.skipped) this.emit(`skipped ${printable(s.run_id)}: ${printable(s.error)}`);
+    this.emit(closingLineOf({ counts: this.counts, shown: this.shown, last: this.last, skipped: listed.skipped, more: listed.more }, opts.showSkipped));
+  }
+}
+
+/** Renders the `runs` table (rows, hints, warnings, skipped names, closing line) of a listing already made, as lines; {@link RunsTable} prints the same as reports arrive. */
 export function renderRuns(list: RunList, opts: { color: boolean; showSkipped: boolean; filtered?: boolean }): string[] {
-  const { color } = opts;
   const lines: string[] = [];
-  if (list.missing) {
-    lines.push(`No runs: ${printable(list.root)} does not exist (nothing has run under this root yet).`);
-    return lines;
-  }
-  if (list.runs.length === 0 && list.skipped.length === 0) {
-    lines.push(opts.filtered === true ? `No run under ${printable(list.root)} matches the selection.` : `No runs under ${printable(list.root)}.`);
-    return lines;
-  }
-  lines.push(dim(`runs under ${printable(list.root)}`, color));
-  if (list.runs.length > 0) {
-    const rows = list.runs.map((r) => [printable(r.run_id), clip(printable(r.graph ?? '-'), 28), nodesCell(r), formatCost(r)]);
-    const head = ['RUN', 'GRAPH', 'NODES', 'COST'];
-    const width = head.map((h, i) => Math.max(h.length, ...rows.map((row) => (row[i] as string).length)));
-    const pad = (cells: string[]) => cells.map((c, i) => c.padEnd(width[i] as number)).join('  ');
-    lines.push(dim(pad(head) + '  STATUS', color));
-    list.runs.forEach((r, i) => {
-      lines.push(pad(rows[i] as string[]) + '  ' + statusWord(r.status, color));
-      if (r.hint !== null) for (const h of r.hint.split('\n')) lines.push('    ' + paint(printable(h), r.status === null ? STATE_COLOR.pending : STATE_COLOR[r.status], color));
-      for (const w of r.warnings) lines.push('    ' + dim(`note: ${printable(w)}`, color));
-    });
-  }
-  if (opts.showSkipped) for (const s of list.skipped) lines.push(`skipped ${printable(s.run_id)}: ${printable(s.error)}`);
-  lines.push(closingLine(list, opts.showSkipped));
+  const table = new RunsTable(list.root, (l) => lines.push(l), opts.color);
+  for (const r of list.runs) table.add(r);
+  table.end(list, opts);
   return lines;
+}
+
+/**
+ * Text for stdout gathered into a 1 MiB buffer written when full (and by
+ * `flush`), so each piece dies young and a slow reader is waited for, not
+ * queued for in memory (writeStdoutSync).
+ */
+function stdoutBuffer(): { put: (text: string) => void; flush: () => void } {
+  const buf = Buffer.allocUnsafe(1 << 20);
+  let used = 0;
+  return {
+    put(text: string): void {
+      const n = Buffer.byteLength(text);
+      if (used + n > buf.length) {
+        writeStdoutSync(buf.subarray(0, used));
+        used = 0;
+      }
+      if (n > buf.length) writeStdoutSync(Buffer.from(text));
+      else used += buf.write(text, used);
+    },
+    flush(): void {
+      writeStdoutSync(buf.subarray(0, used));
+      used = 0;
+    },
+  };
 }
 
 export function registerRuns(program: Command): void {
@@ -130,16 +221,7 @@ export function registerRuns(program: Command): void {
       if (opts.json) {
         // Streamed a report at a time (status/list.ts writeRunsDocument), encoded at once into a
         // 1 MiB buffer written when full: each report's text dies young, so the heap stays small.
-        const buf = Buffer.allocUnsafe(1 << 20);
-        let used = 0;
-        const put = (text: string): void => {
-          if (used + Buffer.byteLength(text) > buf.length) {
-            writeStdoutSync(buf.subarray(0, used));
-            used = 0;
-          }
-          if (Buffer.byteLength(text) > buf.length) writeStdoutSync(Buffer.from(text));
-          else used += buf.write(text, used);
-        };
+        const { put, flush } = stdoutBuffer();
         // Every run listed: the inspections may be spread over worker threads (status/list-threads.ts).
         const listed =
           select === undefined
@@ -147,10 +229,15 @@ export function registerRuns(program: Command): void {
             : asUsage(() => writeRunsDocument(rootFrom(opts.root), { select }, put));
         if (listed.missing) process.stderr.write(`runwarden: note: ${listed.root} does not exist; no runs\n`);
         put('\n');
-        writeStdoutSync(buf.subarray(0, used));
+        flush();
         return;
       }
-      const list = listRunsOrExplain(rootFrom(opts.root), select);
-      for (const line of renderRuns(list, { color: useColor(), showSkipped: opts.showSkipped === true, filtered: select !== undefined })) out(line);
+      // The table, printed a page of rows at a time as the reports arrive (RunsTable).
+      const { put, flush } = stdoutBuffer();
+      const root = rootFrom(opts.root);
+      const table = new RunsTable(resolve(root), (line) => put(line + '\n'), useColor());
+      const listed = asUsage(() => forEachRun(root, select === undefined ? {} : { select }, (r) => table.add(r)));
+      table.end(listed, { showSkipped: opts.showSkipped === true, filtered: select !== undefined });
+      flush();
     });
 }

@@ -1,0 +1,118 @@
+/**
+ * The benchmark headlines (issue 22 item 4): bench/headlines.json is the one
+ * record; README.md's headline table and RESULTS.md's Headlines are its
+ * rendering (a number edited in either, or in the record alone, fails here);
+ * every entry names its date, commit and command; and `npm run bench --
+ * --check` re-measures the ratios and judges them by the rule in
+ * bench/lib/headlines.js, run here for real in a tiny mode. No timing is
+ * asserted: the measured ratios are only checked for consistency with the
+ * verdict printed beside them.
+ */
+import { execFileSync, spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+// @ts-ignore untyped JS module (bench/ is plain ESM JavaScript)
+import { BEGIN, END, blockIn, judge, loadHeadlines, readmeBlock, README_PATH, resultsBlock, RESULTS_PATH, validate, withBlock } from '../bench/lib/headlines.js';
+import { needs } from './helpers/prereq.js';
+
+const repo = join(import.meta.dirname, '..');
+
+interface Headline {
+  id: string;
+  kind: 'ratio' | 'fact';
+  value: number | string;
+  measured: { date: string; commit: string; command: string };
+  check: string | null;
+}
+
+describe('headlines: one record, rendered', () => {
+  const doc = loadHeadlines() as { headlines: Headline[] };
+
+  it('README.md and bench/RESULTS.md show exactly what bench/headlines.json holds (regenerate with node bench/headlines.mjs --write)', () => {
+    expect(blockIn(readFileSync(README_PATH, 'utf8'))).toBe(readmeBlock(doc));
+    expect(blockIn(readFileSync(RESULTS_PATH, 'utf8'))).toBe(resultsBlock(doc));
+  });
+
+  it('a number changed in README, or in the record alone, no longer matches (positive control of the check above)', () => {
+    const readme = readFileSync(README_PATH, 'utf8');
+    const probe = doc.headlines.find((h) => h.id === 'probe-free') as Headline;
+    const shown = `**${(probe.value as number).toFixed(2)}×**`;
+    const block = blockIn(readme) as string;
+    expect(block).toContain(shown);
+    const edited = withBlock(readme, block.replace(shown, '**0.99×**'), 'README.md');
+    expect(blockIn(edited)).not.toBe(readmeBlock(doc));
+    const changed = structuredClone(doc);
+    (changed.headlines.find((h: Headline) => h.id === 'probe-free') as Headline).value = 0.99;
+    expect(blockIn(readme)).not.toBe(readmeBlock(changed));
+    // The markers are required exactly once.
+    expect(blockIn(readme.replace(BEGIN, ''))).toBeUndefined();
+    expect(blockIn(`${readme}\n${END}\n`)).toBeUndefined();
+  });
+
+  it('every headline carries a date, a commit of this repository and the command that measured it; every number in a block sits on a row that says so', () => {
+    for (const h of doc.headlines) {
+      expect(h.measured.date, h.id).toMatch(/^\d{4}-\d{2}-\d{2}$/);
+      expect(execFileSync('git', ['cat-file', '-t', h.measured.commit], { cwd: repo, encoding: 'utf8' }).trim(), `${h.id}: ${h.measured.commit}`).toBe('commit');
+      expect(h.measured.command.length).toBeGreaterThan(0);
+    }
+    for (const row of readmeBlock(doc).split('\n').slice(2)) expect(row).toMatch(/\| \d{4}-\d{2}-\d{2}, [0-9a-f]{7,40}, `[^`]+` \|$/);
+    for (const line of resultsBlock(doc).split('\n')) expect(line).toMatch(/Measured \d{4}-\d{2}-\d{2}, [0-9a-f]{7,40}, `[^`]+`\.$/);
+  });
+
+  it('a malformed record is refused with every problem named', () => {
+    const bad = structuredClone(doc);
+    bad.headlines[0].measured.commit = 'HEAD';
+    bad.headlines[1].check = null;
+    bad.headlines.push({ ...bad.headlines[2] });
+    expect(() => validate(bad)).toThrow(/measured\.commit must be a hex commit id[\s\S]*"unchecked"[\s\S]*duplicate id/);
+  });
+
+  it('judge: the stored value is stale exactly when it lies outside the min–max of the run (rounded to two decimals)', () => {
+    expect(judge(1.21, [1.8, 1.9, 2.0])).toEqual({ stored: 1.21, now: 1.9, lo: 1.8, hi: 2, reps: 3, stale: true });
+    expect(judge(1.8, [1.8, 1.9, 2.0]).stale).toBe(false);
+    expect(judge(2.0, [1.801, 1.9, 1.999]).stale).toBe(false);
+    expect(judge(2.01, [1.8, 1.9, 2.0]).stale).toBe(true);
+    expect(judge(1.5, [1.4, 1.6]).now).toBe(1.5);
+    expect(() => judge(1, [])).toThrow(/no usable ratios/);
+  });
+});
+
+describe('npm run bench -- --check', () => {
+  it('re-measures for real in a tiny mode: per headline the stored value, the value now inside its spread, and a verdict by the rule; exit 1 iff one is stale', (ctx) => {
+    needs(ctx, 'cc');
+    const r = spawnSync(
+      process.execPath,
+      [join(repo, 'bench', 'run.js'), '--check', '--only', 'probe,long-leg', '--reps', '3', '--chunk-ms', '2', '--legs', '2', '--leg-mb', '1', '--json'],
+      { encoding: 'utf8', timeout: 280_000 },
+    );
+    expect(r.stderr).not.toMatch(/\n\s+at /); // no stack trace
+    const res = JSON.parse(r.stdout) as { commit: string; rows: { id: string; verdict: string; stored: number; now: number; lo: number; hi: number; reps: number; ratios: number[]; stale: boolean }[]; stale: boolean };
+    const checked = res.rows.filter((x) => x.verdict !== 'unchecked');
+    expect(checked.map((x) => x.id).sort()).toEqual(['composed-free', 'composed-held', 'long-leg-closed', 'long-leg-open', 'probe-free', 'probe-held', 'proper-lockfile-free', 'proper-lockfile-held']);
+    for (const x of checked) {
+      expect(x.ratios.length, x.id).toBe(3);
+      expect(x.ratios.every((v) => Number.isFinite(v) && v > 0), x.id).toBe(true);
+      expect(x.lo, x.id).toBeLessThanOrEqual(x.now);
+      expect(x.now, x.id).toBeLessThanOrEqual(x.hi);
+      expect(judge(x.stored, x.ratios), x.id).toEqual({ stored: x.stored, now: x.now, lo: x.lo, hi: x.hi, reps: 3, stale: x.stale });
+      // Shrunk legs are never judged stale: they are not the headline's measure.
+      expect(x.verdict, x.id).toBe(x.id.startsWith('long-leg') ? 'not comparable' : x.stale ? 'stale' : 'fresh');
+    }
+    expect(res.rows.filter((x) => x.verdict === 'unchecked').length).toBe((loadHeadlines() as { headlines: Headline[] }).headlines.filter((h) => h.check === null).length);
+    expect(r.status).toBe(res.stale ? 1 : 0);
+    expect(res.stale).toBe(checked.some((x) => x.verdict === 'stale'));
+  }, 300_000);
+
+  it('bad options are one-line usage errors (exit 2); --help through npm run bench prints the check\'s help', () => {
+    for (const args of [['--reps', 'x'], ['--only', 'nope'], ['--frobnicate']]) {
+      const r = spawnSync(process.execPath, [join(repo, 'bench', 'run.js'), '--check', ...args], { encoding: 'utf8', timeout: 60_000 });
+      expect(r.status, args.join(' ')).toBe(2);
+      expect(r.stderr.split('\n')[0]).toMatch(/^bench --check: /);
+      expect(r.stderr).not.toMatch(/\n\s+at /);
+    }
+    const h = spawnSync(process.execPath, [join(repo, 'bench', 'run.js'), '--check', '--help'], { encoding: 'utf8', timeout: 60_000 });
+    expect(h.status).toBe(0);
+    expect(h.stdout).toMatch(/Exit status: 0 all fresh, 1 some stale, 2 usage error, 3 could not measure\./);
+  });
+});
