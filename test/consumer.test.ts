@@ -392,7 +392,7 @@ const TSC = join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
 const ESBUILD = join(ROOT, 'node_modules', '.bin', 'esbuild');
 
 describe('the packed tarball', () => {
-  it('carries the prebuilds, the public declarations (ESM and CJS), LICENSE and the install script; no maps, sources or tests', () => {
+  it('carries the prebuilds, the public declarations, LICENSE and the install script; no maps, sources or tests', () => {
     const p = pack();
     const f = new Set(p.files);
     for (const arch of p.arches) expect(f.has(`prebuilds/linux-${arch}/runwarden.node`), arch).toBe(true);
