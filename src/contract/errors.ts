@@ -71,6 +71,7 @@ export class NativeError extends RunwardenError {
  * names every path that was tried.
  */
 export class AddonLoadError extends RunwardenError {
+  /** The code of this class of failure, from {@link ERROR_CODES}. */
   declare readonly code: 'ERR_RUNWARDEN_NATIVE';
   constructor(message: string) {
     super(message, 'ERR_RUNWARDEN_NATIVE');
@@ -80,6 +81,7 @@ export class AddonLoadError extends RunwardenError {
 
 /** This platform has no flock(2), so no lock can be taken (`ENOFLOCK`). */
 export class UnsupportedPlatformError extends RunwardenError {
+  /** The code of this class of failure, from {@link ERROR_CODES}. */
   declare readonly code: 'ENOFLOCK';
   constructor(message: string) {
     super(message, 'ENOFLOCK');
@@ -112,6 +114,7 @@ export interface LockHeldDetails {
  * - neither: a live leg holds the flock; `pid` is its label from the file.
  */
 export class LockHeldError extends RunwardenError {
+  /** The code of this class of failure, from {@link ERROR_CODES}. */
   declare readonly code: 'ELOCKHELD';
   /** The lock file that was refused. */
   readonly path: string;
@@ -150,6 +153,7 @@ export type LockFileErrorCode = 'ENOTREGULAR' | 'ELOCKREPLACED' | 'ELOCKIO';
  * is locked when this is thrown.
  */
 export class LockFileError extends RunwardenError {
+  /** The code of this class of failure, from {@link ERROR_CODES}. */
   declare readonly code: LockFileErrorCode;
   /** The lock path that could not be used. */
   readonly path: string;
@@ -186,6 +190,7 @@ export type LockLostReason = 'lock-missing' | 'lock-replaced' | 'run-dir-gone';
  * The leg writes nothing more once this is thrown; releasing it is still safe.
  */
 export class LockLostError extends RunwardenError {
+  /** The code of this class of failure, from {@link ERROR_CODES}. */
   declare readonly code: 'ELOCKLOST';
   /** The leg's lock file (for `run-dir-gone`, the one in the directory that went). */
   readonly path: string;
@@ -206,6 +211,7 @@ export class LockLostError extends RunwardenError {
  * signal's `reason`. Nothing was taken or changed.
  */
 export class AbortError extends RunwardenError {
+  /** The code of this class of failure, from {@link ERROR_CODES}. */
   declare readonly code: 'ABORT_ERR';
   constructor(message: string, options?: ErrorOptions) {
     super(message, 'ABORT_ERR', options);
@@ -220,6 +226,7 @@ export class AbortError extends RunwardenError {
  * it; `errno` names why). Nothing was written.
  */
 export class RunFileError extends RunwardenError {
+  /** The code of this class of failure, from {@link ERROR_CODES}. */
   declare readonly code: 'ENOTREGULAR' | 'EREAD';
   /** The run file that could not be used. */
   readonly path: string;
@@ -248,6 +255,7 @@ export type StreamErrorCode = 'ELINETOOLONG' | 'ENEWERSCHEMA' | 'ENOTREGULAR' | 
 
 /** The stream exists but cannot be read; nothing about the run may be derived from it. */
 export class StreamError extends RunwardenError {
+  /** The code of this class of failure, from {@link ERROR_CODES}. */
   declare readonly code: StreamErrorCode;
   /** The stream's path (a run's `events.jsonl`). */
   readonly path: string;
@@ -269,6 +277,7 @@ export type SkipKind = 'unreadable-stream' | 'unreadable-snapshot' | 'permission
 
 /** A run directory exists but no truthful report can be made for it (`ERUNUNREADABLE`). */
 export class RunUnreadableError extends RunwardenError {
+  /** The code of this class of failure, from {@link ERROR_CODES}. */
   declare readonly code: 'ERUNUNREADABLE';
   /** The run that could not be reported. */
   readonly runId: string;
@@ -288,6 +297,7 @@ export class RunUnreadableError extends RunwardenError {
  * closed (`ECLOSED`).
  */
 export class WriteError extends RunwardenError {
+  /** The code of this class of failure, from {@link ERROR_CODES}. */
   declare readonly code: 'EWRITE' | 'ECLOSED';
   /** The file (or, when a run directory could not be made, the level) that failed. */
   readonly path: string;
@@ -303,6 +313,7 @@ export class WriteError extends RunwardenError {
 
 /** A run id or runs root that cannot be used (empty, `.`, `..`, escaping the root, …): `EBADRUNID`. */
 export class RunIdError extends RunwardenError {
+  /** The code of this class of failure, from {@link ERROR_CODES}. */
   declare readonly code: 'EBADRUNID';
   constructor(message: string) {
     super(message, 'EBADRUNID');

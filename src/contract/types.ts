@@ -252,7 +252,7 @@ export const JSON_SCHEMA = 1;
 
 /** The `runs --json` document (CONTRACT §5.2), also `GET /api/runs`. */
 export interface RunsDocument {
-  /** {@link JSON_SCHEMA}. */
+  /** The document's version: {@link JSON_SCHEMA} for this one. */
   schema: number;
   /** The runs root, absolute. */
   root: string;
