@@ -1,19 +1,20 @@
 // Part of `npm run build`, after tsc: decides which declarations the tarball
-// ships, and writes their CommonJS twins.
+// ships.
 //
-// - The public declarations are dist/index.d.ts and every .d.ts it reaches by
-//   relative imports (import/export ... from, import('...')). Every other .d.ts
-//   (the CLI's, the server's, internal modules no public type mentions) is named
-//   in dist/.npmignore, which npm applies inside the "files" entry, so only the
-//   public .d.ts are packed. The list is computed, not written by hand, so it
-//   follows the API as it changes.
-// - Each public .d.ts gets a .d.cts copy whose relative specifiers end in .cjs.
-//   package.json's "require" condition points TypeScript at dist/index.d.cts, so a
-//   CommonJS project (module node16/nodenext) type-checks `import ... from
-//   'runwarden'` / `require('runwarden')` without TS1479; at run time both
-//   conditions load the one ESM build (require(esm), see engines), so there is one
-//   copy of the module state and `instanceof RunwardenError` holds everywhere.
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+// The public declarations are dist/index.d.ts and every .d.ts it reaches by
+// relative imports (import/export ... from, import('...')). Every other .d.ts
+// (the CLI's, the server's, internal modules no public type mentions) is named
+// in dist/.npmignore, which npm applies inside the "files" entry, so only the
+// public .d.ts are packed. The list is computed, not written by hand, so it
+// follows the API as it changes.
+//
+// There are no CommonJS (.d.cts) twins: the package is one ES module build, and
+// CommonJS code loads it through require(esm), so its one set of ESM
+// declarations is the truth for both (README, "Module formats"). Earlier builds
+// wrote .d.cts copies behind a "require" condition; they described the ESM
+// file as CommonJS ("masquerading as CJS" to @arethetypeswrong/cli). Any left
+// in dist/ by such a build are removed here so they are never packed.
+import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -41,10 +42,7 @@ while (queue.length > 0) {
   }
 }
 
-for (const file of reachable) {
-  const text = readFileSync(file, 'utf8').replace(SPECIFIER, (_all, lead, q, spec) => `${lead}${q}${spec}.cjs${q}`);
-  writeFileSync(file.replace(/\.d\.ts$/, '.d.cts'), text);
-}
+for (const stale of walk(dist).filter((p) => p.endsWith('.d.cts'))) rmSync(stale);
 
 const internal = walk(dist)
   .filter((p) => p.endsWith('.d.ts') && !reachable.has(p))
@@ -54,4 +52,4 @@ writeFileSync(
   join(dist, '.npmignore'),
   '# Written by scripts/public-types.mjs: declarations no public type reaches are not packed.\n' + internal.join('\n') + '\n',
 );
-process.stdout.write(`public-types: ${reachable.size} public declarations (+ .d.cts twins), ${internal.length} internal ones left out of the tarball\n`);
+process.stdout.write(`public-types: ${reachable.size} public declarations, ${internal.length} internal ones left out of the tarball\n`);

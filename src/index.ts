@@ -1,6 +1,7 @@
 /**
- * runwarden's library entry point: the public API, chosen by hand and
- * documented in the README ("The library"). Everything else under src/ is
+ * runwarden's library entry point: the public API, chosen by hand. Its
+ * reference (docs/api/) and report (etc/runwarden.api.md) are generated
+ * from these exports by `npm run docs`. Everything else under src/ is
  * internal and is not reachable from the package root.
  *
  * Importing it has no side effects: the native addon loads on the first

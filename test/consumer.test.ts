@@ -226,7 +226,11 @@ lock.release();
 console.log(JSON.stringify({ child: JSON.parse(child.stdout), probeAfter: rw.probeLock(lockPath).liveness, exports: typeof rw.startLeg }));
 `;
 
-/** (b) TypeScript CommonJS (module node16): type-checks, emits require(), runs. */
+/**
+ * (b) TypeScript CommonJS (module nodenext, which since TypeScript 5.8 models
+ * require(esm)): type-checks against the one set of ESM declarations, emits
+ * require(), runs.
+ */
 const CJS_TS = `
 import { probeLock, RunwardenError, type ProbeResult } from 'runwarden';
 const r: ProbeResult = probeLock(process.argv[2] ?? '/nonexistent-rw/resume.lock');
@@ -242,7 +246,7 @@ console.log(n);
 `;
 const CJS_TSCONFIG = (typeRoots: string, file: string) =>
   JSON.stringify({
-    compilerOptions: { strict: true, target: 'ES2022', module: 'node16', moduleResolution: 'node16', types: ['node'], typeRoots: [typeRoots], outDir: 'out', skipLibCheck: false },
+    compilerOptions: { strict: true, target: 'ES2022', module: 'nodenext', moduleResolution: 'nodenext', types: ['node'], typeRoots: [typeRoots], outDir: 'out', skipLibCheck: false },
     files: [file],
   });
 
@@ -388,19 +392,19 @@ const TSC = join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
 const ESBUILD = join(ROOT, 'node_modules', '.bin', 'esbuild');
 
 describe('the packed tarball', () => {
-  it('carries the prebuilds, the public declarations (ESM and CJS), LICENSE and the install script; no maps, sources or tests', () => {
+  it('carries the prebuilds, the public declarations, LICENSE and the install script; no maps, sources or tests', () => {
     const p = pack();
     const f = new Set(p.files);
     for (const arch of p.arches) expect(f.has(`prebuilds/linux-${arch}/runwarden.node`), arch).toBe(true);
-    for (const must of ['LICENSE', 'README.md', 'package.json', 'binding.gyp', 'scripts/install.mjs', 'scripts/node-gyp.mjs', 'dist/index.js', 'dist/index.d.ts', 'dist/index.d.cts', 'bin/runwarden.js']) {
+    for (const must of ['LICENSE', 'README.md', 'package.json', 'binding.gyp', 'scripts/install.mjs', 'scripts/node-gyp.mjs', 'dist/index.js', 'dist/index.d.ts', 'bin/runwarden.js']) {
       expect(f.has(must), must).toBe(true);
     }
     expect(p.files.filter((x) => x.endsWith('.map'))).toEqual([]);
     expect(p.files.filter((x) => /^(src|test|bench|docs|\.ci)\//.test(x))).toEqual([]);
     expect(p.files.filter((x) => x.startsWith('scripts/')).sort()).toEqual(['scripts/install.mjs', 'scripts/node-gyp.mjs']);
-    // Declarations: the CLI's and the server's are not public; every public .d.ts has its .d.cts twin.
+    // Declarations: the CLI's and the server's are not public; one ESM set, no CommonJS twins (README, "Module formats").
     expect(p.files.filter((x) => /^dist\/(cli|serve)\/.*\.d\.c?ts$/.test(x))).toEqual([]);
-    for (const d of p.files.filter((x) => x.endsWith('.d.ts'))) expect(f.has(d.replace(/\.d\.ts$/, '.d.cts')), d).toBe(true);
+    expect(p.files.filter((x) => /\.d\.c?mts$|\.d\.cts$/.test(x))).toEqual([]);
     // Every relative import of a shipped declaration is shipped too.
     const unpacked = join(work, 'unpacked');
     mkdirSync(unpacked);
@@ -423,12 +427,14 @@ describe('the packed tarball', () => {
     expect(Object.keys(pkg.dependencies)).not.toContain('node-gyp');
     for (const [name, range] of Object.entries(pkg.dependencies)) expect(range, name).toMatch(/^\^\d+\.\d+\.\d+$/);
     expect(readFileSync(join(unpacked, 'package', 'LICENSE'), 'utf8')).toMatch(new RegExp(`^${pkg.license} License`));
-    expect(pkg.repository).toBeDefined();
-    expect(pkg.homepage).toMatch(/^https:\/\//);
-    expect(pkg.bugs).toBeDefined();
-    // README images resolve off the registry page too.
+    // No repository is known yet: the metadata names none rather than a guessed URL (README, "Reporting problems").
+    expect([pkg.repository, pkg.homepage, pkg.bugs]).toEqual([undefined, undefined, undefined]);
+    // README images are paths in this repository, not URLs of a guessed one.
     const readme = readFileSync(join(unpacked, 'package', 'README.md'), 'utf8');
-    for (const m of readme.matchAll(/!\[[^\]]*\]\(([^)]+)\)/g)) expect(m[1], 'README image').toMatch(/^https:\/\//);
+    for (const m of readme.matchAll(/!\[[^\]]*\]\(([^)]+)\)/g)) {
+      expect(m[1], 'README image').not.toMatch(/^[a-z]+:/);
+      expect(existsSync(join(ROOT, m[1] as string)), `README image ${m[1]}`).toBe(true);
+    }
     const size = readFileSync(p.tarball).length;
     console.log(`tarball ${size} bytes, ${p.files.length} files`);
   }, SLOW);
@@ -454,12 +460,12 @@ describe('consumers of the installed tarball', () => {
     expect(out).toEqual({ locked: 'held', afterUsing: 'free', duringLeg: 'held', statusDuringLeg: 'RUNNING', status: 'PASS', after: 'free' });
   }, SLOW);
 
-  it('(b) CommonJS: require() works, errors carry the documented class and code; a TypeScript module node16 project type-checks', () => {
+  it('(b) CommonJS: require() works, errors carry the documented class and code; a TypeScript module nodenext project type-checks', () => {
     const dir = sharedConsumer();
     const out = lastJson<{ child: Record<string, unknown>; probeAfter: string; exports: string }>(ok(run(process.execPath, ['cjs/main.js'], { cwd: dir }), 'CJS consumer'));
     expect(out).toEqual({ child: { name: 'LockHeldError', code: 'ELOCKHELD', base: true, held: true }, probeAfter: 'free', exports: 'function' });
 
-    ok(run(process.execPath, [TSC, '-p', 'cjs/tsconfig.json'], { cwd: dir }), 'tsc (CommonJS, module node16)');
+    ok(run(process.execPath, [TSC, '-p', 'cjs/tsconfig.json'], { cwd: dir }), 'tsc (CommonJS, module nodenext)');
     const emitted = readFileSync(join(dir, 'cjs', 'out', 'index.js'), 'utf8');
     expect(emitted).toMatch(/require\("runwarden"\)/);
     const ran = lastJson<Record<string, string>>(ok(run(process.execPath, ['cjs/out/index.js'], { cwd: dir }), 'compiled CJS consumer'));

@@ -54,7 +54,9 @@ export class RunwardenError extends Error {
  * (granted, contended, ESRCH) are values and never arrive here.
  */
 export class NativeError extends RunwardenError {
+  /** The kernel's errno number, when the addon had one. */
   readonly errno: number | undefined;
+  /** The system call that failed (`open`, `flock`, ...), when the addon named it. */
   readonly syscall: string | undefined;
   constructor(message: string, code: string, errno?: number, syscall?: string) {
     super(message, code);
@@ -69,6 +71,7 @@ export class NativeError extends RunwardenError {
  * names every path that was tried.
  */
 export class AddonLoadError extends RunwardenError {
+  /** The code of this class of failure, from {@link ERROR_CODES}. */
   declare readonly code: 'ERR_RUNWARDEN_NATIVE';
   constructor(message: string) {
     super(message, 'ERR_RUNWARDEN_NATIVE');
@@ -78,6 +81,7 @@ export class AddonLoadError extends RunwardenError {
 
 /** This platform has no flock(2), so no lock can be taken (`ENOFLOCK`). */
 export class UnsupportedPlatformError extends RunwardenError {
+  /** The code of this class of failure, from {@link ERROR_CODES}. */
   declare readonly code: 'ENOFLOCK';
   constructor(message: string) {
     super(message, 'ENOFLOCK');
@@ -87,10 +91,15 @@ export class UnsupportedPlatformError extends RunwardenError {
 
 /** Options for {@link LockHeldError}; all but `path` describe why it refused. */
 export interface LockHeldDetails {
+  /** The lock file that was refused. */
   path: string;
+  /** The holder's pid label; left out for a legacy file whose pid may be alive (see {@link LockHeldError.pid}). */
   pid?: number | undefined;
+  /** The file is a pre-flock lock file (default false). */
   legacy?: boolean;
+  /** A legacy file's pid is affirmatively gone (default false). */
   pidGone?: boolean;
+  /** A newer version wrote the file (default false). */
   future?: boolean;
 }
 
@@ -105,11 +114,21 @@ export interface LockHeldDetails {
  * - neither: a live leg holds the flock; `pid` is its label from the file.
  */
 export class LockHeldError extends RunwardenError {
+  /** The code of this class of failure, from {@link ERROR_CODES}. */
   declare readonly code: 'ELOCKHELD';
+  /** The lock file that was refused. */
   readonly path: string;
+  /**
+   * The holder's pid, as a label read from the file: a live leg's, or a
+   * legacy file's whose pid is gone. Undefined otherwise, so a live pid is
+   * never offered as something to kill or clean up after.
+   */
   readonly pid: number | undefined;
+  /** A pre-flock lock file: its existence is the lock, and a human decides. */
   readonly legacy: boolean;
+  /** With `legacy`: the file's pid is affirmatively gone, so the file is very likely stale. */
   readonly pidGone: boolean;
+  /** A newer version wrote the file; this version may not judge it. */
   readonly future: boolean;
   constructor(message: string, details: LockHeldDetails) {
     super(message, 'ELOCKHELD');
@@ -134,8 +153,11 @@ export type LockFileErrorCode = 'ENOTREGULAR' | 'ELOCKREPLACED' | 'ELOCKIO';
  * is locked when this is thrown.
  */
 export class LockFileError extends RunwardenError {
+  /** The code of this class of failure, from {@link ERROR_CODES}. */
   declare readonly code: LockFileErrorCode;
+  /** The lock path that could not be used. */
   readonly path: string;
+  /** For `ENOTREGULAR`: what the path is instead of a regular file. */
   readonly kind: FileKind | undefined;
   /** For `ELOCKIO`: the errno name the kernel reported. */
   readonly errno: string | undefined;
@@ -168,8 +190,11 @@ export type LockLostReason = 'lock-missing' | 'lock-replaced' | 'run-dir-gone';
  * The leg writes nothing more once this is thrown; releasing it is still safe.
  */
 export class LockLostError extends RunwardenError {
+  /** The code of this class of failure, from {@link ERROR_CODES}. */
   declare readonly code: 'ELOCKLOST';
+  /** The leg's lock file (for `run-dir-gone`, the one in the directory that went). */
   readonly path: string;
+  /** How the leg found out; see the class comment. */
   readonly reason: LockLostReason;
   constructor(message: string, path: string, reason: LockLostReason) {
     super(message, 'ELOCKLOST');
@@ -186,6 +211,7 @@ export class LockLostError extends RunwardenError {
  * signal's `reason`. Nothing was taken or changed.
  */
 export class AbortError extends RunwardenError {
+  /** The code of this class of failure, from {@link ERROR_CODES}. */
   declare readonly code: 'ABORT_ERR';
   constructor(message: string, options?: ErrorOptions) {
     super(message, 'ABORT_ERR', options);
@@ -200,7 +226,9 @@ export class AbortError extends RunwardenError {
  * it; `errno` names why). Nothing was written.
  */
 export class RunFileError extends RunwardenError {
+  /** The code of this class of failure, from {@link ERROR_CODES}. */
   declare readonly code: 'ENOTREGULAR' | 'EREAD';
+  /** The run file that could not be used. */
   readonly path: string;
   /** For `ENOTREGULAR`: what the path is. */
   readonly kind: FileKind | undefined;
@@ -227,7 +255,9 @@ export type StreamErrorCode = 'ELINETOOLONG' | 'ENEWERSCHEMA' | 'ENOTREGULAR' | 
 
 /** The stream exists but cannot be read; nothing about the run may be derived from it. */
 export class StreamError extends RunwardenError {
+  /** The code of this class of failure, from {@link ERROR_CODES}. */
   declare readonly code: StreamErrorCode;
+  /** The stream's path (a run's `events.jsonl`). */
   readonly path: string;
   /** A byte offset inside the offending line, when a line is to blame. */
   readonly offset: number | undefined;
@@ -247,8 +277,11 @@ export type SkipKind = 'unreadable-stream' | 'unreadable-snapshot' | 'permission
 
 /** A run directory exists but no truthful report can be made for it (`ERUNUNREADABLE`). */
 export class RunUnreadableError extends RunwardenError {
+  /** The code of this class of failure, from {@link ERROR_CODES}. */
   declare readonly code: 'ERUNUNREADABLE';
+  /** The run that could not be reported. */
   readonly runId: string;
+  /** Why, in the groups the listing counts. */
   readonly kind: SkipKind;
   constructor(runId: string, message: string, kind: SkipKind) {
     super(message, 'ERUNUNREADABLE');
@@ -264,8 +297,11 @@ export class RunUnreadableError extends RunwardenError {
  * closed (`ECLOSED`).
  */
 export class WriteError extends RunwardenError {
+  /** The code of this class of failure, from {@link ERROR_CODES}. */
   declare readonly code: 'EWRITE' | 'ECLOSED';
+  /** The file (or, when a run directory could not be made, the level) that failed. */
   readonly path: string;
+  /** The kernel's reason as an errno name (`ENOSPC`, `EROFS`, ...); undefined for `ECLOSED` and short writes. */
   readonly errno: string | undefined;
   constructor(message: string, code: 'EWRITE' | 'ECLOSED', path: string, errno?: string) {
     super(message, code);
@@ -277,6 +313,7 @@ export class WriteError extends RunwardenError {
 
 /** A run id or runs root that cannot be used (empty, `.`, `..`, escaping the root, …): `EBADRUNID`. */
 export class RunIdError extends RunwardenError {
+  /** The code of this class of failure, from {@link ERROR_CODES}. */
   declare readonly code: 'EBADRUNID';
   constructor(message: string) {
     super(message, 'EBADRUNID');

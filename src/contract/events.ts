@@ -36,12 +36,19 @@ export function mayBeEvent(buf: Buffer, start: number, end: number): boolean {
  * `node_id`. Every other field is passed through untouched.
  */
 export type StreamEvent = Record<string, unknown> & {
+  /** The stream's schema version; a reader stops at a higher one than {@link STREAM_SCHEMA} rather than guess. */
   schema: number;
+  /** The event's name (`run_started`, `node_passed`, ...); an unknown name is kept and ignored by the fold. */
   event: string;
+  /** When the writer wrote it (ISO 8601); only shown, never used to judge liveness. */
   ts?: string;
+  /** The run's id, as the writer saw it. */
   run_id?: string;
+  /** On `run_started`: absent, or `planning` while an auto run's planner runs. */
   phase?: string;
+  /** On `run_finished`: `passed`, `failed` or `paused`. */
   outcome?: string;
+  /** On node events: the node it is about (never empty there). */
   node_id?: string;
 };
 

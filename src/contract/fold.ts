@@ -29,7 +29,10 @@ import { commandOf, NODE_EVENTS, type StreamEvent } from './events.js';
  * LegFacts} without the leg count (which only a whole-file read can know),
  * with `gates` always set.
  */
-export type LastLeg = Omit<LegFacts, 'legs' | 'gates'> & { gates: string[] };
+export type LastLeg = Omit<LegFacts, 'legs' | 'gates'> & {
+  /** The gates paused in the last leg and not resolved since, oldest first (see {@link LegFacts.gates}). */
+  gates: string[];
+};
 
 /**
  * One leg as the fold saw it. `state` is `closed` (a `run_finished` closed
@@ -39,17 +42,23 @@ export type LastLeg = Omit<LegFacts, 'legs' | 'gates'> & { gates: string[] };
 export interface LegRecord {
   /** Byte offset of the `run_started` that opened it (the planning start, for an auto run). */
   offset: number;
+  /** The `phase` of its `run_started` (`""` or `planning`). */
   phase: string;
+  /** The `outcome` of the `run_finished` that closed it; null while open or when it never closed. */
   outcome: string | null;
+  /** The `ts` of its `run_started`, null if it had none. */
   started_ts: string | null;
+  /** The `ts` of its `run_finished`, null while open or never closed. */
   finished_ts: string | null;
+  /** The argv a `runwarden exec` leg recorded, else null. */
   command: string[] | null;
+  /** `closed`, `open` or `abandoned`, as the interface comment says. */
   state: 'open' | 'closed' | 'abandoned';
 }
 
-/** Options for {@link StreamFold}. */
+/** Options for `StreamFold`, the one fold of a stream (internal). */
 export interface FoldOptions {
-  /** Keep a {@link LegRecord} per leg in {@link StreamFold.history} (default false). */
+  /** Keep a {@link LegRecord} per leg in `StreamFold.history` (default false). */
   history?: boolean;
 }
 

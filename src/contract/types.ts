@@ -75,9 +75,24 @@ export type UnknownReason = Exclude<ProbeReason, HeldReason | FreeReason>;
  * other: after `if (a.liveness === 'held')`, `a.reason` is a {@link HeldReason}.
  */
 export type LivenessAnswer =
-  | { liveness: 'held'; reason: HeldReason }
-  | { liveness: 'free'; reason: FreeReason }
-  | { liveness: 'unknown'; reason: UnknownReason };
+  | {
+      /** A leg holds the lock: its process is alive (or stopped, which is not dead). */
+      liveness: 'held';
+      /** The one way to be sure of it: the kernel refused a shared lock. */
+      reason: HeldReason;
+    }
+  | {
+      /** Nothing holds the lock: the leg's process is gone. The only answer that can make a run ABANDONED. */
+      liveness: 'free';
+      /** What proved it: a granted shared lock on a marked file, or a pre-flock file's pid gone. */
+      reason: FreeReason;
+    }
+  | {
+      /** The probe could not tell; readers keep the answer they had (never ABANDONED on a doubt). */
+      liveness: 'unknown';
+      /** Why it could not tell (a missing or foreign file, a remote filesystem, an error, ...). */
+      reason: UnknownReason;
+    };
 
 /** Every reason, in documentation order. */
 export const PROBE_REASONS: readonly ProbeReason[] = [
@@ -133,6 +148,7 @@ export interface LegFacts {
 
 /** The whole result of reading events.jsonl. */
 export interface StreamFacts {
+  /** The last leg, as the fold left it: what decides whether the lock is probed at all. */
   leg: LegFacts;
   /** Node id -> state, in first-seen order. */
   nodes: Map<string, NodeState>;
@@ -149,20 +165,54 @@ export interface StreamFacts {
  * `liveness` narrows the others.
  */
 export type ReportLiveness =
-  | { status: 'ABANDONED'; liveness: 'free'; reason: FreeReason }
-  | { status: 'PLANNING' | 'RUNNING'; liveness: 'held'; reason: HeldReason }
-  | { status: 'PLANNING' | 'RUNNING'; liveness: 'unknown'; reason: UnknownReason }
-  | { status: 'PAUSED' | 'PASS' | 'FAIL' | null; liveness: null; reason: null };
+  | {
+      /** The last leg is open and its lock was probed free: the process that ran it is gone. */
+      status: 'ABANDONED';
+      /** Always `free`: nothing else may make a run ABANDONED. */
+      liveness: 'free';
+      /** What proved the lock free. */
+      reason: FreeReason;
+    }
+  | {
+      /** The last leg is open and its process holds the lock. */
+      status: 'PLANNING' | 'RUNNING';
+      /** The kernel refused a shared lock: a live (or stopped) holder. */
+      liveness: 'held';
+      /** Always `flock-held`. */
+      reason: HeldReason;
+    }
+  | {
+      /** The last leg is open and the probe could not tell: the status stays the in-flight one. */
+      status: 'PLANNING' | 'RUNNING';
+      /** The probe's doubt, kept visible instead of being turned into a verdict. */
+      liveness: 'unknown';
+      /** Why the probe could not tell. */
+      reason: UnknownReason;
+    }
+  | {
+      /** The last leg is closed (PAUSED, PASS, FAIL), or the run has no status yet (null). */
+      status: 'PAUSED' | 'PASS' | 'FAIL' | null;
+      /** Null: a closed leg's lock is not probed, so there is no answer to give. */
+      liveness: null;
+      /** Null, with `liveness`. */
+      reason: null;
+    };
 
 /** The fields of a {@link RunReport} that do not depend on its status. */
 export interface RunReportFields {
+  /** The run's id: its directory's name under the runs root. */
   run_id: string;
+  /** Whether the run directory holds a readable `state.json` snapshot. */
   has_snapshot: boolean;
   /** The graph's name from the snapshot, or null. */
   graph: string | null;
+  /** How many nodes the graph has, from the snapshot; null without one. */
   nodes_total: number | null;
+  /** How many of them passed, from the snapshot; null without one. */
   nodes_passed: number | null;
+  /** The run's cost in US dollars: the sum of the snapshot's finite node costs; null without a snapshot. */
   cost_usd: number | null;
+  /** True when some node's cost is not known, so `cost_usd` is a lower bound. */
   cost_unknown: boolean;
   /** The recovery hint for ABANDONED and PAUSED runs, else null. */
   hint: string | null;
@@ -181,7 +231,9 @@ export type RunReport = RunReportFields & ReportLiveness;
 
 /** A run directory that could not be reported, and why. */
 export interface SkippedRun {
+  /** The directory's name under the runs root. */
   run_id: string;
+  /** Why no report could be made, in one line. */
   error: string;
 }
 
@@ -200,7 +252,7 @@ export const JSON_SCHEMA = 1;
 
 /** The `runs --json` document (CONTRACT §5.2), also `GET /api/runs`. */
 export interface RunsDocument {
-  /** {@link JSON_SCHEMA}. */
+  /** The document's version: {@link JSON_SCHEMA} for this one. */
   schema: number;
   /** The runs root, absolute. */
   root: string;

@@ -33,9 +33,21 @@ export function legMark(dev: number | bigint, ino: number | bigint, pgid: number
 /** What a search for a mark found. */
 export type MarkScan =
   /** /proc was searched: `pids` carry the mark; `unreadable` processes could not be read (another user's). */
-  | { kind: 'scanned'; pids: number[]; unreadable: number }
+  | {
+      /** The search ran. */
+      kind: 'scanned';
+      /** The processes whose environment carries the mark. */
+      pids: number[];
+      /** How many processes could not be read, so an empty `pids` is not proof that none is left. */
+      unreadable: number;
+    }
   /** No search was possible (no /proc, or it could not be listed). */
-  | { kind: 'unavailable'; detail: string };
+  | {
+      /** No search ran: nothing may be concluded from it. */
+      kind: 'unavailable';
+      /** Why, for a human. */
+      detail: string;
+    };
 
 interface Census {
   at: number;

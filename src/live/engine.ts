@@ -136,45 +136,115 @@ export const LIVE_FIRST_READ_WHOLE_MAX = DENSE_BYTES;
 
 /** One run as the engine knows it. */
 export interface LiveRun {
+  /** The run's id: its directory's name. */
   runId: string;
   /** Absolute. */
   runDir: string;
   /** The report (CONTRACT §5.2), or null when the run cannot be read (then `error` says why). */
   report: RunReport | null;
+  /** Why the run cannot be reported, when `report` is null; else null. */
   error: string | null;
 }
 
 /** One line of a run's stream as the engine read it (`lines: true`), in file order. */
 export type LiveLine =
   /** A line of the right shape (CONTRACT §2.2), after it was folded. */
-  | { kind: 'event'; event: StreamEvent; offset: number }
+  | {
+      /** An event line. */
+      kind: 'event';
+      /** The event, as read and folded. */
+      event: StreamEvent;
+      /** Byte offset of the line in `events.jsonl`. */
+      offset: number;
+    }
   /** A malformed line that was skipped (CONTRACT §2.2 rule 3). */
-  | { kind: 'skipped'; offset: number }
+  | {
+      /** A skipped line. */
+      kind: 'skipped';
+      /** Byte offset of the line in `events.jsonl`. */
+      offset: number;
+    }
   /** The first line of the run written by a newer version (skipped, like every later one). */
-  | { kind: 'newer-schema'; error: StreamError; offset: number };
+  | {
+      /** Told once per run. */
+      kind: 'newer-schema';
+      /** `ENEWERSCHEMA`, naming the stream. */
+      error: StreamError;
+      /** Byte offset of the line in `events.jsonl`. */
+      offset: number;
+    };
 
 /** What a subscriber is told. */
 export type LiveChange =
   /** A run was first derived, or its report (or error) changed. */
-  | ({ type: 'run' } & LiveRun)
+  | ({
+      /** A run's report or error is new or changed (or, with `announceFiles`, its files changed). */
+      type: 'run';
+    } & LiveRun)
   /** A run directory went away. */
-  | { type: 'removed'; runId: string; runDir: string }
+  | {
+      /** The run is no longer followed. */
+      type: 'removed';
+      /** The run's id. */
+      runId: string;
+      /** Its directory (absolute), as it was followed. */
+      runDir: string;
+    }
   /** With `events: true`: lines appended to a run's stream, in order, as folded. */
-  | { type: 'events'; runId: string; runDir: string; events: { event: StreamEvent; offset: number }[] }
+  | {
+      /** New event lines. */
+      type: 'events';
+      /** The run's id. */
+      runId: string;
+      /** Its directory (absolute). */
+      runDir: string;
+      /** The events, in file order. */
+      events: {
+        /** The event, as read and folded. */
+        event: StreamEvent;
+        /** Byte offset of the line in `events.jsonl`. */
+        offset: number;
+      }[];
+    }
   /**
    * With `lines: true`: the lines just read from a run's stream, in file
    * order. `behind`: more bytes are known to be there, to be read after
    * `more(runDir)`; the run is derived only once it has caught up.
    */
-  | { type: 'lines'; runId: string; runDir: string; lines: LiveLine[]; behind: boolean }
+  | {
+      /** Lines read. */
+      type: 'lines';
+      /** The run's id. */
+      runId: string;
+      /** Its directory (absolute). */
+      runDir: string;
+      /** The lines, in file order. */
+      lines: LiveLine[];
+      /** More bytes are known to be there; call `more(runDir)` to read them. */
+      behind: boolean;
+    }
   /**
    * With `lines: true`, once per run: its stream can no longer be followed
    * line by line (it shrank, was replaced, rewritten in place or removed,
    * or a line is over the cap): lines already told may not hold any more.
    */
-  | { type: 'stream-error'; runId: string; runDir: string; error: StreamError }
+  | {
+      /** The stream cannot be followed line by line any more. */
+      type: 'stream-error';
+      /** The run's id. */
+      runId: string;
+      /** Its directory (absolute). */
+      runDir: string;
+      /** What went wrong (`EREAD`, `ELINETOOLONG`). */
+      error: StreamError;
+    }
   /** Something a person should know once (notification unavailable, so polling). */
-  | { type: 'notice'; message: string };
+  | {
+      /** A notice. */
+      type: 'notice';
+      /** One line for a person. */
+      message: string;
+    };
 
 /** Options for {@link LiveEngine}. */
 export interface LiveEngineOptions {
@@ -236,6 +306,7 @@ export interface LiveEngineOptions {
 export interface LiveStats {
   /** `inotify`, `kqueue`, or `polling` (no notifier at all). */
   backend: 'inotify' | 'kqueue' | 'polling';
+  /** Runs followed now. */
   runs: number;
   /** Runs without a watch (their open legs are polled). */
   unwatched: number;
@@ -363,7 +434,9 @@ function positive(name: string, v: number | undefined, dflt: number): number {
  * ```
  */
 export class LiveEngine {
+  /** The runs root it follows (absolute), or undefined when it follows single runs only. */
   readonly root: string | undefined;
+  /** Its counters, updated in place as it works. */
   readonly stats: LiveStats;
   private readonly runsByDir = new Map<string, RunState>();
   private readonly listeners = new Set<(c: LiveChange) => void>();
@@ -856,7 +929,7 @@ export class LiveEngine {
    * The safety re-check: the root listed again, then the file identities
    * compared of every run with an open leg or without a watch, and of up to
    * {@link LIVE_SAFETY_SETTLED_PER_PASS} settled, watched runs (taking
-   * turns), {@link SAFETY_SLICE} runs per turn of the event loop. In slices
+   * turns), `SAFETY_SLICE` runs per turn of the event loop. In slices
    * because a pass can take most of a second, and a death the kernel
    * announces meanwhile must not wait for it (the notifier's callback runs
    * between slices). One pass at a time.

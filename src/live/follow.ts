@@ -40,11 +40,28 @@ import { LiveEngine, type LiveChange } from './engine.js';
 /** One thing {@link followRun} yields: a union on `kind`. */
 export type FollowItem =
   /** A line of the right shape (CONTRACT §2.2), and the byte offset it starts at. */
-  | { kind: 'event'; event: StreamEvent; offset: number }
+  | {
+      /** An event line. */
+      kind: 'event';
+      /** The event, as read. */
+      event: StreamEvent;
+      /** Byte offset of the line in `events.jsonl`. */
+      offset: number;
+    }
   /** A malformed line that was skipped (CONTRACT §2.2 rule 3). */
-  | { kind: 'skipped'; offset: number }
+  | {
+      /** A skipped line. */
+      kind: 'skipped';
+      /** Byte offset of the line in `events.jsonl`. */
+      offset: number;
+    }
   /** The first line written by a newer version; it and every later one like it are skipped. */
-  | { kind: 'newer-schema'; error: StreamError }
+  | {
+      /** Told once per follower. */
+      kind: 'newer-schema';
+      /** `ENEWERSCHEMA`, with the path and the offending line's offset. */
+      error: StreamError;
+    }
   /**
    * The run's derived status (CONTRACT §5.2): first when the follower has
    * caught up with the stream, then whenever `report.status` or
@@ -52,13 +69,23 @@ export type FollowItem =
    * item: the status the run ended in (PASS, FAIL, PAUSED, ABANDONED, or
    * null for a run settled without a status).
    */
-  | { kind: 'status'; report: RunReport; final: boolean }
+  | {
+      /** A status item. */
+      kind: 'status';
+      /** The report, derived from the lines already yielded and no others. */
+      report: RunReport;
+      /** True on the last item of `until: 'leg-end'`; never with `forever`. */
+      final: boolean;
+    }
   /**
    * The last item: the run had no leg yet and its directory was removed (or
    * is not there, or was replaced by a non-directory), so no leg can ever
    * start there.
    */
-  | { kind: 'vanished' };
+  | {
+      /** The follower ends after it. */
+      kind: 'vanished';
+    };
 
 /** Options for {@link followRun}. */
 export interface FollowRunOptions {

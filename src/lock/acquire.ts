@@ -61,11 +61,11 @@ export interface HeldLock extends Disposable, AsyncDisposable {
    */
   retake(): LockState;
   /**
-   * Calls `onCompromised` when {@link verify} stops saying `ok`: checked
+   * Calls `onCompromised` when {@link HeldLock.verify | verify()} stops saying `ok`: checked
    * every `intervalMs` (default 1000) on a timer that does not keep the
    * process alive, once per change of state (`replaced`, `missing`; again
    * after it was `ok` in between), until the returned stop function is
-   * called or the lock is released. The callback may call {@link retake}.
+   * called or the lock is released. The callback may call {@link HeldLock.retake | retake()}.
    *
    * Limits: a change is seen up to `intervalMs` late, and readers may answer
    * `unknown` meanwhile (never ABANDONED: CONTRACT §4.5); it watches the
@@ -86,6 +86,11 @@ export interface HeldLock extends Disposable, AsyncDisposable {
 /** What {@link HeldLock.verify} finds at the lock path. */
 export type LockState = 'ok' | 'replaced' | 'missing';
 
+/**
+ * Options for {@link acquireLock}, which never blocks the thread: a
+ * contended lock is retried for a bounded window, so a reader's brief shared
+ * probe is not mistaken for another leg, and then refused.
+ */
 export interface AcquireOptions {
   /**
    * How long to keep retrying a contended exclusive lock before refusing,

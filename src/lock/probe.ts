@@ -40,7 +40,12 @@ export { errnoName } from '../kernel/errno.js';
  * `liveness` narrows `reason`). `detail` adds facts (an errno name, a file
  * type) where there are any.
  */
-export type ProbeResult = Readonly<LivenessAnswer & { detail?: string }>;
+export type ProbeResult = Readonly<
+  LivenessAnswer & {
+    /** Facts behind the reason, for a human (an errno name, a file type, a filesystem); absent when there are none. */
+    detail?: string;
+  }
+>;
 
 /** Test seams for what cannot be produced on this machine. */
 export interface ProbeOptions {

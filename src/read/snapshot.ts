@@ -46,6 +46,7 @@ export interface NodeRecord {
 
 /** One node of `graph.nodes`. */
 export interface GraphNode {
+  /** The node's id, as the stream's node events name it. */
   id: string;
   /** `depends_on` ids when the snapshot lists them (strings only), else []. */
   depends_on: string[];
@@ -77,9 +78,24 @@ export interface Snapshot {
 
 /** The three answers: absent (a fact), readable, or present but unreadable. */
 export type SnapshotRead =
-  | { kind: 'missing' }
-  | { kind: 'ok'; snapshot: Snapshot }
-  | { kind: 'error'; error: string; /** The errno name when the kernel refused the read (EACCES, …). */ errno?: string | undefined };
+  | {
+      /** There is no `state.json`: a fact (exec legs write none), not an error. */
+      kind: 'missing';
+    }
+  | {
+      /** The snapshot read and parsed cleanly. */
+      kind: 'ok';
+      /** What it holds. */
+      snapshot: Snapshot;
+    }
+  | {
+      /** The file is there but cannot be used; nothing may be derived from it. */
+      kind: 'error';
+      /** Why, in one line starting `state.json:`. */
+      error: string;
+      /** The errno name when the kernel refused the read (EACCES, …). */
+      errno?: string | undefined;
+    };
 
 function fail(error: string): SnapshotRead {
   return { kind: 'error', error: `state.json: ${error}` };

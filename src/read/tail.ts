@@ -89,6 +89,7 @@ const MAX_KEPT = 1024;
 
 /** What {@link readLastLeg} found, and how much of the file it consulted. */
 export interface TailFacts {
+  /** The last leg, folded by the same rules as a whole-file read (they agree by construction). */
   leg: LastLeg;
   /** Lines skipped among those parsed from `from` to `size` (not the whole file's count). */
   skippedLines: number;

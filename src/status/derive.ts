@@ -9,7 +9,9 @@ import type { SnapshotRead } from '../read/snapshot.js';
 
 /** The facts the derivation reads: the stream's last leg and the snapshot. */
 export interface RunFacts {
+  /** The last leg, from the stream (whole or tail: they agree). */
   leg: LastLeg;
+  /** The snapshot, read or found missing or unreadable; consulted only where the table needs it. */
   snapshot: SnapshotRead;
 }
 
@@ -19,7 +21,19 @@ export interface RunFacts {
  * read, no status and the reason (`unreadable`). Checking `unreadable`
  * narrows `status`.
  */
-export type Derivation = { status: Status | null; unreadable: null } | { status: null; unreadable: string };
+export type Derivation =
+  | {
+      /** The status, or null for a run with no status yet. */
+      status: Status | null;
+      /** Null: the answer did not need an unreadable snapshot. */
+      unreadable: null;
+    }
+  | {
+      /** Null: with the snapshot unreadable, any status would be a guess. */
+      status: null;
+      /** Why the snapshot the answer needs cannot be read. */
+      unreadable: string;
+    };
 
 /**
  * CONTRACT §4.3, first match wins. `liveness` is the probe's answer for an

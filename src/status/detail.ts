@@ -15,8 +15,11 @@ import { inspectRun, type Inspection, type RunStatusOptions } from './inspect.js
 
 /** A node on a run's page: its id, its state, and its dependencies when the snapshot lists them. */
 export interface DetailNode {
+  /** The node's id. */
   id: string;
+  /** Its state from the stream fold, or `pending` when only the snapshot's graph names it. */
   state: NodeState | 'pending';
+  /** The ids it depends on, when the snapshot lists them, else []. */
   depends_on: string[];
 }
 
@@ -33,17 +36,23 @@ export const DETAIL_LEGS_MAX = 200;
 
 /** Everything a run page shows: the shared report plus the stream's details. */
 export interface RunDetail {
+  /** The same report every other surface shows for this run. */
   report: RunReport;
   /** Graph nodes in graph order (state `pending` when the stream has not named them), then nodes only the stream names. */
   nodes: DetailNode[];
-  /** The latest legs, oldest first: at most `legs` of them (default {@link DETAIL_LEGS_MAX}). */
+  /** The latest legs, oldest first: at most `legs` of them (default 200, `DETAIL_LEGS_MAX`). */
   legs: DetailLeg[];
   /** How many earlier legs are not in `legs` (0 when it holds them all); the run has `legs_earlier + legs.length` legs. */
   legs_earlier: number;
   /** When the run's first leg started (its `run_started` ts), also when that leg is not in `legs`. */
   first_started_ts: string | null;
   /** The last events of the stream (at most `events` of them), oldest first, with their byte offsets. */
-  events: { offset: number; event: StreamEvent }[];
+  events: {
+    /** Byte offset of the line in `events.jsonl`. */
+    offset: number;
+    /** The event as read. */
+    event: StreamEvent;
+  }[];
   /** Lines skipped in the whole stream. */
   skipped_lines: number;
   /** Why the whole stream could not be folded (the report may still stand on its tail), else null. */
@@ -54,7 +63,7 @@ export interface RunDetail {
 export interface RunDetailOptions extends RunStatusOptions {
   /** How many of the latest events to return (default 200). */
   events?: number;
-  /** How many of the latest legs to return (default {@link DETAIL_LEGS_MAX}). */
+  /** How many of the latest legs to return (default 200, `DETAIL_LEGS_MAX`). */
   legs?: number;
 }
 

@@ -44,8 +44,18 @@ export type { MarkScan } from '../kernel/legmark.js';
  * (`escaped`; absent when no search was made).
  */
 export type OrphanEvidence =
-  | { pgid: number; presence: ProcessPresence; escaped?: MarkScan | undefined }
-  | { error: string };
+  | {
+      /** The process group the leg recorded in `exec.pgid`. */
+      pgid: number;
+      /** Whether that group still has members, by the kernel's answer to `kill(-pgid, 0)`. */
+      presence: ProcessPresence;
+      /** Processes that left the group but carry the leg's mark; absent when no search was made. */
+      escaped?: MarkScan | undefined;
+    }
+  | {
+      /** Why `exec.pgid` could not be read or understood; nothing is said about the group then. */
+      error: string;
+    };
 
 /** What an abandoned run's hint depends on. */
 export interface AbandonedHintFacts {

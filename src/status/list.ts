@@ -13,6 +13,7 @@ import { checkSelection, needsReport, selectsName, selectsReport, type RunSelect
 
 /** A run listing entry that could not be reported: the `runs --json` shape plus a kind for grouping. */
 export interface SkippedEntry extends SkippedRun {
+  /** Why, in the groups the listing's closing line counts. */
   kind: SkipKind;
 }
 

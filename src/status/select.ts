@@ -26,7 +26,7 @@ export interface RunSelection {
   id?: string;
   /** Keep only runs listed after this run id (newest first): the cursor for the next page. */
   before?: string;
-  /** Stop after this many runs (1 to {@link MAX_PAGE}); the listing says whether more were left. */
+  /** Stop after this many runs (1 to 10,000, `MAX_PAGE`); the listing says whether more were left. */
   limit?: number;
 }
 
@@ -59,7 +59,7 @@ export function parseStatusFilter(text: string): (Status | null)[] {
   return out;
 }
 
-/** Parses a page size; throws a RangeError unless it is a whole number from 1 to {@link MAX_PAGE}. */
+/** Parses a page size; throws a RangeError unless it is a whole number from 1 to 10,000 (`MAX_PAGE`). */
 export function parseLimit(text: string): number {
   const n = /^\d+$/.test(text.trim()) ? Number(text.trim()) : NaN;
   if (!Number.isSafeInteger(n) || n < 1 || n > MAX_PAGE) {

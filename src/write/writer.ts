@@ -56,11 +56,65 @@ export type LegState = 'open' | 'finished' | 'released' | 'lost';
  * (readers pass them through); `schema`, `ts` and `run_id` are filled in.
  */
 export type LegEvent =
-  | { event: 'node_started'; node_id: string; session_id?: string; [field: string]: unknown }
-  | { event: 'node_passed'; node_id: string; verdict?: 'PASS'; detail?: string; cost_usd?: number; cost_unknown?: boolean; usage?: unknown; [field: string]: unknown }
-  | { event: 'node_failed'; node_id: string; verdict?: 'FAIL'; detail?: string; cost_usd?: number; cost_unknown?: boolean; usage?: unknown; [field: string]: unknown }
-  | { event: 'node_retried'; node_id: string; retries?: number; [field: string]: unknown }
-  | { event: 'gate_paused' | 'gate_approved' | 'gate_rejected'; node_id: string; [field: string]: unknown };
+  | {
+      /** A node began running. */
+      event: 'node_started';
+      /** The node (non-empty; readers drop a node event without one). */
+      node_id: string;
+      /** The agent session that runs it, when there is one. */
+      session_id?: string;
+      [field: string]: unknown;
+    }
+  | {
+      /** A node ended well. */
+      event: 'node_passed';
+      /** The node (non-empty). */
+      node_id: string;
+      /** Always `PASS`; filled in when left out. */
+      verdict?: 'PASS';
+      /** A line for a human about how it ended. */
+      detail?: string;
+      /** What the node cost, in US dollars. */
+      cost_usd?: number;
+      /** True when the cost is not known (then a run's total is a lower bound). */
+      cost_unknown?: boolean;
+      /** Token or resource usage, passed through and not interpreted. */
+      usage?: unknown;
+      [field: string]: unknown;
+    }
+  | {
+      /** A node ended badly. */
+      event: 'node_failed';
+      /** The node (non-empty). */
+      node_id: string;
+      /** Always `FAIL`; filled in when left out. */
+      verdict?: 'FAIL';
+      /** A line for a human about how it ended. */
+      detail?: string;
+      /** What the node cost, in US dollars. */
+      cost_usd?: number;
+      /** True when the cost is not known (then a run's total is a lower bound). */
+      cost_unknown?: boolean;
+      /** Token or resource usage, passed through and not interpreted. */
+      usage?: unknown;
+      [field: string]: unknown;
+    }
+  | {
+      /** A node is run again after a failure. */
+      event: 'node_retried';
+      /** The node (non-empty). */
+      node_id: string;
+      /** How many retries so far. */
+      retries?: number;
+      [field: string]: unknown;
+    }
+  | {
+      /** A gate stopped for a human (`gate_paused`), or the human's answer. */
+      event: 'gate_paused' | 'gate_approved' | 'gate_rejected';
+      /** The gate's node (non-empty). */
+      node_id: string;
+      [field: string]: unknown;
+    };
 
 /** The event names {@link Leg.append} takes. */
 export const LEG_EVENTS: readonly LegEvent['event'][] = [
