@@ -8,12 +8,13 @@
  * and the engine writes nothing under the root.
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { appendFileSync, lstatSync, mkdirSync, readdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { LiveEngine, runStatus, startLeg, type LiveChange, type RunReport } from '../src/index.js';
 import { takeTurns } from '../src/live/engine.js';
 import { needs } from './helpers/prereq.js';
+import { fingerprint } from './helpers/tree.js';
 import { cleanupTemp, killAll, ROOT, startHolder, tempDir, track, until, waitReady } from './helpers/lock-procs.js';
 
 const LEG = join(ROOT, 'test', 'fixtures', 'leg.mjs');
@@ -49,21 +50,6 @@ async function startLegProc(dir: string) {
   return proc;
 }
 
-/** Every path under `dir` with what would show a write: inode, size, mtime, ctime. */
-function tree(dir: string): Record<string, string> {
-  const out: Record<string, string> = {};
-  const walk = (d: string): void => {
-    for (const name of readdirSync(d).sort()) {
-      const p = join(d, name);
-      const st = lstatSync(p, { bigint: true });
-      out[p] = `${st.ino}:${st.size}:${st.mtimeNs}:${st.ctimeNs}:${st.mode}`;
-      if (st.isDirectory()) walk(p);
-    }
-  };
-  walk(dir);
-  return out;
-}
-
 /** The report fields every surface must agree on. */
 function core(r: RunReport | null | undefined) {
   if (r == null) return r;
@@ -83,7 +69,7 @@ describe('LiveEngine', () => {
     mkdirSync(liveDir);
     writeFileSync(join(liveDir, 'events.jsonl'), line({ event: 'run_started' }) + line({ event: 'node_started', node_id: 'work' }));
     const { proc } = await startHolder(join(liveDir, 'resume.lock'));
-    const before = tree(root);
+    const before = fingerprint(root);
     const { e, changes } = engine({ root });
     await e.start();
     await until(() => statusOf(e, liveDir) === 'RUNNING');
@@ -100,7 +86,7 @@ describe('LiveEngine', () => {
     const abandoned = changes.filter((c) => c.type === 'run' && c.runId === '20261130-110000-live' && c.report?.status === 'ABANDONED');
     expect(abandoned).toHaveLength(1);
     e.close();
-    expect(tree(root)).toEqual(before);
+    expect(fingerprint(root)).toEqual(before);
   });
 
   it('reads each appended byte once, follows appends as events, and a settled run is not probed again', async () => {
@@ -322,14 +308,14 @@ describe('LiveEngine', () => {
     // queue of four, so the kernel drops them and queues an overflow. The safety re-check is 10 min
     // away (engine()), so only the overflow's look at every run can find these legs.
     for (const d of runs) appendFileSync(join(d, 'events.jsonl'), line({ event: 'run_started' }));
-    const before = tree(root);
+    const before = fingerprint(root);
     await until(() => runs.every((d) => statusOf(e, d) === 'ABANDONED'));
     ticking = false;
     expect(e.stats.overflows).toBeGreaterThan(0);
     // 48 runs at 8 per turn: not all in one turn (the old flush took every marked run at once).
     expect(new Set(turnOf.values()).size).toBeGreaterThanOrEqual(6);
     for (const d of runs) expect(core(e.get(d)?.report)).toEqual(core(runStatus(d)));
-    expect(tree(root)).toEqual(before);
+    expect(fingerprint(root)).toEqual(before);
   });
 
   it('finds, in turns, a change the notifier never announces (a stream appended to beneath a FUSE mount)', async (ctx) => {

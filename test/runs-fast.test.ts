@@ -21,8 +21,8 @@ import { pathToFileURL } from 'node:url';
 import { run } from './helpers/exec-procs.js';
 import { cleanupTemp, killAll, startHolder, tempDir } from './helpers/lock-procs.js';
 
-afterEach(() => {
-  killAll();
+afterEach(async () => {
+  await killAll();
   cleanupTemp();
 });
 
