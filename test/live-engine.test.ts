@@ -8,7 +8,7 @@
  * and the engine writes nothing under the root.
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { appendFileSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import { appendFileSync, closeSync, mkdirSync, openSync, readFileSync, renameSync, statSync, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { LiveEngine, runStatus, startLeg, type LiveChange, type RunReport } from '../src/index.js';
@@ -270,8 +270,7 @@ describe('LiveEngine', () => {
     }
   });
 
-  it("an overflow of the kernel's event queue is noticed: every run is looked at again, a turn at a time", async (ctx) => {
-    needs(ctx, 'root');
+  it("an overflow of the kernel's event queue is noticed: every run is looked at again, a turn at a time", async () => {
     const root = tempDir('rw-live-');
     const runs = Array.from({ length: 48 }, (_, i) => join(root, `20261130-19${String(i).padStart(4, '0')}-settled`));
     for (const d of runs) {
@@ -279,19 +278,14 @@ describe('LiveEngine', () => {
       writeFileSync(join(d, 'events.jsonl'), line({ event: 'run_started' }) + line({ event: 'run_finished', outcome: 'passed' }));
       writeFileSync(join(d, 'resume.lock'), 'oh-my-graph-lock 1\n4242\n');
     }
-    // The kernel reads fs.inotify.max_queued_events when an inotify instance is made, and start()
-    // makes this engine's before its first await: lowered for that instant only.
-    const knob = '/proc/sys/fs/inotify/max_queued_events';
-    const old = readFileSync(knob, 'utf8');
+    // The queue is overflowed at the machine's own limit, not a lowered one: fs.inotify.max_queued_events
+    // is one machine-wide value (not per user namespace, unlike /proc/sys/user/max_inotify_*: an
+    // unprivileged `unshare -Ur` may not write it), and lowering it would hit every other test's
+    // notifier running beside this one.
+    const limit = Number(readFileSync('/proc/sys/fs/inotify/max_queued_events', 'utf8'));
+    expect(limit, 'a limit this test can fill in a moment').toBeLessThanOrEqual(1 << 20);
     const { e } = engine({ root, runsPerTurn: 8 });
-    let started: Promise<void>;
-    writeFileSync(knob, '4\n');
-    try {
-      started = e.start();
-    } finally {
-      writeFileSync(knob, old);
-    }
-    await started;
+    await e.start();
     await until(() => runs.every((d) => statusOf(e, d) === 'PASS'));
     let turn = 0;
     let ticking = true;
@@ -304,9 +298,14 @@ describe('LiveEngine', () => {
     e.subscribe((c) => {
       if (c.type === 'run' && c.report?.status === 'ABANDONED' && !turnOf.has(c.runDir)) turnOf.set(c.runDir, turn);
     });
-    // A new leg in every run while this thread holds the event loop: about a hundred events for a
-    // queue of four, so the kernel drops them and queues an overflow. The safety re-check is 10 min
-    // away (engine()), so only the overflow's look at every run can find these legs.
+    // While this thread holds the event loop (the notifier is read on it): first more events than the
+    // queue holds (a write to an open scratch file in each run in turn, so no two in a row are alike and the
+    // kernel merges none), then a new leg in every run, whose events the kernel then drops, queueing
+    // an overflow instead. The safety re-check is 10 min away (engine()), so only the overflow's look
+    // at every run can find these legs.
+    const scratch = runs.map((d) => openSync(join(d, 'scratch'), 'a'));
+    for (let i = 0; i < limit + 1000; i++) writeSync(scratch[i % scratch.length] as number, 'x'); // an IN_MODIFY each
+    for (const fd of scratch) closeSync(fd);
     for (const d of runs) appendFileSync(join(d, 'events.jsonl'), line({ event: 'run_started' }));
     const before = fingerprint(root);
     await until(() => runs.every((d) => statusOf(e, d) === 'ABANDONED'));
