@@ -16,6 +16,7 @@ import { takeTurns } from '../src/live/engine.js';
 import { needs } from './helpers/prereq.js';
 import { fingerprint } from './helpers/tree.js';
 import { cleanupTemp, killAll, ROOT, startHolder, tempDir, track, until, waitReady } from './helpers/lock-procs.js';
+import { eventLine } from './helpers/events.js';
 
 const LEG = join(ROOT, 'test', 'fixtures', 'leg.mjs');
 const CHILD = join(ROOT, 'test', 'fixtures', 'live-engine.mjs');
@@ -27,7 +28,7 @@ afterEach(async () => {
   cleanupTemp();
 });
 
-const line = (o: Record<string, unknown>) => JSON.stringify({ schema: 3, ts: '2026-11-30T10:00:00Z', run_id: 'r', ...o }) + '\n';
+const line = (o: Record<string, unknown>) => eventLine(o, { ts: '2026-11-30T10:00:00Z' });
 
 /** An engine whose timers cannot find anything within a test: only notification (or polling, when asked) can. */
 function engine(opts: ConstructorParameters<typeof LiveEngine>[0] = {}): { e: LiveEngine; changes: LiveChange[] } {

@@ -21,6 +21,7 @@ import { cleanupTemp, killAll, tempDir, track, until } from './helpers/lock-proc
 import { needs } from './helpers/prereq.js';
 import { raw } from './helpers/serve-client.js';
 import { startServeCli } from './helpers/serve-cli.js';
+import { eventLine } from './helpers/events.js';
 
 const SWAPPER_C = `
 #define _GNU_SOURCE
@@ -57,7 +58,7 @@ const SECRET = 'OUTSIDE-SECRET-7f3a';
 const RUN = '20261201-100000.000000001-1';
 
 function line(event: string, fields: Record<string, unknown> = {}): string {
-  return JSON.stringify({ schema: 3, ts: '2026-12-01T10:00:00Z', run_id: RUN, event, ...fields }) + '\n';
+  return eventLine({ event, ...fields }, { runId: RUN, ts: '2026-12-01T10:00:00Z' });
 }
 
 /**

@@ -7,13 +7,14 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { run, start } from './helpers/exec-procs.js';
 import { cleanupTemp, killAll, startHolder, tempDir, until } from './helpers/lock-procs.js';
+import { eventLine } from './helpers/events.js';
 
 afterEach(async () => {
   await killAll();
   cleanupTemp();
 });
 
-const ev = (o: Record<string, unknown>) => JSON.stringify({ schema: 3, ts: '2026-11-30T10:00:00Z', run_id: 'r', ...o }) + '\n';
+const ev = (o: Record<string, unknown>) => eventLine(o, { ts: '2026-11-30T10:00:00Z' });
 
 describe('runwarden watch', () => {
   it('follows a live exec run to the end across two legs, and not past the first leg\'s finish', async () => {
