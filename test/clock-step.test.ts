@@ -207,6 +207,8 @@ describe('a wall clock stepped back', () => {
       if (steps.some((st) => st.before > first && st.after < last)) met++;
     }
     expect(met, 'a step of the wall clock fell inside the retry window').toBe(1);
+    // The witness, under the same clock, saw it stepped back (by 3 h now, whatever the last try reached).
+    clock.set('-3h');
     await until(() => witnessed.samples.length >= 2);
     await until(() => (witnessed.samples[witnessed.samples.length - 1] as Sample).wall < (witnessed.samples[0] as Sample).wall - HOUR);
     expectStepBack(witnessed.samples, HOUR);
