@@ -8,10 +8,11 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { readStream, runDetail } from '../src/index.js';
 import { cleanupTemp, tempDir } from './helpers/lock-procs.js';
+import { eventLine } from './helpers/events.js';
 
 afterEach(() => cleanupTemp());
 
-const line = (o: Record<string, unknown>) => JSON.stringify({ schema: 3, ts: '2026-11-30T10:00:00Z', run_id: 'auto', ...o }) + '\n';
+const line = (o: Record<string, unknown>) => eventLine(o, { runId: 'auto', ts: '2026-11-30T10:00:00Z' });
 
 function run(lines: string[]): string {
   const dir = join(tempDir(), 'auto');

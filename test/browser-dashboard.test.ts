@@ -168,7 +168,7 @@ describe('dashboard in chromium', () => {
     await page.waitForFunction(
       (id) => [...document.querySelectorAll<HTMLElement>('article.card')].find((e) => e.dataset['runId'] === id)?.dataset['state'] === 'abandoned',
       ID.victim,
-      { timeout: 5000, polling: 100 },
+      { timeout: 60_000, polling: 100 }, // room for a loaded machine: "turned", not "turned fast"
     );
     expect(await page.evaluate(() => (window as unknown as { __sameDocument?: boolean }).__sameDocument)).toBe(true);
     const moves = await page.evaluate(() => (window as unknown as { __moves: { inserted: string[]; upserted: string[]; snapshots: number } }).__moves);

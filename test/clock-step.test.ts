@@ -18,11 +18,11 @@
  * watch waits an hour and the exec spins an hour.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, renameSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { start, type Ran, type Running } from './helpers/exec-procs.js';
-import { cleanupTemp, killAll, startHolder, tempDir, track, until } from './helpers/lock-procs.js';
+import { cleanupTemp, CLI, killAll, startHolder, tempDir, track, until } from './helpers/lock-procs.js';
 import { libfaketime, needs } from './helpers/prereq.js';
 
 afterEach(async () => {
@@ -83,6 +83,26 @@ function witness(env: NodeJS.ProcessEnv): { samples: Sample[]; proc: ChildProces
     }
   });
   return { samples, proc };
+}
+
+/**
+ * `runwarden ...args` under strace(1), recording its flock(2) calls with
+ * real-clock timestamps in `out`; only the traced command gets the clock's
+ * preload (strace -E), so the timestamps are not stepped.
+ */
+function startTraced(out: string, args: string[], env: NodeJS.ProcessEnv): Running {
+  const { LD_PRELOAD: preload, ...rest } = env;
+  const proc = spawn('strace', ['-f', '-ttt', '-e', 'trace=flock', '-o', out, '-E', `LD_PRELOAD=${preload ?? ''}`, process.execPath, CLI, ...args], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, NO_COLOR: '1', ...rest },
+  });
+  track(proc);
+  let stdout = '';
+  let stderr = '';
+  proc.stdout?.on('data', (d: Buffer) => (stdout += d.toString()));
+  proc.stderr?.on('data', (d: Buffer) => (stderr += d.toString()));
+  const done = new Promise<Ran>((resolve) => proc.once('close', (code, signal) => resolve({ code, signal, stdout, stderr })));
+  return { proc, stdout: () => stdout, stderr: () => stderr, done };
 }
 
 /** The run's result, or a failure naming what it printed if it has not ended within BOUND_MS. */
@@ -146,27 +166,51 @@ describe('a wall clock stepped back', () => {
   });
 
   it('exec on a held run still refuses (75) when the wall clock steps back inside its lock-retry window', async (ctx) => {
-    needs(ctx, 'faketime');
+    needs(ctx, 'faketime', 'strace');
     const r = tempDir('rw-clock-');
     const clock = new SteppedClock(r);
     const dir = join(r, 'held');
     await startHolder(join(dir, 'resume.lock'));
     // The retry window is 100 ms and cannot be aimed at from outside, so the
-    // clock steps back another hour every 20 ms for as long as exec runs:
-    // whenever the window falls, a step falls inside it.
-    let hours = 0;
-    const stepper = setInterval(() => clock.set(`-${++hours}h`), 20);
-    try {
-      const seen = witness(clock.env);
-      const ex = start(['exec', '--root', r, 'held', '--', 'true'], clock.env);
-      const res = await within(ex, 'exec');
-      expect(res.code).toBe(75);
-      expect(res.stderr).toMatch(/in flight/);
-      await until(() => seen.samples.length >= 2 && hours >= 3);
-      await until(() => (seen.samples[seen.samples.length - 1] as Sample).wall < (seen.samples[0] as Sample).wall - HOUR);
-      expectStepBack(seen.samples, HOUR);
-    } finally {
-      clearInterval(stepper);
+    // clock steps back another hour every 20 ms for as long as exec runs, and
+    // strace(1) records (on the real clock: only the exec is given the
+    // preload) when its first and its last refused flock(2) were: the window.
+    // Positive control: a step whose rename began after the first refusal and
+    // ended before the last fell inside the window. A loaded machine may
+    // leave a window without a step, so the scenario is tried up to 8 times;
+    // every try must refuse, and one must have met a step.
+    let met = 0;
+    const witnessed = witness(clock.env);
+    for (let attempt = 0; attempt < 8 && met === 0; attempt++) {
+      const steps: { before: number; after: number }[] = [];
+      let hours = 0;
+      const stepper = setInterval(() => {
+        const before = Date.now();
+        clock.set(`-${++hours}h`);
+        steps.push({ before, after: Date.now() });
+      }, 20);
+      const trace = join(r, `strace.${attempt}`);
+      try {
+        const ex = startTraced(trace, ['exec', '--root', r, 'held', '--', 'true'], clock.env);
+        const res = await within(ex, 'exec');
+        expect(res.code, res.stderr).toBe(75);
+        expect(res.stderr).toMatch(/in flight/);
+      } finally {
+        clearInterval(stepper);
+      }
+      const refusals = readFileSync(trace, 'utf8')
+        .split('\n')
+        .filter((l) => /flock\(\d+, LOCK_EX\|LOCK_NB\) = -1 EAGAIN/.test(l))
+        .map((l) => Number(/^(?:\d+ +)?(\d+\.\d+) /.exec(l)?.[1]) * 1000);
+      expect(refusals.length, 'strace saw the refused attempts').toBeGreaterThan(1);
+      const [first, last] = [refusals[0] as number, refusals[refusals.length - 1] as number];
+      if (steps.some((st) => st.before > first && st.after < last)) met++;
     }
+    expect(met, 'a step of the wall clock fell inside the retry window').toBe(1);
+    // The witness, under the same clock, saw it stepped back (by 3 h now, whatever the last try reached).
+    clock.set('-3h');
+    await until(() => witnessed.samples.length >= 2);
+    await until(() => (witnessed.samples[witnessed.samples.length - 1] as Sample).wall < (witnessed.samples[0] as Sample).wall - HOUR);
+    expectStepBack(witnessed.samples, HOUR);
   });
 });

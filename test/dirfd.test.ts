@@ -15,9 +15,10 @@ import { native } from '../src/kernel/native.js';
 import { run } from './helpers/exec-procs.js';
 import { cleanupTemp, killAll, ROOT, tempDir } from './helpers/lock-procs.js';
 import { lacking, needs } from './helpers/prereq.js';
+import { eventLine } from './helpers/events.js';
 
 const MARKED = 'oh-my-graph-lock 1\n4242\n';
-const OPEN_LEG = JSON.stringify({ schema: 3, ts: '2026-12-01T10:00:00Z', run_id: 'r', event: 'run_started' }) + '\n';
+const OPEN_LEG = eventLine({ event: 'run_started' }, { ts: '2026-12-01T10:00:00Z' });
 const mounts: string[] = [];
 
 afterEach(() => killAll());

@@ -13,6 +13,7 @@ import { AbortError, followRun, startLeg, StreamError, type FollowItem } from '.
 import { sharedDirWatcher } from '../src/kernel/notify.js';
 import { FOLLOW_STATS } from '../src/live/follow.js';
 import { cleanupTemp, killAll, ROOT, startHolder, tempDir, track, until, waitReady } from './helpers/lock-procs.js';
+import { eventLine } from './helpers/events.js';
 
 afterEach(async () => {
   await killAll();
@@ -21,7 +22,7 @@ afterEach(async () => {
 
 const LEG = join(ROOT, 'test', 'fixtures', 'leg.mjs');
 const APPENDER = join(ROOT, 'test', 'fixtures', 'leg-append.mjs');
-const line = (o: Record<string, unknown>) => JSON.stringify({ schema: 3, ts: '2026-11-30T10:00:00Z', run_id: 'r', ...o }) + '\n';
+const line = (o: Record<string, unknown>) => eventLine(o, { ts: '2026-11-30T10:00:00Z' });
 
 function names(items: FollowItem[]): string[] {
   return items.map((i) =>

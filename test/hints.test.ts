@@ -2,14 +2,18 @@
  * Hints (CONTRACT §4.4), including the exec-leg variant and its process-group
  * evidence, read from a real process group that is really alive, then really gone.
  */
-import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
-import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import { spawn, spawnSync, execFileSync, type ChildProcess } from 'node:child_process';
+import { mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { abandonedHint, ORPHAN_WARNING, orphanEvidence, parsePgid, pausedHint, shellQuote, type OrphanEvidence } from '../src/status/hints.js';
 import { legMark, processesMarked } from '../src/kernel/legmark.js';
 import { runStatus } from '../src/status/inspect.js';
-import { cleanup, ev, makeRun, runId, startHolder, tempDir } from './helpers/reading-fixtures.js';
+import { cleanup, ev, makeRun, REPO, runId, startHolder, tempDir } from './helpers/reading-fixtures.js';
+
+/** The built legmark module, for a reader started as a process of its own. */
+const LEGMARK_JS = pathToFileURL(join(REPO, 'dist', 'kernel', 'legmark.js')).href;
 
 const groups: ChildProcess[] = [];
 afterEach(async () => {
@@ -138,14 +142,21 @@ describe('exec legs: the orphan evidence from exec.pgid', () => {
     if (scan.kind !== 'scanned') return;
     expect(scan.pids).toEqual([c.pid]);
     expect(processesMarked(legMark(1n, 2n, 424243))).toMatchObject({ kind: 'scanned', pids: [] });
-    // The reader itself is never evidence, even when it carries the mark.
-    process.env['RUNWARDEN_LEG'] = mark;
-    try {
-      expect(processesMarked(mark)).toMatchObject({ kind: 'scanned' });
-      expect((processesMarked(mark) as { pids: number[] }).pids).not.toContain(process.pid);
-    } finally {
-      delete process.env['RUNWARDEN_LEG'];
-    }
+    // The reader itself is never evidence, even when it carries the mark. Setting process.env here
+    // would not change this process's /proc/self/environ (fixed at exec), so a reader is started with
+    // the mark in its environment, and scans from there: it must see the other marked process (the
+    // scan works) and not itself.
+    const reader = spawnSync(
+      process.execPath,
+      ['--input-type=module', '-e', `const m = await import(${JSON.stringify(LEGMARK_JS)}); console.log(JSON.stringify({ self: process.pid, scan: m.processesMarked(process.env.RUNWARDEN_LEG) }));`],
+      { env: { ...process.env, RUNWARDEN_LEG: mark }, encoding: 'utf8', timeout: 60_000 },
+    );
+    expect(reader.stderr).toBe('');
+    const seen = JSON.parse(reader.stdout) as { self: number; scan: { kind: string; pids?: number[] } };
+    expect(readFileSync(`/proc/${c.pid!}/environ`, 'latin1').split('\0')).toContain(`RUNWARDEN_LEG=${mark}`);
+    expect(seen.scan.kind).toBe('scanned');
+    expect(seen.scan.pids, 'the reader sees the other marked process').toContain(c.pid);
+    expect(seen.scan.pids, 'and never itself').not.toContain(seen.self);
   });
 
   it('a run that is not an exec leg never reads exec.pgid', async () => {

@@ -8,13 +8,15 @@
  * and the engine writes nothing under the root.
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { appendFileSync, lstatSync, mkdirSync, readdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import { appendFileSync, closeSync, mkdirSync, openSync, readFileSync, renameSync, statSync, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { LiveEngine, runStatus, startLeg, type LiveChange, type RunReport } from '../src/index.js';
 import { takeTurns } from '../src/live/engine.js';
 import { needs } from './helpers/prereq.js';
+import { fingerprint } from './helpers/tree.js';
 import { cleanupTemp, killAll, ROOT, startHolder, tempDir, track, until, waitReady } from './helpers/lock-procs.js';
+import { eventLine } from './helpers/events.js';
 
 const LEG = join(ROOT, 'test', 'fixtures', 'leg.mjs');
 const CHILD = join(ROOT, 'test', 'fixtures', 'live-engine.mjs');
@@ -26,7 +28,7 @@ afterEach(async () => {
   cleanupTemp();
 });
 
-const line = (o: Record<string, unknown>) => JSON.stringify({ schema: 3, ts: '2026-11-30T10:00:00Z', run_id: 'r', ...o }) + '\n';
+const line = (o: Record<string, unknown>) => eventLine(o, { ts: '2026-11-30T10:00:00Z' });
 
 /** An engine whose timers cannot find anything within a test: only notification (or polling, when asked) can. */
 function engine(opts: ConstructorParameters<typeof LiveEngine>[0] = {}): { e: LiveEngine; changes: LiveChange[] } {
@@ -49,21 +51,6 @@ async function startLegProc(dir: string) {
   return proc;
 }
 
-/** Every path under `dir` with what would show a write: inode, size, mtime, ctime. */
-function tree(dir: string): Record<string, string> {
-  const out: Record<string, string> = {};
-  const walk = (d: string): void => {
-    for (const name of readdirSync(d).sort()) {
-      const p = join(d, name);
-      const st = lstatSync(p, { bigint: true });
-      out[p] = `${st.ino}:${st.size}:${st.mtimeNs}:${st.ctimeNs}:${st.mode}`;
-      if (st.isDirectory()) walk(p);
-    }
-  };
-  walk(dir);
-  return out;
-}
-
 /** The report fields every surface must agree on. */
 function core(r: RunReport | null | undefined) {
   if (r == null) return r;
@@ -83,7 +70,7 @@ describe('LiveEngine', () => {
     mkdirSync(liveDir);
     writeFileSync(join(liveDir, 'events.jsonl'), line({ event: 'run_started' }) + line({ event: 'node_started', node_id: 'work' }));
     const { proc } = await startHolder(join(liveDir, 'resume.lock'));
-    const before = tree(root);
+    const before = fingerprint(root);
     const { e, changes } = engine({ root });
     await e.start();
     await until(() => statusOf(e, liveDir) === 'RUNNING');
@@ -100,7 +87,7 @@ describe('LiveEngine', () => {
     const abandoned = changes.filter((c) => c.type === 'run' && c.runId === '20261130-110000-live' && c.report?.status === 'ABANDONED');
     expect(abandoned).toHaveLength(1);
     e.close();
-    expect(tree(root)).toEqual(before);
+    expect(fingerprint(root)).toEqual(before);
   });
 
   it('reads each appended byte once, follows appends as events, and a settled run is not probed again', async () => {
@@ -284,8 +271,7 @@ describe('LiveEngine', () => {
     }
   });
 
-  it("an overflow of the kernel's event queue is noticed: every run is looked at again, a turn at a time", async (ctx) => {
-    needs(ctx, 'root');
+  it("an overflow of the kernel's event queue is noticed: every run is looked at again, a turn at a time", async () => {
     const root = tempDir('rw-live-');
     const runs = Array.from({ length: 48 }, (_, i) => join(root, `20261130-19${String(i).padStart(4, '0')}-settled`));
     for (const d of runs) {
@@ -293,19 +279,14 @@ describe('LiveEngine', () => {
       writeFileSync(join(d, 'events.jsonl'), line({ event: 'run_started' }) + line({ event: 'run_finished', outcome: 'passed' }));
       writeFileSync(join(d, 'resume.lock'), 'oh-my-graph-lock 1\n4242\n');
     }
-    // The kernel reads fs.inotify.max_queued_events when an inotify instance is made, and start()
-    // makes this engine's before its first await: lowered for that instant only.
-    const knob = '/proc/sys/fs/inotify/max_queued_events';
-    const old = readFileSync(knob, 'utf8');
+    // The queue is overflowed at the machine's own limit, not a lowered one: fs.inotify.max_queued_events
+    // is one machine-wide value (not per user namespace, unlike /proc/sys/user/max_inotify_*: an
+    // unprivileged `unshare -Ur` may not write it), and lowering it would hit every other test's
+    // notifier running beside this one.
+    const limit = Number(readFileSync('/proc/sys/fs/inotify/max_queued_events', 'utf8'));
+    expect(limit, 'a limit this test can fill in a moment').toBeLessThanOrEqual(1 << 20);
     const { e } = engine({ root, runsPerTurn: 8 });
-    let started: Promise<void>;
-    writeFileSync(knob, '4\n');
-    try {
-      started = e.start();
-    } finally {
-      writeFileSync(knob, old);
-    }
-    await started;
+    await e.start();
     await until(() => runs.every((d) => statusOf(e, d) === 'PASS'));
     let turn = 0;
     let ticking = true;
@@ -318,18 +299,23 @@ describe('LiveEngine', () => {
     e.subscribe((c) => {
       if (c.type === 'run' && c.report?.status === 'ABANDONED' && !turnOf.has(c.runDir)) turnOf.set(c.runDir, turn);
     });
-    // A new leg in every run while this thread holds the event loop: about a hundred events for a
-    // queue of four, so the kernel drops them and queues an overflow. The safety re-check is 10 min
-    // away (engine()), so only the overflow's look at every run can find these legs.
+    // While this thread holds the event loop (the notifier is read on it): first more events than the
+    // queue holds (a write to an open scratch file in each run in turn, so no two in a row are alike and the
+    // kernel merges none), then a new leg in every run, whose events the kernel then drops, queueing
+    // an overflow instead. The safety re-check is 10 min away (engine()), so only the overflow's look
+    // at every run can find these legs.
+    const scratch = runs.map((d) => openSync(join(d, 'scratch'), 'a'));
+    for (let i = 0; i < limit + 1000; i++) writeSync(scratch[i % scratch.length] as number, 'x'); // an IN_MODIFY each
+    for (const fd of scratch) closeSync(fd);
     for (const d of runs) appendFileSync(join(d, 'events.jsonl'), line({ event: 'run_started' }));
-    const before = tree(root);
+    const before = fingerprint(root);
     await until(() => runs.every((d) => statusOf(e, d) === 'ABANDONED'));
     ticking = false;
     expect(e.stats.overflows).toBeGreaterThan(0);
     // 48 runs at 8 per turn: not all in one turn (the old flush took every marked run at once).
     expect(new Set(turnOf.values()).size).toBeGreaterThanOrEqual(6);
     for (const d of runs) expect(core(e.get(d)?.report)).toEqual(core(runStatus(d)));
-    expect(tree(root)).toEqual(before);
+    expect(fingerprint(root)).toEqual(before);
   });
 
   it('finds, in turns, a change the notifier never announces (a stream appended to beneath a FUSE mount)', async (ctx) => {

@@ -8,7 +8,7 @@ import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { acquireLock, LockFileError, LockHeldError, probeLock, processPresence } from '../src/index.js';
-import { cleanupTemp, killAll, ROOT, startFlock1, startHolder, tempDir, track, waitExit, waitReady } from './helpers/lock-procs.js';
+import { cleanupTemp, flockHolders, killAll, ROOT, startFlock1, startGatedReader, startHolder, tempDir, track, waitExit, waitReady } from './helpers/lock-procs.js';
 import { needs } from './helpers/prereq.js';
 
 const servers: Server[] = [];
@@ -124,11 +124,17 @@ describe('acquireLock: taking and releasing', () => {
     needs(ctx, 'flock');
     const path = join(tempDir(), 'resume.lock');
     writeFileSync(path, 'oh-my-graph-lock 1\n1\n');
-    // A reader that holds LOCK_SH for ~40 ms, far longer than a real probe.
-    const reader = spawn('flock', ['-s', path, '-c', 'echo READY; sleep 0.04'], { stdio: ['ignore', 'pipe', 'pipe'] });
-    track(reader);
-    await waitReady(reader);
+    // A reader that holds LOCK_SH for 0.3 s after the gate opens, far longer than a real probe.
+    const gate = join(tempDir(), 'go');
+    const { proc: reader } = await startGatedReader(path, gate, 0.3);
+    writeFileSync(gate, '');
+    // Positive control: the kernel's lock table shows the reader's shared lock the instant before the
+    // attempt, so the first try met it and only the retry past it can have taken the lock.
+    const atStart = flockHolders(path);
     const lock = acquireLock(path, { retryMs: 30_000 });
+    expect(atStart).toEqual({ shared: [reader.pid], exclusive: [] });
+    expect(lock.held).toBe(true);
+    expect(flockHolders(path)).toEqual({ shared: [], exclusive: [process.pid] });
     lock.release();
     await waitExit(reader);
   });

@@ -5,23 +5,16 @@
  * the window is over. Real locks held by util-linux flock(1).
  */
 import { spawn } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { acquireLock, acquireLockAsync } from '../src/lock/acquire.js';
 import { LockHeldError } from '../src/contract/errors.js';
-import { cleanupTemp, killAll, startFlock1, tempDir, track, until, waitReady } from './helpers/lock-procs.js';
+import { cleanupTemp, flockHolders, killAll, startFlock1, startGatedReader, tempDir, track, until, waitReady } from './helpers/lock-procs.js';
 import { needs } from './helpers/prereq.js';
 
 afterEach(killAll);
 afterAll(cleanupTemp);
-
-/** flock(1) holding a shared lock on `path` for about `seconds`, then letting go by exiting. */
-async function sharedFor(path: string, seconds: number): Promise<void> {
-  const proc = spawn('flock', ['-s', '-n', path, '-c', `echo READY; exec sleep ${seconds}`], { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
-  track(-(proc.pid as number));
-  track(proc);
-  await waitReady(proc);
-}
 
 describe('acquire past readers', () => {
   // linux: the kernel's lock table (/proc/locks) tells readers from a leg.
@@ -29,11 +22,21 @@ describe('acquire past readers', () => {
     needs(ctx, 'flock');
     const lockPath = join(tempDir(), 'run', 'resume.lock');
     acquireLock(lockPath, { retryMs: 0 }).release();
-    await sharedFor(lockPath, 1);
-    // The window is 200 ms; the reader holds on for ~1 s. Before: ELOCKHELD after 200 ms.
+    const gate = join(tempDir(), 'go');
+    const { proc: reader } = await startGatedReader(lockPath, gate, 1);
+    // The window is 200 ms; the reader holds on for 1 s after the gate opens. Before: ELOCKHELD after 200 ms.
+    writeFileSync(gate, '');
+    const atStart = flockHolders(lockPath);
+    const t0 = performance.now();
     const lock = acquireLock(lockPath, { retryMs: 200 });
+    const waited = performance.now() - t0;
     expect(lock.held).toBe(true);
     lock.release();
+    // Positive control: the reader held its shared lock when the attempt began, and the attempt
+    // outlasted its 200 ms window (so the readers-only retry is what took the lock). A lower bound:
+    // only a reader that let go early, i.e. a scenario that did not happen, can break it.
+    expect(atStart).toEqual({ shared: [reader.pid], exclusive: [] });
+    expect(waited).toBeGreaterThan(200);
   });
 
   it('an exclusive holder (a leg) is refused once the window is over', async (ctx) => {
@@ -66,23 +69,44 @@ describe('acquire past readers', () => {
     needs(ctx, 'flock');
     const lockPath = join(tempDir(), 'run', 'resume.lock');
     acquireLock(lockPath, { retryMs: 0 }).release();
-    // Six readers, one started every 1.5 s, each holding 3 s: about 10.5 s of cover, no pid past 3 s.
-    const chain = spawn('sh', ['-c', `for i in 1 2 3 4 5 6; do flock -s -n "$1" -c "echo HOLDING $i; sleep 3" & sleep 1.5; done; wait`, 'sh', lockPath], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-      detached: true,
-    });
+    // Six readers in a chain, gapless by construction: reader i takes its shared lock, holds it
+    // 1.5 s, starts reader i+1 and lets go only once i+1 holds it too. So no pid holds past the stuck
+    // bound, and the lock has no free instant for 9 s or more, however slowly a loaded machine runs them.
+    const dir = tempDir();
+    const script = join(dir, 'reader.sh');
+    writeFileSync(
+      script,
+      [
+        'lock=$1; i=$2; dir=$3',
+        'exec flock -o -s -n "$lock" sh -c \'', // -o: the command (and the next reader) does not inherit this lock
+        '  lock=$1; i=$2; dir=$3',
+        '  echo "HOLDING $i"; : > "$dir/held.$i"',
+        '  sleep 1.5',
+        '  if [ "$i" -lt 6 ]; then',
+        '    sh "$dir/reader.sh" "$lock" $((i + 1)) "$dir" &',
+        '    while [ ! -e "$dir/held.$((i + 1))" ]; do sleep 0.01; done',
+        '  fi',
+        '  echo "RELEASED $i"',
+        '\' sh "$lock" "$i" "$dir"',
+        '',
+      ].join('\n'),
+    );
+    const chain = spawn('sh', [script, lockPath, '1', dir], { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
     track(-(chain.pid as number));
     track(chain);
     let said = '';
     chain.stdout.on('data', (d: Buffer) => (said += d.toString()));
     await until(() => said.includes('HOLDING 1'));
+    const t0 = performance.now();
     const lock = acquireLock(lockPath); // the default retry window; blocks this thread until a free instant
+    const waited = performance.now() - t0;
     expect(lock.held).toBe(true);
     lock.release();
-    // Read after the fact: readers had still been starting while the leg waited (4 of them span more than 5 s).
-    await new Promise((r) => setImmediate(r));
-    await until(() => said.includes('HOLDING 6'));
-    expect(said).toMatch(/HOLDING 4/);
+    // The claim of the title, measured: the leg waited past 5 s (a lower bound, which only a gap in
+    // the chain, i.e. a scenario that did not happen, can break) and every reader had come and gone.
+    await until(() => said.includes('RELEASED 6'));
+    expect(said.match(/HOLDING \d/g)).toEqual(['HOLDING 1', 'HOLDING 2', 'HOLDING 3', 'HOLDING 4', 'HOLDING 5', 'HOLDING 6']);
+    expect(waited, `the leg got the lock after ${Math.round(waited)} ms; the readers said:\n${said}`).toBeGreaterThan(5000);
   }, 60_000);
 
   it.skipIf(process.platform !== 'linux')('acquireLockAsync, too, waits past its timeout while only readers hold the lock, and the loop ticks meanwhile', async (ctx) => {

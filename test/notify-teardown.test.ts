@@ -12,9 +12,12 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { notifyBackend } from '../src/kernel/notify.js';
-import { cleanupTemp, ROOT, tempDir } from './helpers/lock-procs.js';
+import { cleanupTemp, killAll, ROOT, tempDir, track } from './helpers/lock-procs.js';
 
-afterEach(() => cleanupTemp());
+afterEach(async () => {
+  await killAll(); // a case that hangs is killed, not left behind
+  cleanupTemp();
+});
 
 const FIXTURE = join(ROOT, 'test', 'fixtures', 'notify-teardown.mjs');
 
@@ -23,6 +26,7 @@ function runCase(mode: string): Promise<{ code: number | null; signal: NodeJS.Si
   for (let i = 0; i < 3; i++) mkdirSync(join(dir, `run-${i}`));
   return new Promise((resolve, reject) => {
     const p = spawn(process.execPath, [FIXTURE, dir, mode, '4'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    track(p);
     let stdout = '';
     let stderr = '';
     p.stdout.on('data', (d: Buffer) => (stdout += d.toString()));

@@ -3,13 +3,13 @@
  * proof that a probe changes nothing on disk.
  */
 import { spawnSync } from 'node:child_process';
-import { createHash } from 'node:crypto';
-import { chmodSync, lstatSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, lstatSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { classifyHead, parseLegacyPid, probeLock, processPresence, PROBE_REASONS } from '../src/index.js';
 import { markedPid } from '../src/contract/marker.js';
+import { fingerprint } from './helpers/tree.js';
 import { cleanupTemp, CLI, killAll, ROOT, startHolder, tempDir } from './helpers/lock-procs.js';
 
 const servers: Server[] = [];
@@ -224,28 +224,34 @@ describe('probeLock on files', () => {
 
   it('every reason it can return is in the documented set', () => {
     expect(new Set(PROBE_REASONS).size).toBe(PROBE_REASONS.length);
-    expect(PROBE_REASONS).toContain('flock-held');
+    // Every reason the code can give: each `answer(liveness, 'reason'` and `reason: 'reason'` in the
+    // modules that make probe answers (the probe, and the status layer's lock-replaced).
+    const given = new Set<string>();
+    for (const file of ['src/lock/probe.ts', 'src/status/inspect.ts']) {
+      const text = readFileSync(join(ROOT, file), 'utf8');
+      for (const m of text.matchAll(/answer\('(?:held|free|unknown)', '([a-z-]+)'|liveness: '(?:held|free|unknown)', reason: '([a-z-]+)'/g)) given.add((m[1] ?? m[2]) as string);
+    }
+    expect(given.size, 'the scan found the answers (a rewrite of their spelling must update it)').toBeGreaterThanOrEqual(10);
+    expect([...given].filter((r) => !(PROBE_REASONS as readonly string[]).includes(r))).toEqual([]);
+    // The documented set: CONTRACT §4.2's list and README's export table, each exactly PROBE_REASONS, in order.
+    const listAfter = (file: string, lead: string): string[] => {
+      const text = readFileSync(join(ROOT, file), 'utf8').replace(/\s+/g, ' ');
+      const at = text.indexOf(lead);
+      expect(at, `${file} has ${JSON.stringify(lead)}`).toBeGreaterThan(-1);
+      // The run of code spans right after the lead, joined by commas and "and".
+      const run = /^\s*(?:`[a-z-]+`(?:,\s*(?:and\s+)?|\s+and\s+)?)+/.exec(text.slice(at + lead.length))?.[0] ?? '';
+      return [...run.matchAll(/`([a-z-]+)`/g)].map((m) => m[1] as string);
+    };
+    expect(listAfter('docs/CONTRACT.md', '(`PROBE_REASONS`):')).toEqual([...PROBE_REASONS]);
+    expect(listAfter('README.md', 'the closed set of probe reasons:')).toEqual([...PROBE_REASONS]);
+    // And the type's union has the same members as the list (types.ts declares both).
+    const types = readFileSync(join(ROOT, 'src/contract/types.ts'), 'utf8');
+    const union = /export type ProbeReason =([^;]+);/.exec(types)?.[1] ?? '';
+    expect([...union.matchAll(/'([a-z-]+)'/g)].map((m) => m[1])).toEqual([...PROBE_REASONS]);
   });
 });
 
 describe('a probe changes nothing on disk', () => {
-  type Entry = { size: number; mode: number; mtimeMs: number; ino: number; hash?: string };
-  function snapshot(dir: string): Map<string, Entry> {
-    const out = new Map<string, Entry>();
-    const walk = (d: string) => {
-      for (const name of readdirSync(d)) {
-        const p = join(d, name);
-        const st = lstatSync(p);
-        const e: Entry = { size: st.size, mode: st.mode, mtimeMs: st.mtimeMs, ino: st.ino };
-        if (st.isFile()) e.hash = createHash('sha256').update(readFileSync(p)).digest('hex');
-        out.set(p, e);
-        if (st.isDirectory()) walk(p);
-      }
-    };
-    walk(dir);
-    return out;
-  }
-
   it('over every file shape, via the library and the CLI', async () => {
     const root = tempDir();
     const mk = (name: string, content?: string | Buffer) => {
@@ -278,13 +284,13 @@ describe('a probe changes nothing on disk', () => {
     await startHolder(join(heldDir, 'resume.lock'));
     dirs.push(fifoDir, dirDir, linkDir, sockDir, heldDir);
 
-    const before = snapshot(root);
+    const before = fingerprint(root);
     await new Promise((r) => setTimeout(r, 20)); // so any write would move an mtime
     for (let i = 0; i < 50; i++) for (const d of dirs) probeLock(join(d, 'resume.lock'));
     for (const d of dirs) {
       const r = spawnSync(process.execPath, [CLI, 'probe', d, '--json'], { encoding: 'utf8', timeout: 60_000 });
       expect(r.status, r.stderr).toBe(0);
     }
-    expect(snapshot(root)).toEqual(before);
+    expect(fingerprint(root)).toEqual(before);
   });
 });

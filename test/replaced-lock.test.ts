@@ -13,13 +13,14 @@ import { probeLock, runStatus } from '../src/index.js';
 import { start, run } from './helpers/exec-procs.js';
 import { cleanupTemp, killAll, startHolder, tempDir, until } from './helpers/lock-procs.js';
 import { needs, type Prereq } from './helpers/prereq.js';
+import { eventLine } from './helpers/events.js';
 
-afterEach(() => {
-  killAll();
+afterEach(async () => {
+  await killAll();
   cleanupTemp();
 });
 
-const line = (o: Record<string, unknown>) => JSON.stringify({ schema: 3, ts: '2026-12-01T08:00:00Z', run_id: 'r', ...o }) + '\n';
+const line = (o: Record<string, unknown>) => eventLine(o);
 
 /** The ways a file gets replaced by a new inode at the same path. */
 const REPLACERS: Record<string, (lock: string) => void> = {

@@ -20,14 +20,15 @@ import { CLAIM, OWNER, threadsFor, THREADS_DEFAULT_FROM_RUNS, writeRunsDocumentT
 import { pathToFileURL } from 'node:url';
 import { run } from './helpers/exec-procs.js';
 import { cleanupTemp, killAll, startHolder, tempDir } from './helpers/lock-procs.js';
+import { eventLine } from './helpers/events.js';
 
-afterEach(() => {
-  killAll();
+afterEach(async () => {
+  await killAll();
   cleanupTemp();
 });
 
 const MARKED = 'oh-my-graph-lock 1\n4242\n';
-const line = (id: string, event: string, f: Record<string, unknown> = {}) => JSON.stringify({ schema: 3, ts: '2026-12-01T08:00:00Z', run_id: id, event, ...f }) + '\n';
+const line = (id: string, event: string, f: Record<string, unknown> = {}) => eventLine({ event, ...f }, { runId: id });
 const state = (id: string) => JSON.stringify({ schema: 3, run_id: id, graph: { name: 'g', nodes: [{ id: 'a' }, { id: 'b' }] }, nodes: { a: { verdict: 'PASS', cost_usd: 0.5 } } });
 
 /** A run whose last leg is open (kind 0), closed, or paused, with a snapshot and a marked lock nobody holds. */

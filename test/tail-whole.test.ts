@@ -11,12 +11,13 @@ import { StreamError } from '../src/contract/errors.js';
 import { readStream } from '../src/read/stream.js';
 import { DENSE_BYTES, readLastLeg, type TailFacts } from '../src/read/tail.js';
 import { cleanup, tempDir } from './helpers/reading-fixtures.js';
+import { eventLine } from './helpers/events.js';
 
 afterAll(cleanup);
 
 const dir = tempDir('rw-tail-whole-');
 let n = 0;
-const line = (event: string, f: Record<string, unknown> = {}, schema = 3) => JSON.stringify({ schema, ts: '2026-12-01T08:00:00Z', run_id: 'r', event, ...f }) + '\n';
+const line = (event: string, f: Record<string, unknown> = {}, schema = 3) => eventLine({ schema, event, ...f });
 
 type Outcome = { ok: true; tail: TailFacts } | { ok: false; message: string; code: string };
 function attempt(path: string, chunkBytes?: number): Outcome {

@@ -193,3 +193,38 @@ export async function until(pred: () => boolean, timeoutMs = 60_000, stepMs = 10
     await new Promise((r) => setTimeout(r, stepMs));
   }
 }
+
+/**
+ * The pids holding flock(2) locks on `path` right now, by kind, read from the
+ * kernel's lock table (/proc/locks, linux): a test's proof that a lock was
+ * really held at the instant it says, independent of the code under test.
+ */
+export function flockHolders(path: string): { shared: number[]; exclusive: number[] } {
+  const { ino, dev } = lstatSync(path, { bigint: true });
+  const major = (dev >> 8n) & 0xfffn;
+  const minor = (dev & 0xffn) | ((dev >> 12n) & 0xfff00n);
+  const id = `${major.toString(16).padStart(2, '0')}:${minor.toString(16).padStart(2, '0')}:${ino}`;
+  const out = { shared: [] as number[], exclusive: [] as number[] };
+  for (const line of readFileSync('/proc/locks', 'utf8').split('\n')) {
+    const m = /^\d+: FLOCK\s+\S+\s+(READ|WRITE)\s+(\d+)\s+(\S+)\s/.exec(line);
+    if (m === null || m[3] !== id) continue;
+    (m[1] === 'READ' ? out.shared : out.exclusive).push(Number(m[2]));
+  }
+  return out;
+}
+
+/**
+ * util-linux flock(1) holding a shared lock on `path` from READY until the
+ * file `gate` exists and then `holdSec` more seconds: the test creates the
+ * gate the instant before the call it wants to meet the reader, so the
+ * reader still holds for `holdSec` after that call began, however late a
+ * loaded machine ran the test up to there.
+ */
+export async function startGatedReader(path: string, gate: string, holdSec: number): Promise<{ proc: ChildProcess }> {
+  const script = 'echo READY; while [ ! -e "$1" ]; do sleep 0.01; done; sleep "$2"';
+  const proc = spawn('flock', ['-s', '-n', path, 'sh', '-c', script, 'sh', gate, String(holdSec)], { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  track(-(proc.pid as number));
+  track(proc);
+  await waitReady(proc);
+  return { proc };
+}

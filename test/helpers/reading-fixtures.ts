@@ -8,7 +8,9 @@ import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { HOLDER, waitReady } from './lock-procs.js';
 import { removeTree } from './remove-tree.js';
+import { eventLine } from './events.js';
 
 export const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const BIN = join(REPO, 'bin', 'runwarden.js');
@@ -44,7 +46,7 @@ export function runId(n = ++seq): string {
 
 /** One events.jsonl line (with "\n"). */
 export function ev(event: string, fields: Record<string, unknown> = {}, id = 'r'): string {
-  return JSON.stringify({ schema: 3, ts: '2026-08-06T10:00:00Z', run_id: id, event, ...fields }) + '\n';
+  return eventLine({ event, ...fields }, { runId: id, ts: '2026-08-06T10:00:00Z' });
 }
 
 /** A state.json object with the given node verdicts (all listed in the graph unless `graph` is given). */
@@ -63,49 +65,27 @@ export interface RunSpec {
   pgid?: string;
 }
 
-/** Creates `<root>/<id>` with the given files; returns its path. */
+/**
+ * The suite's one run builder: creates `<root>/<id>` (mode 0700) with the
+ * given files (mode 0600, as a leg makes them; an existing file is
+ * replaced); returns its path. The dashboard fixtures (serve-fixtures.ts)
+ * write through it too.
+ */
 export function makeRun(root: string, id: string, spec: RunSpec): string {
   const dir = join(root, id);
   mkdirSync(dir, { recursive: true, mode: 0o700 });
-  if (spec.events !== undefined) writeFileSync(join(dir, 'events.jsonl'), Array.isArray(spec.events) ? spec.events.join('') : spec.events);
-  if (spec.state !== undefined) writeFileSync(join(dir, 'state.json'), typeof spec.state === 'string' ? spec.state : JSON.stringify(spec.state));
-  if (spec.lock !== undefined) writeFileSync(join(dir, 'resume.lock'), spec.lock === 'marked' ? 'oh-my-graph-lock 1\n4242\n' : spec.lock);
-  if (spec.pgid !== undefined) writeFileSync(join(dir, 'exec.pgid'), spec.pgid);
+  const put = (name: string, text: string): void => writeFileSync(join(dir, name), text, { mode: 0o600 });
+  if (spec.events !== undefined) put('events.jsonl', Array.isArray(spec.events) ? spec.events.join('') : spec.events);
+  if (spec.state !== undefined) put('state.json', typeof spec.state === 'string' ? spec.state : JSON.stringify(spec.state));
+  if (spec.lock !== undefined) put('resume.lock', spec.lock === 'marked' ? 'oh-my-graph-lock 1\n4242\n' : spec.lock);
+  if (spec.pgid !== undefined) put('exec.pgid', spec.pgid);
   return dir;
 }
 
-const HOLDER = `
-const { acquireLock } = await import(process.env.RW_INDEX);
-const fs = await import('node:fs');
-const dirs = JSON.parse(process.env.RW_DIRS);
-const held = new Map();
-for (const d of dirs) {
-  held.set(d.dir, acquireLock(d.dir + '/resume.lock', { retryMs: 0 }));
-  if (d.lines) fs.appendFileSync(d.dir + '/events.jsonl', d.lines);
-}
-process.stdout.write('ready\\n');
-let buf = '';
-process.stdin.setEncoding('utf8');
-process.stdin.on('data', (chunk) => {
-  buf += chunk;
-  let nl;
-  while ((nl = buf.indexOf('\\n')) >= 0) {
-    const cmd = JSON.parse(buf.slice(0, nl));
-    buf = buf.slice(nl + 1);
-    if (cmd.append) fs.appendFileSync(cmd.dir + '/events.jsonl', cmd.append);
-    if (cmd.release) held.get(cmd.dir).release();
-    if (cmd.exit) process.exit(0);
-    process.stdout.write('ok\\n');
-  }
-});
-`;
-
-/** A real process holding run locks (taken through dist/, as a leg takes them). */
+/** A real process holding run locks: the suite's one holder (test/fixtures/holder.mjs, --dirs). */
 export interface Holder {
   child: ChildProcess;
   pid: number;
-  /** Sends a command and waits for its acknowledgement. */
-  send(cmd: { dir: string; append?: string; release?: boolean }): Promise<void>;
   /** SIGKILLs it and waits until the kernel has reaped it (its flocks are then free). */
   kill(): Promise<void>;
 }
@@ -113,44 +93,15 @@ export interface Holder {
 /**
  * Starts a process that takes the lock of each directory, appends `lines`
  * to its events.jsonl (lock first, then events: the writer's invariant), and
- * waits for commands on stdin.
+ * holds until killed (by the test, or by {@link cleanup}).
  */
 export async function startHolder(dirs: { dir: string; lines?: string }[]): Promise<Holder> {
-  const child = spawn(process.execPath, ['--input-type=module', '-e', HOLDER], {
-    env: { ...process.env, RW_INDEX: DIST_INDEX, RW_DIRS: JSON.stringify(dirs) },
-    stdio: ['pipe', 'pipe', 'inherit'],
-  });
+  const child = spawn(process.execPath, [HOLDER, '--dirs', JSON.stringify(dirs)], { stdio: ['ignore', 'pipe', 'inherit'] });
   children.add(child);
-  const acks: (() => void)[] = [];
-  let ready: () => void = () => {};
-  let failed: (e: Error) => void = () => {};
-  const readyP = new Promise<void>((res, rej) => {
-    ready = res;
-    failed = rej;
-  });
-  let out = '';
-  child.stdout!.setEncoding('utf8');
-  child.stdout!.on('data', (d: string) => {
-    out += d;
-    let nl;
-    while ((nl = out.indexOf('\n')) >= 0) {
-      const line = out.slice(0, nl);
-      out = out.slice(nl + 1);
-      if (line === 'ready') ready();
-      else if (line === 'ok') acks.shift()?.();
-    }
-  });
-  child.once('exit', (code, sig) => failed(new Error(`holder exited early (${code ?? sig})`)));
-  await readyP;
+  await waitReady(child);
   return {
     child,
     pid: child.pid!,
-    send(cmd) {
-      return new Promise<void>((res) => {
-        acks.push(res);
-        child.stdin!.write(JSON.stringify(cmd) + '\n');
-      });
-    },
     async kill() {
       if (child.exitCode !== null || child.signalCode !== null) return;
       const gone = new Promise((r) => child.once('exit', r));

@@ -5,9 +5,11 @@
  * process (test/fixtures/holder.mjs, through test/helpers/lock-procs.ts), an
  * abandoned one was held by a holder that was then SIGKILLed.
  */
-import { mkdirSync, writeFileSync, appendFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { appendFileSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
+import { makeRun } from './reading-fixtures.js';
 import { startHolder, waitExit, type Holder } from './lock-procs.js';
+import { encodeEvents } from './events.js';
 
 export type Ev = Record<string, unknown>;
 
@@ -25,18 +27,16 @@ export function ev(runId: string, event: string, fields: Ev = {}): Ev {
 }
 
 export function runDir(root: string, id: string): string {
-  const d = join(root, id);
-  mkdirSync(d, { recursive: true, mode: 0o700 });
-  return d;
+  return makeRun(root, id, {});
 }
 
 /** Writes events.jsonl from objects (or raw lines given as strings). */
 export function writeEvents(dir: string, events: (Ev | string)[]): void {
-  writeFileSync(join(dir, 'events.jsonl'), events.map((e) => (typeof e === 'string' ? e : JSON.stringify(e)) + '\n').join(''), { mode: 0o600 });
+  makeRun(dirname(dir), basename(dir), { events: encodeEvents(events) });
 }
 
 export function appendEvents(dir: string, events: Ev[]): void {
-  appendFileSync(join(dir, 'events.jsonl'), events.map((e) => JSON.stringify(e) + '\n').join(''));
+  appendFileSync(join(dir, 'events.jsonl'), encodeEvents(events));
 }
 
 export interface GraphNode {
@@ -47,7 +47,7 @@ export interface GraphNode {
 /** Writes state.json: the graph and each node's settled record. */
 export function writeState(dir: string, runId: string, name: string, graph: GraphNode[], verdicts: Record<string, { verdict: 'PASS' | 'FAIL' | ''; cost_usd?: number; cost_unknown?: boolean }>): void {
   const state = { schema: 3, run_id: runId, graph: { name, nodes: graph }, nodes: verdicts };
-  writeFileSync(join(dir, 'state.json'), JSON.stringify(state, null, 2));
+  makeRun(dirname(dir), basename(dir), { state: JSON.stringify(state, null, 2) });
 }
 
 /** A run with one leg that passed every node. */
