@@ -267,7 +267,7 @@ export interface LiveEngineOptions {
   notify?: boolean;
   /**
    * Also tell subscribers each appended event (`events` changes). The first
-   * read of a stream longer than {@link LIVE_FIRST_READ_WHOLE_MAX} is the
+   * read of a stream longer than `LIVE_FIRST_READ_WHOLE_MAX` (16 KiB) is the
    * tail reader's and tells none; every event appended after it is told.
    * Default false.
    */
@@ -322,11 +322,11 @@ export interface LiveStats {
   polledProbes: number;
   /** Stream bytes read. */
   bytesRead: number;
-  /** The most stream bytes one step of one run read (see {@link LIVE_STEP_BYTES}). */
+  /** The most stream bytes one step of one run read (see `LIVE_STEP_BYTES`, 1 MiB). */
   maxStepBytes: number;
   /** Steps that read stream bytes. */
   readSteps: number;
-  /** First reads of a stream made by the tail reader (streams over {@link LIVE_FIRST_READ_WHOLE_MAX}). */
+  /** First reads of a stream made by the tail reader (streams over `LIVE_FIRST_READ_WHOLE_MAX`, 16 KiB). */
   tailReads: number;
   /** Streams re-read whole (shrunk, replaced or rewritten). */
   rereads: number;
@@ -477,7 +477,7 @@ export class LiveEngine {
   /** Runs whose first read takes several steps, until they are first derived (start() waits for them). */
   private readonly firstReads = new Set<RunState>();
   /**
-   * Runs with stream bytes left to read (a step per turn, {@link LIVE_STEP_BYTES}),
+   * Runs with stream bytes left to read (a step per turn, `LIVE_STEP_BYTES`),
    * in turn order. Taken after the runs marked since the last turn and the
    * backlog, so a death told by the kernel never waits behind a long read.
    */
