@@ -277,7 +277,7 @@ describe.skipIf(linuxPidfd)('holders watched for their exit (pidfd)', () => {
     const root = tempDir('rw-holder-');
     const dir = runDir(root, '20261201-100000-ns');
     // A read-only holder (no close-write at its death) whose label names its pid in this namespace,
-    // which the engine's own pid namespace does not show.
+    // a pid that means nothing in the engine's own pid namespace.
     const holder = spawn('sh', ['-c', 'exec 3<resume.lock && flock -x 3 && echo READY $$ && exec sleep 600'], { cwd: dir, stdio: ['ignore', 'pipe', 'inherit'] });
     track(holder);
     const hout = lines(holder);
@@ -296,8 +296,8 @@ describe.skipIf(linuxPidfd)('holders watched for their exit (pidfd)', () => {
       return (JSON.parse(out.slice(n).find((l) => l.startsWith('{"type":"stats"')) as string) as { stats: { holderWatches: number; exitWakeups: number; probes: number } }).stats;
     };
     await until(() => out.includes('READY') && runs().at(-1)?.status === 'RUNNING');
-    // Positive control that the fallback is what is in use: the label's pid is not there (ESRCH: one
-    // extra probe and its few follow-ups), so nothing is watched, yet the lock reads held.
+    // Positive control that the fallback is what is in use: the lock table there hides the holder's
+    // line and its /proc shows no process with the file open, so nothing is watched, yet the lock reads held.
     const p0 = (await stats()).probes;
     await until(() => runs().at(-1)?.status === 'RUNNING');
     const s = await stats();

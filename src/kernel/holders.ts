@@ -228,14 +228,17 @@ function exclusiveHolders(): Map<string, number> | undefined {
  * `lockPath`, to be watched for its exit (live/engine.ts), or undefined.
  * Asked only after a probe found the lock held. On linux, the kernel's lock
  * table (/proc/locks) names the process that took the flock on the inode at
- * the path (it does not follow a flock handed to a child: after the taker
- * exits the table still names it); elsewhere, or when the table has no such
- * line (a holder in a pid namespace this process cannot see), the pid
- * label of the marked file (CONTRACT §3: trustworthy as a label once the
- * flock says a holder is alive). Either can be wrong or recycled: the answer
- * is only ever a process whose exit is a reason to probe again, never
- * evidence of life or death. Opens the file read-only (no link followed),
- * reads at most 128 bytes, writes nothing; any failure is undefined.
+ * the path. It does not follow a flock handed on: after the taker exits the
+ * table still names it, and once the taker is reaped a table read from a
+ * pid namespace other than the initial one hides the line altogether (as it
+ * hides holders in namespaces this process cannot see); then the answer is
+ * undefined and {@link descriptorHolders} is the next place to look. Only
+ * where there is no table (darwin; /proc unreadable) is the pid label of the
+ * marked file used (CONTRACT §3: trustworthy as a label once the flock says
+ * a holder is alive). Either can be wrong or recycled: the answer is only
+ * ever a process whose exit is a reason to probe again, never evidence of
+ * life or death. Opens the file read-only (no link followed), reads at most
+ * 128 bytes, writes nothing; any failure is undefined.
  */
 export function likelyHolder(lockPath: string): { pid: number; source: HolderSource } | undefined {
   let file;
@@ -246,10 +249,10 @@ export function likelyHolder(lockPath: string): { pid: number; source: HolderSou
   }
   if (file === undefined) return undefined;
   try {
-    if (process.platform === 'linux') {
-      const table = exclusiveHolders();
-      const pid = table?.get(`${procDevice(file.stats.dev)}:${file.stats.ino}`);
-      if (pid !== undefined && pid !== process.pid) return { pid, source: 'lock-table' };
+    const table = process.platform === 'linux' ? exclusiveHolders() : undefined;
+    if (table !== undefined) {
+      const pid = table.get(`${procDevice(file.stats.dev)}:${file.stats.ino}`);
+      return pid !== undefined && pid !== process.pid ? { pid, source: 'lock-table' } : undefined;
     }
     const head = Buffer.alloc(HEAD_BYTES);
     const len = readAt(file.fd, head, 0, HEAD_BYTES, 0, 'resume.lock', lockPath);

@@ -1175,38 +1175,26 @@ export class LiveEngine {
   private watchHolder(r: RunState): void {
     if (this.exits === undefined || r.holder !== undefined || r.sought) return;
     const lock = lockOf(r);
-    const found = likelyHolder(lock);
-    if (found === undefined) {
-      r.sought = true;
-      return;
-    }
-    const named = found.pid;
-    if (named !== r.exitedPid) {
+    const named = likelyHolder(lock)?.pid;
+    if (named !== undefined && named !== r.exitedPid) {
       const a = this.exits.watch(named, () => this.holderExited(r, named));
-      if (a.ok) {
-        r.holder = a.watch;
-        this.stats.holderWatches++;
-        return;
-      }
+      if (a.ok) return this.holderWatched(r, a.watch);
       if (a.code !== 'ESRCH') {
         r.sought = true; // the budget, or a refusal: the re-probe interval
         return;
       }
       r.exitedPid = named; // gone already
     }
-    // The named holder is gone and the lock was found held: the taker handed
-    // its descriptor on (a shell's `flock -x 3`, a fork), or the rest of its
-    // group is exiting. Watch a process that still has the file open.
-    for (const pid of descriptorHolders(lock, named)) {
+    // No live process named (the taker handed its descriptor on: a shell's
+    // `flock -x 3`, a fork; or the rest of its group is exiting; or the table
+    // hides a reaped taker): watch a process that still has the file open.
+    for (const pid of descriptorHolders(lock, named ?? 0)) {
       const a = this.exits.watch(pid, () => this.holderExited(r, pid));
-      if (a.ok) {
-        r.holder = a.watch;
-        this.stats.holderWatches++;
-        return;
-      }
+      if (a.ok) return this.holderWatched(r, a.watch);
     }
-    // None: a few follow-up probes, then the re-probe interval.
-    if (r.followUps >= HOLDER_FOLLOW_UP_MS.length) {
+    // None. Never an exit told: nothing to follow (a holder this process
+    // cannot see). After one: a few follow-up probes, then the re-probe interval.
+    if (r.exitedPid === undefined || r.followUps >= HOLDER_FOLLOW_UP_MS.length) {
       r.sought = true;
       return;
     }
@@ -1219,6 +1207,21 @@ export class LiveEngine {
     }, HOLDER_FOLLOW_UP_MS[r.followUps++]);
     if (!this.ref) t.unref();
     r.followUp = t;
+  }
+
+  /**
+   * A holder is watched. The lock is probed once more: a holder that died
+   * between the probe that found it held and the watch (the pid then named
+   * another process, or a label's) would otherwise wait for the interval.
+   */
+  private holderWatched(r: RunState, watch: DirWatch): void {
+    r.holder = watch;
+    this.stats.holderWatches++;
+    this.stats.probes++;
+    if (probeLock(lockOf(r)).liveness !== 'held') {
+      r.dirtyProbe = true;
+      this.mark(r);
+    }
   }
 
   private unwatchHolder(r: RunState): void {
