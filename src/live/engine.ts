@@ -43,13 +43,17 @@
  *   that closes no writable descriptor (a holder that opened the lock
  *   read-only, as `flock -x resume.lock cmd` does; every death on darwin,
  *   where kqueue has no close-after-write) is announced too. The pid is the
- *   kernel's lock table's or the file's label (kernel/holders.ts
- *   likelyHolder). An exit is only a reason to probe again, never a
- *   verdict: a wrong or recycled pid costs one probe; a pid whose exit was
- *   already told while the lock stayed held (the flock was handed to a
- *   child) is not watched again, and that run, like one whose holder cannot
- *   be seen (another pid namespace) or past the watch budget
- *   (`holderWatches`), is found by the `openRecheckMs` re-probe.
+ *   kernel's lock table's (linux) or the file's label (where there is no
+ *   table; kernel/holders.ts likelyHolder); when no live process is named
+ *   (the taker exited and handed its descriptor on, to a child or to the
+ *   shell it took the lock for), a process that has the file open
+ *   (kernel/holders.ts descriptorHolders). An exit is only a reason to
+ *   probe again, never a verdict: a wrong or recycled pid costs one probe;
+ *   a pid whose exit was already told is not watched again; with nothing
+ *   left to watch after an exit the run gets a few follow-up probes
+ *   ({@link HOLDER_FOLLOW_UP_MS}); a holder that cannot be seen (another
+ *   pid namespace) or past the watch budget (`holderWatches`) is found by
+ *   the `openRecheckMs` re-probe.
  * - Reads only: files are opened read-only (kernel/open.ts), the probe takes
  *   only a shared lock, and watches only observe. Nothing is created,
  *   written or removed under the root.
