@@ -276,7 +276,7 @@ export interface LiveStats {
   overflows: number;
   /** Holders of held locks watched for their exit now (pidfd / EVFILT_PROC). */
   holderWatches: number;
-  /** Probes started because a watched holder exited (or was already gone when it was to be watched). */
+  /** Probes started because a watched holder exited. */
   exitWakeups: number;
 }
 
