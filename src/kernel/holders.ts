@@ -266,32 +266,25 @@ export function likelyHolder(lockPath: string): { pid: number; source: HolderSou
 }
 
 /**
- * Processes other than `except` (and this one) with a descriptor naming the
- * lock path (`/proc/<pid>/fd`, compared as bytes), at most `max`: who may
- * hold the flock once the process that took it is gone (a shell's
- * `exec 3<resume.lock; flock -x 3` has flock(1) take it for the shell; a
- * holder that forked leaves it to its child; the lock table still names the
- * taker). Linux only (elsewhere, none); reads /proc only. A scan of every
- * process's descriptors, so asked rarely: only when a held lock's named
- * holder is gone. A process that merely has the file open is a candidate
- * too: its exit is a reason to probe again, nothing more.
+ * Every process's descriptors that name a file (`/proc/<pid>/fd`), as link
+ * text (bytes in a latin1 string) to pids, read once per turn of the event
+ * loop however many runs ask (a scan of every process costs tens of
+ * milliseconds or more: one readlink per descriptor on the machine).
  */
-export function descriptorHolders(lockPath: string, except: number, max = 4): number[] {
-  if (process.platform !== 'linux') return [];
-  const exactPath = runFilePath(dirname(lockPath), basename(lockPath));
-  const exact = (typeof exactPath === 'string' ? Buffer.from(exactPath, 'utf8') : exactPath).toString('latin1');
-  const deleted = `${exact} (deleted)`;
-  const found: number[] = [];
-  let pids: string[];
+let turnCensus: Map<string, number[]> | undefined;
+
+function fdCensus(): Map<string, number[]> {
+  if (turnCensus !== undefined) return turnCensus;
+  const byLink = new Map<string, number[]>();
+  let pids: string[] = [];
   try {
     pids = readdirSync('/proc');
   } catch {
-    return found;
+    /* no /proc: an empty census */
   }
   for (const name of pids) {
-    if (found.length >= max) break;
     const pid = Number(name);
-    if (!Number.isInteger(pid) || pid <= 0 || pid === except || pid === process.pid) continue;
+    if (!Number.isInteger(pid) || pid <= 0 || pid === process.pid) continue;
     let fds: string[];
     try {
       fds = readdirSync(`/proc/${pid}/fd`);
@@ -305,11 +298,39 @@ export function descriptorHolders(lockPath: string, except: number, max = 4): nu
       } catch {
         continue;
       }
-      if (link === exact || link === deleted) {
-        found.push(pid);
-        break;
-      }
+      if (link.charCodeAt(0) !== 0x2f) continue; // pipes, sockets, anon inodes
+      const list = byLink.get(link);
+      if (list === undefined) byLink.set(link, [pid]);
+      else if (list[list.length - 1] !== pid) list.push(pid);
     }
+  }
+  turnCensus = byLink;
+  setImmediate(() => {
+    turnCensus = undefined;
+  }).unref();
+  return byLink;
+}
+
+/**
+ * Processes other than `except` (and this one) with a descriptor naming the
+ * lock path (`/proc/<pid>/fd`, compared as bytes), at most `max`: who may
+ * hold the flock once the process that took it is gone (a shell's
+ * `exec 3<resume.lock; flock -x 3` has flock(1) take it for the shell; a
+ * holder that forked leaves it to its child; the lock table still names the
+ * taker, or hides it). Linux only (elsewhere, none); reads /proc only. A
+ * scan of every process's descriptors (shared by every run asking in the
+ * same turn), so asked rarely: only when a held lock's named holder is
+ * gone. A process that merely has the file open is a candidate too: its
+ * exit is a reason to probe again, nothing more.
+ */
+export function descriptorHolders(lockPath: string, except: number, max = 4): number[] {
+  if (process.platform !== 'linux') return [];
+  const exactPath = runFilePath(dirname(lockPath), basename(lockPath));
+  const exact = (typeof exactPath === 'string' ? Buffer.from(exactPath, 'utf8') : exactPath).toString('latin1');
+  const census = fdCensus();
+  const found: number[] = [];
+  for (const link of [exact, `${exact} (deleted)`]) {
+    for (const pid of census.get(link) ?? []) if (pid !== except && found.length < max && !found.includes(pid)) found.push(pid);
   }
   return found;
 }

@@ -1192,9 +1192,13 @@ export class LiveEngine {
     // No live process named (the taker handed its descriptor on: a shell's
     // `flock -x 3`, a fork; or the rest of its group is exiting; or the table
     // hides a reaped taker): watch a process that still has the file open.
-    for (const pid of descriptorHolders(lock, named ?? 0)) {
-      const a = this.exits.watch(pid, () => this.holderExited(r, pid));
-      if (a.ok) return this.holderWatched(r, a.watch);
+    // Just after an exit, one follow-up probe first: a group killed at once
+    // is found gone by it, without a scan of every process's descriptors.
+    if (r.exitedPid === undefined || r.followUps > 0) {
+      for (const pid of descriptorHolders(lock, named ?? 0)) {
+        const a = this.exits.watch(pid, () => this.holderExited(r, pid));
+        if (a.ok) return this.holderWatched(r, a.watch);
+      }
     }
     // None. Never an exit told: nothing to follow (a holder this process
     // cannot see). After one: a few follow-up probes, then the re-probe interval.
