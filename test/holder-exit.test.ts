@@ -232,6 +232,24 @@ describe.skipIf(linuxPidfd)('holders watched for their exit (pidfd)', () => {
     expect(readdirSync('/proc/self/fd').length).toBe(fd0);
   });
 
+  it('holderWatches: 0 watches no holder; a flock -x holder\'s death is then found by the re-probe interval', async (ctx) => {
+    needs(ctx, 'flock');
+    const root = tempDir('rw-holder-');
+    const dir = runDir(root, '20261201-100000-none');
+    const { proc } = await flockX(join(dir, 'resume.lock'), 'echo READY; exec sleep 600');
+    openLeg(dir);
+    const pid0 = pidfds();
+    const { e } = engine(root, { holderWatches: 0, openRecheckMs: 500 });
+    await e.start();
+    await until(() => status(e, dir) === 'RUNNING');
+    expect(e.stats.holderWatches).toBe(0);
+    expect(pidfds()).toBe(pid0);
+    process.kill(-(proc.pid as number), 'SIGKILL');
+    await until(() => status(e, dir) === 'ABANDONED');
+    expect(e.stats.exitWakeups).toBe(0); // the interval found it, not an exit
+    expect(() => new LiveEngine({ holderWatches: -1 })).toThrow(RangeError);
+  });
+
   it('followRun (what `watch` runs on) ends ABANDONED when a flock -x holder is killed, its re-check at 600 s', async (ctx) => {
     needs(ctx, 'flock');
     const root = tempDir('rw-holder-');

@@ -365,6 +365,11 @@ export class ExitWatcher {
     return this.byId.size;
   }
 
+  /** Whether a watch of a process not yet watched would be refused for the budget (`EMFILE`). */
+  get full(): boolean {
+    return this.byId.size >= this.max;
+  }
+
   /** Closes the notifier and every watch's descriptor. */
   close(): void {
     if (this.closed) return;

@@ -1178,6 +1178,10 @@ export class LiveEngine {
    */
   private watchHolder(r: RunState): void {
     if (this.exits === undefined || r.holder !== undefined || r.sought) return;
+    if (this.exits.full) {
+      r.sought = true; // past the budget: not even the lock table is read for it
+      return;
+    }
     const lock = lockOf(r);
     const named = likelyHolder(lock)?.pid;
     if (named !== undefined && named !== r.exitedPid) {
