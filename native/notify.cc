@@ -8,6 +8,11 @@
 // read (non-blocking) and handed to `callback` as one array of
 // {wd, mask, name} per batch. Nothing blocks and no thread is started.
 //
+// openExits(callback) returns the same kind of object for process exits
+// (notify.h ExitAdd): {add(pid) -> id | -errno, remove(id), close(), ref(),
+// unref()}; each exit is delivered once as {wd: id, mask: 0, name: ''}, and
+// the watch is gone after it. Same polling, batching and lifetime below.
+//
 // Lifetime: an open notifier holds a strong reference to its JS object, so
 // it is never collected while the kernel may still report to it; close()
 // stops the poll, closes the descriptor and drops that reference. An
@@ -43,7 +48,8 @@ struct PollBox {
 
 struct Notifier {
   napi_env env = nullptr;
-  NotifyState* state = nullptr;
+  NotifyState* state = nullptr;  // a change notifier's, or
+  ExitState* exits = nullptr;    // a process-exit notifier's (exactly one is set while open)
   PollBox* poll = nullptr;  // while polled
   PollBox* closing = nullptr;  // after uv_close, until its callback
   napi_async_cleanup_hook_handle hook = nullptr;  // registered, not yet run or removed
@@ -79,6 +85,10 @@ void Shutdown(Notifier* n, bool from_js) {
   if (n->state != nullptr) {
     NotifyClose(n->state);
     n->state = nullptr;
+  }
+  if (n->exits != nullptr) {
+    ExitClose(n->exits);
+    n->exits = nullptr;
   }
   if (from_js) {
     if (n->async != nullptr) napi_async_destroy(n->env, n->async);
@@ -154,7 +164,7 @@ void Deliver(Notifier* n) {
   for (;;) {
     n->events.clear();
     bool more = false;
-    int err = NotifyDrain(n->state, &n->events, kBatchMax, &more);
+    int err = n->exits != nullptr ? ExitDrain(n->exits, &n->events, kBatchMax, &more) : NotifyDrain(n->state, &n->events, kBatchMax, &more);
     if (err != 0) {
       // Reported as one event with wd -2 and the errno as its mask: the
       // TypeScript side falls back to polling.
@@ -218,8 +228,27 @@ Napi::Value Remove(const Napi::CallbackInfo& info) {
     return env.Undefined();
   }
   if (n->closed) return Napi::Number::New(env, -EBADF);
-  int err = NotifyRemove(n->state, info[0].As<Napi::Number>().Int32Value());
+  int id = info[0].As<Napi::Number>().Int32Value();
+  int err = n->exits != nullptr ? ExitRemove(n->exits, id) : NotifyRemove(n->state, id);
   return Napi::Number::New(env, -err);
+}
+
+Napi::Value AddPid(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Notifier* n = Of(info);
+  if (info.Length() < 1 || !info[0].IsNumber()) {
+    ThrowArg(env, "ERR_INVALID_ARG_TYPE", "add(pid): a number");
+    return env.Undefined();
+  }
+  double p = info[0].As<Napi::Number>().DoubleValue();
+  if (!(p >= 1 && p <= 2147483647.0) || p != static_cast<double>(static_cast<int>(p))) {
+    ThrowArg(env, "ERR_OUT_OF_RANGE", "add(pid): pid must be an integer from 1 to 2^31-1");
+    return env.Undefined();
+  }
+  if (n->closed) return Napi::Number::New(env, -EBADF);
+  int id = -1;
+  int err = ExitAdd(n->exits, static_cast<int>(p), &id);
+  return Napi::Number::New(env, err != 0 ? -err : id);
 }
 
 Napi::Value Close(const Napi::CallbackInfo& info) {
@@ -239,33 +268,37 @@ Napi::Value Unref(const Napi::CallbackInfo& info) {
   return info.Env().Undefined();
 }
 
-Napi::Value Open(const Napi::CallbackInfo& info) {
+// Opens a notifier of either kind: `exits` picks process exits over changes.
+Napi::Value OpenKind(const Napi::CallbackInfo& info, bool exits) {
   Napi::Env env = info.Env();
   if (info.Length() < 1 || !info[0].IsFunction()) {
-    ThrowArg(env, "ERR_INVALID_ARG_TYPE", "open(callback): a function");
+    ThrowArg(env, "ERR_INVALID_ARG_TYPE", exits ? "openExits(callback): a function" : "open(callback): a function");
     return env.Undefined();
   }
   uv_loop_t* loop = nullptr;
   if (napi_get_uv_event_loop(env, &loop) != napi_ok || loop == nullptr) return Napi::Number::New(env, -ENOSYS);
   NotifyState* state = nullptr;
+  ExitState* xstate = nullptr;
   int fd = -1;
-  int err = NotifyOpen(&state, &fd);
+  int err = exits ? ExitOpen(&xstate, &fd) : NotifyOpen(&state, &fd);
   if (err != 0) return Napi::Number::New(env, -err);
   auto* n = new Notifier();
   n->env = env;
   n->state = state;
+  n->exits = xstate;
   n->poll = new PollBox();
   int r = uv_poll_init(loop, &n->poll->poll, fd);
   if (r != 0) {
     delete n->poll;
     n->poll = nullptr;
-    NotifyClose(state);
+    if (state != nullptr) NotifyClose(state);
+    if (xstate != nullptr) ExitClose(xstate);
     delete n;
     return Napi::Number::New(env, r);  // libuv errors are already -errno
   }
   n->poll->owner = n;
   Napi::Object obj = Napi::Object::New(env);
-  obj.Set("add", Napi::Function::New(env, Add, "add", n));
+  obj.Set("add", exits ? Napi::Function::New(env, AddPid, "add", n) : Napi::Function::New(env, Add, "add", n));
   obj.Set("remove", Napi::Function::New(env, Remove, "remove", n));
   obj.Set("close", Napi::Function::New(env, Close, "close", n));
   obj.Set("ref", Napi::Function::New(env, Ref, "ref", n));
@@ -274,7 +307,7 @@ Napi::Value Open(const Napi::CallbackInfo& info) {
   if (napi_add_async_cleanup_hook(env, TeardownHook, n, &n->hook) != napi_ok) n->hook = nullptr;
   n->callback = Napi::Persistent(info[0].As<Napi::Function>());
   n->self = Napi::Persistent(obj);
-  napi_async_init(env, obj, Napi::String::New(env, "runwarden:notify"), &n->async);
+  napi_async_init(env, obj, Napi::String::New(env, exits ? "runwarden:exits" : "runwarden:notify"), &n->async);
   r = uv_poll_start(&n->poll->poll, UV_READABLE, OnPoll);
   if (r != 0) {
     Shutdown(n, true);
@@ -282,6 +315,9 @@ Napi::Value Open(const Napi::CallbackInfo& info) {
   }
   return obj;
 }
+
+Napi::Value Open(const Napi::CallbackInfo& info) { return OpenKind(info, false); }
+Napi::Value OpenExits(const Napi::CallbackInfo& info) { return OpenKind(info, true); }
 
 }  // namespace
 
@@ -293,6 +329,8 @@ Napi::Object NotifyExports(Napi::Env env) {
   o.Set("backend", Napi::String::New(env, kNotifyBackend));
   o.Set("mask", mask);
   o.Set("open", Napi::Function::New(env, Open, "open"));
+  o.Set("exitBackend", Napi::String::New(env, kExitBackend));
+  o.Set("openExits", Napi::Function::New(env, OpenExits, "openExits"));
   o.Freeze();
   return o;
 }

@@ -63,7 +63,27 @@ int NotifyRemove(NotifyState* st, int wd);
 int NotifyDrain(NotifyState* st, std::vector<NotifyEvent>* out, size_t max, bool* more);
 void NotifyClose(NotifyState* st);
 
-// The `notify` export: { backend, mask, open(callback) }.
+// Process exits, the second notifier kind: a descriptor libuv can poll that
+// becomes readable when a watched process has exited. linux: an epoll
+// instance holding one pidfd (pidfd_open(2), linux >= 5.3) per watched pid;
+// darwin: a kqueue with one EVFILT_PROC/NOTE_EXIT filter per pid; elsewhere
+// ENOSYS. An exit says only that *that* process ended: what it means (a
+// reason to probe a lock again, never a verdict) is decided in TypeScript.
+// Each watch reports once, as an event whose wd is the watch's id, and is
+// then gone (its descriptor closed), so a removed or fired id is never
+// reported. The backend's name, "pidfd", "kqueue" or "unsupported".
+extern const char* const kExitBackend;
+struct ExitState;
+int ExitOpen(ExitState** out, int* poll_fd);
+// ESRCH: no such process (already exited, or not visible from this pid
+// namespace); ENOSYS: no process watch on this kernel. *id is the watch.
+int ExitAdd(ExitState* st, int pid, int* id);
+// EINVAL for an id that is not (or no longer) watched.
+int ExitRemove(ExitState* st, int id);
+int ExitDrain(ExitState* st, std::vector<NotifyEvent>* out, size_t max, bool* more);
+void ExitClose(ExitState* st);
+
+// The `notify` export: { backend, mask, open(callback), exitBackend, openExits(callback) }.
 Napi::Object NotifyExports(Napi::Env env);
 
 }  // namespace rw

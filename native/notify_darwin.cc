@@ -1,12 +1,15 @@
 // runwarden native, darwin: change notification by kqueue(2) (notify.h).
 //
-// UNTESTED: written against the documented kqueue/EVFILT_VNODE interface,
-// never compiled or run by this project (its CI is linux only). binding.gyp
-// builds it only when OS=="mac".
+// UNTESTED: written against the documented kqueue/EVFILT_VNODE and
+// EVFILT_PROC interfaces; compiled here for aarch64-macos and x86_64-macos
+// with -Wall -Wextra -Werror (zig's cross compiler), never run on a Mac.
+// binding.gyp builds it only when OS=="mac".
 //
 // What kqueue cannot say: there is no close-after-write event (linux's
-// IN_CLOSE_WRITE), so a leg's death is not announced on darwin and the
-// TypeScript side keeps polling open legs; and a directory reports only
+// IN_CLOSE_WRITE), so a leg's death is announced on darwin only through its
+// process's exit (EVFILT_PROC/NOTE_EXIT, below: the engine watches the pid
+// that a held lock's label names) and otherwise found by the re-probe of
+// open legs; and a directory reports only
 // that it changed (NOTE_WRITE), not which entry, so such an event carries
 // an empty name and the mask bits `modify | create`, which TypeScript reads
 // as "look at this directory again". Each watch holds an O_EVTONLY
@@ -123,6 +126,85 @@ int NotifyDrain(NotifyState* st, std::vector<NotifyEvent>* out, size_t max, bool
 void NotifyClose(NotifyState* st) {
   for (auto& w : st->watches) close(w.first);
   if (st->kq >= 0) close(st->kq);
+  delete st;
+}
+
+// --- process exits ---------------------------------------------------------
+//
+// One kqueue per exit notifier, one EVFILT_PROC/NOTE_EXIT filter per watched
+// pid (kqueue(2): "The process has exited"), added EV_ONESHOT so the kernel
+// drops it once it fired. The watch's id is the pid itself (kqueue keys a
+// filter by ident and filter, so a pid is watched at most once per queue).
+// A pid that does not exist, or is no longer there, makes EV_ADD fail with
+// ESRCH.
+
+const char* const kExitBackend = "kqueue";
+
+struct ExitState {
+  int kq = -1;
+  std::map<int, bool> pids;  // watched pids (the value is unused)
+};
+
+int ExitOpen(ExitState** out, int* poll_fd) {
+  int kq = kqueue();
+  if (kq < 0) return errno;
+  fcntl(kq, F_SETFD, FD_CLOEXEC);
+  auto* st = new ExitState();
+  st->kq = kq;
+  *out = st;
+  *poll_fd = kq;
+  return 0;
+}
+
+int ExitAdd(ExitState* st, int pid, int* id) {
+  struct kevent ch;
+  EV_SET(&ch, static_cast<uintptr_t>(pid), EVFILT_PROC, EV_ADD | EV_ONESHOT, NOTE_EXIT, 0, nullptr);
+  if (kevent(st->kq, &ch, 1, nullptr, 0, nullptr) != 0) return errno;
+  st->pids[pid] = true;
+  *id = pid;
+  return 0;
+}
+
+int ExitRemove(ExitState* st, int id) {
+  auto it = st->pids.find(id);
+  if (it == st->pids.end()) return EINVAL;
+  st->pids.erase(it);
+  struct kevent ch;
+  EV_SET(&ch, static_cast<uintptr_t>(id), EVFILT_PROC, EV_DELETE, 0, 0, nullptr);
+  // ENOENT/ESRCH: it fired (or the process went) meanwhile; nothing is left to remove.
+  (void)kevent(st->kq, &ch, 1, nullptr, 0, nullptr);
+  return 0;
+}
+
+int ExitDrain(ExitState* st, std::vector<NotifyEvent>* out, size_t max, bool* more) {
+  *more = false;
+  struct kevent evs[64];
+  struct timespec zero = {0, 0};
+  while (out->size() < max) {
+    int n = kevent(st->kq, nullptr, 0, evs, 64, &zero);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return errno;
+    }
+    if (n == 0) return 0;
+    for (int i = 0; i < n; i++) {
+      if (evs[i].filter != EVFILT_PROC) continue;
+      int pid = static_cast<int>(evs[i].ident);
+      auto it = st->pids.find(pid);
+      if (it == st->pids.end()) continue;
+      // EV_ERROR (the filter failed after it was added) is reported as an
+      // exit too: either way the only thing to do is probe the lock again.
+      if ((evs[i].flags & EV_ERROR) == 0 && (evs[i].fflags & NOTE_EXIT) == 0) continue;
+      st->pids.erase(it);
+      out->push_back(NotifyEvent{pid, 0, std::string()});
+    }
+  }
+  *more = true;
+  return 0;
+}
+
+void ExitClose(ExitState* st) {
+  if (st->kq >= 0) close(st->kq);  // closing the queue drops every filter
   delete st;
 }
 

@@ -1,15 +1,25 @@
-// runwarden native, linux: change notification by inotify(7) (notify.h).
-// Built and tested on every CI run.
+// runwarden native, linux: change notification by inotify(7), and process
+// exits by pidfd_open(2) (notify.h). Built and tested on every CI run.
 //
 // One inotify instance per notifier, non-blocking and close-on-exec, so the
 // descriptor can be polled by libuv and read until EAGAIN without ever
 // blocking. The mask bits are the kernel's own (IN_CLOSE_WRITE, ...),
 // exported by name so TypeScript never copies a number.
 #include <errno.h>
+#include <sys/epoll.h>
 #include <sys/inotify.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
+#include <set>
+
 #include "notify.h"
+
+// glibc headers older than the kernel may lack the number; it is the same on
+// every architecture (the unified syscall table, linux 5.3).
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open 434
+#endif
 
 namespace rw {
 
@@ -78,6 +88,89 @@ int NotifyDrain(NotifyState* st, std::vector<NotifyEvent>* out, size_t max, bool
 
 void NotifyClose(NotifyState* st) {
   if (st->fd >= 0) close(st->fd);
+  delete st;
+}
+
+// --- process exits ---------------------------------------------------------
+//
+// One epoll instance per exit notifier, holding each watched process's pidfd
+// (level-triggered EPOLLIN: a pidfd is readable once its process has
+// exited), so libuv polls one descriptor however many processes are
+// watched. The watch's id is its pidfd's number. A pidfd that reported is
+// taken out of the epoll set and closed in the same drain (otherwise it
+// stays readable and the loop would spin), and its id forgotten before any
+// JavaScript runs, so a later pidfd reusing the number is a new watch.
+
+const char* const kExitBackend = "pidfd";
+
+struct ExitState {
+  int ep = -1;
+  std::set<int> pidfds;
+};
+
+int ExitOpen(ExitState** out, int* poll_fd) {
+  int ep = epoll_create1(EPOLL_CLOEXEC);
+  if (ep < 0) return errno;
+  auto* st = new ExitState();
+  st->ep = ep;
+  *out = st;
+  *poll_fd = ep;
+  return 0;
+}
+
+int ExitAdd(ExitState* st, int pid, int* id) {
+  // pidfd_open sets O_CLOEXEC itself. ENOSYS before linux 5.3; ESRCH when no
+  // such process is visible from this pid namespace.
+  long fd = syscall(SYS_pidfd_open, static_cast<long>(pid), 0L);
+  if (fd < 0) return errno;
+  struct epoll_event ev = {};
+  ev.events = EPOLLIN;
+  ev.data.fd = static_cast<int>(fd);
+  if (epoll_ctl(st->ep, EPOLL_CTL_ADD, static_cast<int>(fd), &ev) != 0) {
+    int err = errno;
+    close(static_cast<int>(fd));
+    return err;
+  }
+  st->pidfds.insert(static_cast<int>(fd));
+  *id = static_cast<int>(fd);
+  return 0;
+}
+
+int ExitRemove(ExitState* st, int id) {
+  auto it = st->pidfds.find(id);
+  if (it == st->pidfds.end()) return EINVAL;
+  st->pidfds.erase(it);
+  close(id);  // closing the last reference removes it from the epoll set
+  return 0;
+}
+
+int ExitDrain(ExitState* st, std::vector<NotifyEvent>* out, size_t max, bool* more) {
+  *more = false;
+  struct epoll_event evs[64];
+  while (out->size() < max) {
+    int n = epoll_wait(st->ep, evs, 64, 0);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return errno;
+    }
+    if (n == 0) return 0;
+    for (int i = 0; i < n; i++) {
+      int fd = evs[i].data.fd;
+      auto it = st->pidfds.find(fd);
+      if (it == st->pidfds.end()) continue;
+      st->pidfds.erase(it);
+      epoll_ctl(st->ep, EPOLL_CTL_DEL, fd, nullptr);
+      close(fd);
+      out->push_back(NotifyEvent{fd, 0, std::string()});
+    }
+  }
+  *more = true;
+  return 0;
+}
+
+void ExitClose(ExitState* st) {
+  for (int fd : st->pidfds) close(fd);
+  if (st->ep >= 0) close(st->ep);
   delete st;
 }
 

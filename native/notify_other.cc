@@ -1,5 +1,6 @@
 // runwarden native, any other platform: no change notification (notify.h).
-// open() answers ENOSYS; the TypeScript side polls and says so once.
+// open() and openExits() answer ENOSYS; the TypeScript side polls and says
+// so once.
 #include <errno.h>
 
 #include "notify.h"
@@ -20,5 +21,16 @@ int NotifyDrain(NotifyState*, std::vector<NotifyEvent>*, size_t, bool* more) {
   return 0;
 }
 void NotifyClose(NotifyState*) {}
+
+const char* const kExitBackend = "unsupported";
+struct ExitState {};
+int ExitOpen(ExitState**, int*) { return ENOSYS; }
+int ExitAdd(ExitState*, int, int*) { return ENOSYS; }
+int ExitRemove(ExitState*, int) { return ENOSYS; }
+int ExitDrain(ExitState*, std::vector<NotifyEvent>*, size_t, bool* more) {
+  *more = false;
+  return 0;
+}
+void ExitClose(ExitState*) {}
 
 }  // namespace rw

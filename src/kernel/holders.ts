@@ -17,8 +17,10 @@
  */
 import { closeSync, openSync, readdirSync, readlinkSync, readSync } from 'node:fs';
 import { basename, dirname } from 'node:path';
+import { HEAD_BYTES, markedPid } from '../contract/marker.js';
 import { monotonicMs } from './clock.js';
 import { runFilePath } from './dirfd.js';
+import { closeQuietly, openForRead, readAt } from './open.js';
 
 /** One flock holder found: its pid and the inode its lock is on. */
 export interface ForeignHolder {
@@ -188,4 +190,147 @@ function descriptorCensus(key: string): (pid: number) => Set<string> | string {
     byPid.set(pid, got);
     return got;
   };
+}
+
+/** Where {@link likelyHolder} found its pid: the kernel's lock table, or the file's label. */
+export type HolderSource = 'lock-table' | 'label';
+
+/**
+ * The exclusive holders in one read of /proc/locks, by `maj:min:ino`; kept
+ * until the current turn of the event loop ends (a batch of probes made in
+ * one turn shares one read: each read takes the kernel's lock-table
+ * semaphore, see {@link HolderQuery.table}).
+ */
+let turnTable: Map<string, number> | undefined;
+
+function exclusiveHolders(): Map<string, number> | undefined {
+  if (turnTable !== undefined) return turnTable;
+  let text: string;
+  try {
+    text = readProcLocks();
+  } catch {
+    return undefined;
+  }
+  const byFile = new Map<string, number>();
+  for (const line of text.split('\n')) {
+    const m = FLOCK_WRITE.exec(line);
+    if (m !== null && Number(m[1]) > 0) byFile.set(m[2] as string, Number(m[1]));
+  }
+  turnTable = byFile;
+  setImmediate(() => {
+    turnTable = undefined;
+  }).unref();
+  return byFile;
+}
+
+/**
+ * The pid of the process that most likely holds the exclusive flock on
+ * `lockPath`, to be watched for its exit (live/engine.ts), or undefined.
+ * Asked only after a probe found the lock held. On linux, the kernel's lock
+ * table (/proc/locks) names the process that took the flock on the inode at
+ * the path. It does not follow a flock handed on: after the taker exits the
+ * table still names it, and once the taker is reaped a table read from a
+ * pid namespace other than the initial one hides the line altogether (as it
+ * hides holders in namespaces this process cannot see); then the answer is
+ * undefined and {@link descriptorHolders} is the next place to look. Only
+ * where there is no table (darwin; /proc unreadable) is the pid label of the
+ * marked file used (CONTRACT §3: trustworthy as a label once the flock says
+ * a holder is alive). Either can be wrong or recycled: the answer is only
+ * ever a process whose exit is a reason to probe again, never evidence of
+ * life or death. Opens the file read-only (no link followed), reads at most
+ * 128 bytes, writes nothing; any failure is undefined.
+ */
+export function likelyHolder(lockPath: string): { pid: number; source: HolderSource } | undefined {
+  let file;
+  try {
+    file = openForRead(lockPath, 'resume.lock');
+  } catch {
+    return undefined;
+  }
+  if (file === undefined) return undefined;
+  try {
+    const table = process.platform === 'linux' ? exclusiveHolders() : undefined;
+    if (table !== undefined) {
+      const pid = table.get(`${procDevice(file.stats.dev)}:${file.stats.ino}`);
+      return pid !== undefined && pid !== process.pid ? { pid, source: 'lock-table' } : undefined;
+    }
+    const head = Buffer.alloc(HEAD_BYTES);
+    const len = readAt(file.fd, head, 0, HEAD_BYTES, 0, 'resume.lock', lockPath);
+    const pid = markedPid(head, len);
+    return pid === undefined || pid === process.pid ? undefined : { pid, source: 'label' };
+  } catch {
+    return undefined;
+  } finally {
+    closeQuietly(file.fd);
+  }
+}
+
+/**
+ * Every process's descriptors that name a file (`/proc/<pid>/fd`), as link
+ * text (bytes in a latin1 string) to pids, read once per turn of the event
+ * loop however many runs ask (a scan of every process costs tens of
+ * milliseconds or more: one readlink per descriptor on the machine).
+ */
+let turnCensus: Map<string, number[]> | undefined;
+
+function fdCensus(): Map<string, number[]> {
+  if (turnCensus !== undefined) return turnCensus;
+  const byLink = new Map<string, number[]>();
+  let pids: string[] = [];
+  try {
+    pids = readdirSync('/proc');
+  } catch {
+    /* no /proc: an empty census */
+  }
+  for (const name of pids) {
+    const pid = Number(name);
+    if (!Number.isInteger(pid) || pid <= 0 || pid === process.pid) continue;
+    let fds: string[];
+    try {
+      fds = readdirSync(`/proc/${pid}/fd`);
+    } catch {
+      continue; // gone, or another user's
+    }
+    for (const fd of fds) {
+      let link: string;
+      try {
+        link = readlinkSync(`/proc/${pid}/fd/${fd}`, { encoding: 'buffer' }).toString('latin1');
+      } catch {
+        continue;
+      }
+      if (link.charCodeAt(0) !== 0x2f) continue; // pipes, sockets, anon inodes
+      const list = byLink.get(link);
+      if (list === undefined) byLink.set(link, [pid]);
+      else if (list[list.length - 1] !== pid) list.push(pid);
+    }
+  }
+  turnCensus = byLink;
+  setImmediate(() => {
+    turnCensus = undefined;
+  }).unref();
+  return byLink;
+}
+
+/**
+ * Processes other than `except` (and this one) with a descriptor naming the
+ * lock path (`/proc/<pid>/fd`, compared as bytes), at most `max`: who may
+ * hold the flock once the process that took it is gone (a shell's
+ * `exec 3<resume.lock; flock -x 3` has flock(1) take it for the shell; a
+ * holder that forked leaves it to its child; the lock table still names the
+ * taker, or hides it). Linux only (elsewhere, none); reads /proc only. A
+ * scan of every process's descriptors (shared by every run asking in the
+ * same turn), so asked rarely: only when a held lock's named holder is
+ * gone. A process that merely has the file open is a candidate too: its
+ * exit is a reason to probe again, nothing more.
+ */
+export function descriptorHolders(lockPath: string, except: number, max = 4): number[] {
+  if (process.platform !== 'linux') return [];
+  const exactPath = runFilePath(dirname(lockPath), basename(lockPath));
+  const exact = (typeof exactPath === 'string' ? Buffer.from(exactPath, 'utf8') : exactPath).toString('latin1');
+  const census = fdCensus();
+  const found: number[] = [];
+  for (const link of [exact, `${exact} (deleted)`]) {
+    for (const pid of census.get(link) ?? []) if (pid !== except && found.length < max && !found.includes(pid)) found.push(pid);
+  }
+  return found;
 }

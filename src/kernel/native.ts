@@ -213,6 +213,25 @@ export interface NativeNotify {
   readonly mask: Readonly<Record<string, number>>;
   /** A notifier delivering batches to `callback`, or -errno when the kernel refuses one (EMFILE, ENOSYS). */
   open(callback: (events: NativeNotifyEvent[]) => void): NativeNotifier | number;
+  /** The process-exit backend (notify.h ExitAdd): `pidfd` on linux, `kqueue` on darwin (untested). Absent from an older addon. */
+  readonly exitBackend?: 'pidfd' | 'kqueue' | 'unsupported';
+  /**
+   * A process-exit notifier: `add(pid)` answers a watch id or -errno (ESRCH: no such process visible;
+   * ENOSYS: before linux 5.3); each exit is delivered once as `{wd: id, mask: 0, name: ''}`, and the
+   * watch is then gone. -errno when the kernel refuses one. Absent from an older addon.
+   */
+  openExits?(callback: (events: NativeNotifyEvent[]) => void): NativeExitNotifier | number;
+}
+
+/** An open process-exit notifier (one descriptor polled by libuv, however many pids are watched). */
+export interface NativeExitNotifier {
+  /** A watch id, or -errno. */
+  add(pid: number): number;
+  /** 0, or -errno (EINVAL: not watched, or it fired). */
+  remove(id: number): number;
+  close(): void;
+  ref(): void;
+  unref(): void;
 }
 
 let loaded: NativeBinding | undefined;

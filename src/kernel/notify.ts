@@ -25,7 +25,7 @@
  *   look again at everything (overflow) or poll (failure).
  */
 import { errnoName } from './errno.js';
-import { native, type NativeNotifier, type NativeNotifyEvent } from './native.js';
+import { native, type NativeExitNotifier, type NativeNotifier, type NativeNotifyEvent } from './native.js';
 
 /** What happened to an entry of a watched directory, or to the directory. */
 export type DirEventKind =
@@ -242,4 +242,180 @@ export function sharedDirWatcher(): DirWatcher | undefined {
     });
   }
   return typeof shared === 'string' ? undefined : shared;
+}
+
+// --- process exits ----------------------------------------------------------
+
+/**
+ * Default number of processes one {@link ExitWatcher} watches at once. On
+ * linux each is a pidfd, a descriptor of this process: the budget keeps a
+ * root with thousands of live legs from exhausting RLIMIT_NOFILE. Past it,
+ * a watch answers `EMFILE` and the caller keeps its re-probe interval.
+ */
+export const EXIT_WATCH_BUDGET = 1024;
+
+/** Options for {@link openExitWatcher}. */
+export interface ExitWatcherOptions {
+  /** Processes watched at once, at most (default {@link EXIT_WATCH_BUDGET}); past it `watch` answers `EMFILE`. */
+  max?: number;
+  /** The notifier failed; no more exits will be told. Called once, with the errno name. */
+  onBroken?: (code: string) => void;
+  /** Keep the event loop alive while the watcher is open (default false). */
+  ref?: boolean;
+}
+
+interface ExitEntry {
+  id: number;
+  pid: number;
+  listeners: Set<() => void>;
+}
+
+/** The process-exit backend of this platform: `pidfd` (linux), `kqueue` (darwin, untested) or `unsupported`. */
+export function exitBackend(): 'pidfd' | 'kqueue' | 'unsupported' {
+  return native().notify.exitBackend ?? 'unsupported';
+}
+
+/**
+ * Process exits told by the kernel (native/notify.h ExitAdd: a pidfd per
+ * process in one epoll set on linux, kqueue EVFILT_PROC/NOTE_EXIT on
+ * darwin), over one descriptor polled by libuv on this thread's loop.
+ *
+ * Invariants, and why:
+ * - An exit says only that a process ended. The caller decides what it
+ *   means; for a lock's holder it is a reason to probe again, never a
+ *   verdict (a wrong or recycled pid costs one probe).
+ * - One kernel watch per pid, however many listeners; a watch tells its
+ *   listeners once and is then gone (the pidfd is closed at once).
+ * - Bounded: at most `max` processes at once (descriptors on linux), and
+ *   every descriptor is closed by {@link ExitWatcher.close} or when its
+ *   last listener closes its watch.
+ * - Refusals are answers: `ESRCH` (no such process visible here: it
+ *   exited, or lives in a pid namespace this process cannot see), `ENOSYS`
+ *   (linux before 5.3), `EMFILE` (the budget).
+ */
+export class ExitWatcher {
+  readonly stats = { exits: 0, watches: 0 };
+  private readonly byId = new Map<number, ExitEntry>();
+  private readonly byPid = new Map<number, ExitEntry>();
+  private readonly max: number;
+  private closed = false;
+  private broken = false;
+
+  /** Use {@link openExitWatcher}. */
+  constructor(
+    private readonly notifier: NativeExitNotifier,
+    private readonly options: ExitWatcherOptions,
+  ) {
+    this.max = Math.max(0, Math.floor(options.max ?? EXIT_WATCH_BUDGET));
+  }
+
+  /** Called by the notifier with each batch. */
+  deliver(batch: NativeNotifyEvent[]): void {
+    if (this.closed) return;
+    for (const e of batch) {
+      if (e.wd === -2) {
+        if (!this.broken) {
+          this.broken = true;
+          this.options.onBroken?.(errnoName(e.mask));
+        }
+        return;
+      }
+      const entry = this.byId.get(e.wd);
+      if (entry === undefined) continue;
+      this.forget(entry);
+      this.stats.exits++;
+      for (const l of [...entry.listeners]) l();
+    }
+  }
+
+  /**
+   * Tells `listener` once when process `pid` exits. Answers the watch (close
+   * it to stop listening), or the errno name the watch was refused with.
+   */
+  watch(pid: number, listener: () => void): WatchAnswer {
+    if (this.closed || this.broken) return { ok: false, code: 'EBADF' };
+    if (!Number.isInteger(pid) || pid < 1 || pid > 0x7fffffff) return { ok: false, code: 'EINVAL' };
+    let entry = this.byPid.get(pid);
+    if (entry === undefined) {
+      if (this.byId.size >= this.max) return { ok: false, code: 'EMFILE' };
+      const id = this.notifier.add(pid);
+      if (id < 0) return { ok: false, code: errnoName(-id) };
+      entry = { id, pid, listeners: new Set() };
+      this.byId.set(id, entry);
+      this.byPid.set(pid, entry);
+      this.stats.watches = this.byId.size;
+    }
+    const e = entry;
+    e.listeners.add(listener);
+    return {
+      ok: true,
+      watch: {
+        close: () => {
+          e.listeners.delete(listener);
+          if (e.listeners.size > 0 || this.byId.get(e.id) !== e) return;
+          this.forget(e);
+          if (!this.closed) this.notifier.remove(e.id);
+        },
+      },
+    };
+  }
+
+  /** How many processes are watched now. */
+  get size(): number {
+    return this.byId.size;
+  }
+
+  /** Whether a watch of a process not yet watched would be refused for the budget (`EMFILE`). */
+  get full(): boolean {
+    return this.byId.size >= this.max;
+  }
+
+  /** Closes the notifier and every watch's descriptor. */
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.byId.clear();
+    this.byPid.clear();
+    this.stats.watches = 0;
+    this.notifier.close();
+  }
+
+  private forget(entry: ExitEntry): void {
+    if (this.byId.get(entry.id) === entry) this.byId.delete(entry.id);
+    if (this.byPid.get(entry.pid) === entry) this.byPid.delete(entry.pid);
+    this.stats.watches = this.byId.size;
+  }
+}
+
+/**
+ * Opens a process-exit watcher, or answers why there is none (an errno
+ * name: `ENOSYS` where the platform or the addon has none).
+ */
+export function openExitWatcher(options: ExitWatcherOptions = {}): ExitWatcher | string {
+  const n = native().notify;
+  if (typeof n.openExits !== 'function') return 'ENOSYS';
+  let watcher: ExitWatcher | undefined;
+  const opened = n.openExits((batch) => watcher?.deliver(batch));
+  if (typeof opened === 'number') return errnoName(-opened);
+  watcher = new ExitWatcher(opened, options);
+  if (options.ref !== true) opened.unref();
+  return watcher;
+}
+
+let sharedExits: ExitWatcher | string | undefined;
+
+/**
+ * One exit watcher for the whole process, for followers that each follow a
+ * run or two (as {@link sharedDirWatcher}); never holds the process open.
+ * Undefined where there is none; the caller keeps its re-probe interval.
+ */
+export function sharedExitWatcher(): ExitWatcher | undefined {
+  if (sharedExits === undefined) {
+    sharedExits = openExitWatcher({
+      onBroken: () => {
+        sharedExits = 'broken';
+      },
+    });
+  }
+  return typeof sharedExits === 'string' ? undefined : sharedExits;
 }

@@ -41,8 +41,23 @@
  *   of every open or unwatched run and of a bounded share of the settled
  *   ones (all of them up to 10,000 runs; beyond that they take turns, so the
  *   backstop costs the same at any size), and re-probes open legs; open legs are also
- *   re-probed every `openRecheckMs`, which is what finds a holder that
- *   (against §4.1) held the lock through a read-only descriptor.
+ *   re-probed every `openRecheckMs`.
+ * - A held lock's holder is watched for its exit (kernel/notify.ts
+ *   ExitWatcher: a pidfd on linux, kqueue EVFILT_PROC on darwin), so a death
+ *   that closes no writable descriptor (a holder that opened the lock
+ *   read-only, as `flock -x resume.lock cmd` does; every death on darwin,
+ *   where kqueue has no close-after-write) is announced too. The pid is the
+ *   kernel's lock table's (linux) or the file's label (where there is no
+ *   table; kernel/holders.ts likelyHolder); when no live process is named
+ *   (the taker exited and handed its descriptor on, to a child or to the
+ *   shell it took the lock for), a process that has the file open
+ *   (kernel/holders.ts descriptorHolders). An exit is only a reason to
+ *   probe again, never a verdict: a wrong or recycled pid costs one probe;
+ *   a pid whose exit was already told is not watched again; with nothing
+ *   left to watch after an exit the run gets a few follow-up probes
+ *   ({@link HOLDER_FOLLOW_UP_MS}); a holder that cannot be seen (another
+ *   pid namespace) or past the watch budget (`holderWatches`) is found by
+ *   the `openRecheckMs` re-probe.
  * - Reads only: files are opened read-only (kernel/open.ts), the probe takes
  *   only a shared lock, and watches only observe. Nothing is created,
  *   written or removed under the root.
@@ -67,7 +82,19 @@ import { compareNewestFirst } from '../contract/runid.js';
 import type { RunReport } from '../contract/types.js';
 import { identityBuffer, identityStride, readIdentities, takeIfChanged } from '../kernel/identity.js';
 import { closeQuietly } from '../kernel/open.js';
-import { notifyBackend, openDirWatcher, sharedDirWatcher, type DirEvent, type DirWatch, type DirWatcher } from '../kernel/notify.js';
+import { descriptorHolders, likelyHolder } from '../kernel/holders.js';
+import {
+  EXIT_WATCH_BUDGET,
+  notifyBackend,
+  openDirWatcher,
+  openExitWatcher,
+  sharedDirWatcher,
+  sharedExitWatcher,
+  type DirEvent,
+  type DirWatch,
+  type DirWatcher,
+  type ExitWatcher,
+} from '../kernel/notify.js';
 import { probeLock, type ProbeResult } from '../lock/probe.js';
 import { foldLines, LineSplitter } from '../read/lines.js';
 import { readSnapshot, type SnapshotRead } from '../read/snapshot.js';
@@ -105,6 +132,17 @@ export const LIVE_RUNS_PER_TURN = 256;
 export const LIVE_SAFETY_MS = 30_000;
 /** Default interval at which open legs are re-probed even when watched (ms). */
 export const LIVE_OPEN_RECHECK_MS = 5_000;
+/**
+ * After a watched holder's exit, while the lock is still found held and no
+ * other process with the file open can be watched, the run is probed again
+ * after these delays (ms), then left to the `openRecheckMs` re-probe. A
+ * holder's process group killed at once (`flock -x resume.lock cmd`:
+ * flock(1) took the lock and its child shares it) exits one process at a
+ * time, and the table still names the first one; a few probes find the rest
+ * gone without a wait of seconds, and cost a handful of probes otherwise.
+ */
+export const HOLDER_FOLLOW_UP_MS: readonly number[] = [10, 50, 250, 1000];
+
 /** Default interval at which open legs without a watch are polled (ms). */
 export const LIVE_POLL_MS = 100;
 
@@ -300,6 +338,13 @@ export interface LiveEngineOptions {
    * dashboard's node strips and times). Default false.
    */
   announceFiles?: boolean;
+  /**
+   * Holders of held locks watched for their exit at once, at most (default
+   * `EXIT_WATCH_BUDGET` = 1024; on linux each is a descriptor). 0 watches
+   * none: every death that closes no writable descriptor then waits for the
+   * `openRecheckMs` re-probe.
+   */
+  holderWatches?: number;
 }
 
 /** Counters, for tests and benchmarks. */
@@ -338,6 +383,10 @@ export interface LiveStats {
   safetyCompared: number;
   /** Times the kernel's event queue overflowed (events were lost): each marks every run to be looked at again. */
   overflows: number;
+  /** Holders of held locks watched for their exit now (pidfd / EVFILT_PROC). */
+  holderWatches: number;
+  /** Probes started because a watched holder exited. */
+  exitWakeups: number;
 }
 
 interface RunState {
@@ -387,6 +436,19 @@ interface RunState {
   tail: TailStepper | undefined;
   /** What that read found, until a byte more is read: the reference path's first read (inspect.ts `first`). */
   tailFacts: TailFacts | undefined;
+  /** The exit watch on the likely holder of the run's held lock, if any. */
+  holder: DirWatch | undefined;
+  /** The last holder pid whose exit was told while the run was followed (not watched again: see the module comment). */
+  exitedPid: number | undefined;
+  /** Follow-up probes taken since that exit while the lock stayed held ({@link HOLDER_FOLLOW_UP_MS}), and the one pending. */
+  followUps: number;
+  followUp: NodeJS.Timeout | undefined;
+  /**
+   * The holder was sought and none could be watched (no pid found, the
+   * budget, a refusal): not sought again at every derivation of a busy run,
+   * only once its lock file changes or the lock is no longer held.
+   */
+  sought: boolean;
 }
 
 /**
@@ -461,6 +523,9 @@ export class LiveEngine {
   private readonly borrowed: boolean;
   private readonly ref: boolean;
   private watcher: DirWatcher | undefined;
+  /** Watches holders' exits; undefined without notification, or where there is none. */
+  private exits: ExitWatcher | undefined;
+  private readonly holderBudget: number;
   private rootWatch: DirWatch | undefined;
   private timers: NodeJS.Timeout[] = [];
   private flushQueued = false;
@@ -494,7 +559,10 @@ export class LiveEngine {
     this.emitLines = options.lines === true;
     this.borrowed = options.shared === true;
     this.ref = options.ref !== false;
-    this.stats = { backend: 'polling', runs: 0, unwatched: 0, derivations: 0, referenceDerivations: 0, probes: 0, lockWakeups: 0, polledProbes: 0, bytesRead: 0, maxStepBytes: 0, readSteps: 0, tailReads: 0, rereads: 0, batches: 0, safetyPasses: 0, safetyCompared: 0, overflows: 0 };
+    const budget = options.holderWatches ?? EXIT_WATCH_BUDGET;
+    if (typeof budget !== 'number' || !Number.isFinite(budget) || budget < 0) throw new RangeError('holderWatches must be a finite number of at least 0');
+    this.holderBudget = Math.floor(budget);
+    this.stats = { backend: 'polling', runs: 0, unwatched: 0, derivations: 0, referenceDerivations: 0, probes: 0, lockWakeups: 0, polledProbes: 0, bytesRead: 0, maxStepBytes: 0, readSteps: 0, tailReads: 0, rereads: 0, batches: 0, safetyPasses: 0, safetyCompared: 0, overflows: 0, holderWatches: 0, exitWakeups: 0 };
   }
 
   /** Listens for changes; returns the function that stops listening. */
@@ -533,6 +601,7 @@ export class LiveEngine {
     } else {
       this.say(`change notification is off; open legs are polled every ${this.pollMs} ms`);
     }
+    this.openExits();
     // Runs tracked before the notifier was there get their watch now.
     if (this.watcher !== undefined) for (const r of this.runsByDir.values()) if (r.watch === undefined) this.rewatch(r);
     this.timer(() => this.safety(), this.safetyMs);
@@ -596,6 +665,11 @@ export class LiveEngine {
       told: undefined,
       tail: undefined,
       tailFacts: undefined,
+      holder: undefined,
+      exitedPid: undefined,
+      followUps: 0,
+      followUp: undefined,
+      sought: false,
     };
     this.resetFold(r);
     this.runsByDir.set(dir, r);
@@ -652,6 +726,10 @@ export class LiveEngine {
     } else {
       this.watcher?.close();
     }
+    // Holder watches: every descriptor goes with the engine (the shared watcher keeps only others' watches).
+    for (const r of this.runsByDir.values()) this.unwatchHolder(r);
+    if (!this.borrowed) this.exits?.close();
+    this.exits = undefined;
     this.watcher = undefined;
     this.rootWatch = undefined;
     for (const r of this.runsByDir.values()) this.endTail(r);
@@ -815,6 +893,7 @@ export class LiveEngine {
       }
       // 'modified': a leg taking the lock writes its marker (§4.1 step 4).
       r.dirtyProbe = true;
+      r.sought = false; // a new holder may be there to watch
     } else {
       return;
     }
@@ -832,6 +911,7 @@ export class LiveEngine {
     if (r.watch === undefined) this.stats.unwatched = Math.max(0, this.stats.unwatched - 1);
     r.watch?.close();
     r.watch = undefined;
+    this.unwatchHolder(r);
     this.stats.runs = this.runsByDir.size;
     if (announce) this.emit({ type: 'removed', runId: r.id, runDir: r.dir });
   }
@@ -1308,11 +1388,126 @@ export class LiveEngine {
     const same = r.reported && JSON.stringify([report, error]) === JSON.stringify([r.report, r.error]);
     r.report = report;
     r.error = error;
+    if (r.fold.open && report?.liveness === 'held') this.watchHolder(r);
+    else this.unwatchHolder(r);
     const announce = r.announce;
     r.announce = false;
     if (same && !announce) return;
     r.reported = true;
     this.emit({ type: 'run', ...this.view(r) });
+  }
+
+  // --- holders' exits ------------------------------------------------------
+
+  /** Opens the holders' exit watcher (none with `notify: false` or a zero budget; none where the platform has none). */
+  private openExits(): void {
+    if (this.options.notify === false || this.holderBudget === 0) return;
+    if (this.borrowed) {
+      this.exits = sharedExitWatcher();
+      return;
+    }
+    const opened = openExitWatcher({ max: this.holderBudget, ref: false, onBroken: () => this.dropExits() });
+    if (typeof opened !== 'string') this.exits = opened;
+  }
+
+  /** The exit watcher failed: every run keeps its re-probe interval. */
+  private dropExits(): void {
+    for (const r of this.runsByDir.values()) r.holder = undefined;
+    if (!this.borrowed) this.exits?.close();
+    this.exits = undefined;
+    this.stats.holderWatches = 0;
+  }
+
+  /**
+   * Watches the likely holder of `r`'s held lock for its exit (module
+   * comment). Without a pid, past the budget, or for the pid whose exit was
+   * already told, nothing: the re-probe interval stays. A holder already
+   * gone (ESRCH: it exited since the probe, or is not visible from here)
+   * costs one more probe, once per pid.
+   */
+  private watchHolder(r: RunState): void {
+    if (this.exits === undefined || r.holder !== undefined || r.sought) return;
+    if (this.exits.full) {
+      r.sought = true; // past the budget: not even the lock table is read for it
+      return;
+    }
+    const lock = lockOf(r);
+    const named = likelyHolder(lock)?.pid;
+    if (named !== undefined && named !== r.exitedPid) {
+      const a = this.exits.watch(named, () => this.holderExited(r, named));
+      if (a.ok) return this.holderWatched(r, a.watch);
+      if (a.code !== 'ESRCH') {
+        r.sought = true; // the budget, or a refusal: the re-probe interval
+        return;
+      }
+      r.exitedPid = named; // gone already
+    }
+    // No live process named (the taker handed its descriptor on: a shell's
+    // `flock -x 3`, a fork; or the rest of its group is exiting; or the table
+    // hides a reaped taker): watch a process that still has the file open.
+    // Just after an exit, one follow-up probe first: a group killed at once
+    // is found gone by it, without a scan of every process's descriptors.
+    if (r.exitedPid === undefined || r.followUps > 0) {
+      for (const pid of descriptorHolders(lock, named ?? 0)) {
+        const a = this.exits.watch(pid, () => this.holderExited(r, pid));
+        if (a.ok) return this.holderWatched(r, a.watch);
+      }
+    }
+    // None. Never an exit told: nothing to follow (a holder this process
+    // cannot see). After one: a few follow-up probes, then the re-probe interval.
+    if (r.exitedPid === undefined || r.followUps >= HOLDER_FOLLOW_UP_MS.length) {
+      r.sought = true;
+      return;
+    }
+    if (r.followUp !== undefined) return;
+    const t = setTimeout(() => {
+      r.followUp = undefined;
+      if (this.closed || this.runsByDir.get(r.dir) !== r) return;
+      r.dirtyProbe = true;
+      this.mark(r);
+    }, HOLDER_FOLLOW_UP_MS[r.followUps++]);
+    if (!this.ref) t.unref();
+    r.followUp = t;
+  }
+
+  /**
+   * A holder is watched. The lock is probed once more: a holder that died
+   * between the probe that found it held and the watch (the pid then named
+   * another process, or a label's) would otherwise wait for the interval.
+   */
+  private holderWatched(r: RunState, watch: DirWatch): void {
+    r.holder = watch;
+    this.stats.holderWatches++;
+    this.stats.probes++;
+    if (probeLock(lockOf(r)).liveness !== 'held') {
+      r.dirtyProbe = true;
+      this.mark(r);
+    }
+  }
+
+  private unwatchHolder(r: RunState): void {
+    r.sought = false;
+    if (r.followUp !== undefined) clearTimeout(r.followUp);
+    r.followUp = undefined;
+    if (r.holder === undefined) return;
+    r.holder.close();
+    r.holder = undefined;
+    this.stats.holderWatches--;
+  }
+
+  /** A watched holder exited (or was gone already): probe again now, and tell subscribers as for a lock's close-write. */
+  private holderExited(r: RunState, pid: number): void {
+    if (r.holder !== undefined) {
+      r.holder = undefined; // the exit ended the watch
+      this.stats.holderWatches--;
+    }
+    if (this.closed || this.runsByDir.get(r.dir) !== r) return;
+    r.exitedPid = pid;
+    r.followUps = 0;
+    this.stats.exitWakeups++;
+    r.announce = true;
+    r.dirtyProbe = true;
+    this.mark(r);
   }
 
   private reference(r: RunState): RunReport {
