@@ -12,7 +12,7 @@
  *    loader says so rather than quietly loading some other file;
  * 2. the prebuilt binary shipped in the tarball for this platform
  *    (`prebuilds/<platform>-<arch>/runwarden.node`, linux x64 and arm64 with
- *    glibc), if it loads and its constants match;
+ *    glibc, darwin arm64 and x64), if it loads and its constants match;
  * 3. the compiled build, found by `bindings` (build/Release and the other
  *    places node-gyp may put it).
  *
@@ -224,8 +224,13 @@ let chosenPath: string | undefined;
 /** The environment variable that names an addon file (bundled apps). */
 export const ADDON_ENV = 'RUNWARDEN_ADDON';
 
-/** The architectures a prebuilt binary is shipped for (linux, glibc). */
-export const PREBUILD_TARGETS = ['linux-x64', 'linux-arm64'] as const;
+/**
+ * The platforms a prebuilt binary is shipped for: linux with glibc, and darwin
+ * (macOS 11 and later, cross-compiled with zig: scripts/prebuild.mjs). A darwin
+ * package built without zig has no darwin files; the loader then says the file
+ * is not there and falls back as for any missing prebuild.
+ */
+export const PREBUILD_TARGETS = ['linux-x64', 'linux-arm64', 'darwin-arm64', 'darwin-x64'] as const;
 
 /**
  * The package root (dist/kernel/native.js and src/kernel/native.ts both live
@@ -299,7 +304,7 @@ export function prebuildFor(root: string): { path: string } | { why: string } {
   }
   const path = join(root, 'prebuilds', target, 'runwarden.node');
   if (!existsSync(path)) return { why: `${path} is not there (a source checkout, or a package without prebuilds)` };
-  if (!runsOnGlibc()) return { why: `the prebuild for ${target} needs glibc; this process runs on another C library` };
+  if (process.platform === 'linux' && !runsOnGlibc()) return { why: `the prebuild for ${target} needs glibc; this process runs on another C library` };
   return { path };
 }
 
