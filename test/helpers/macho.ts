@@ -13,6 +13,9 @@ export const CPU_TYPE_X86_64 = 0x01000007;
 export const MH_DYLIB = 6;
 export const MH_BUNDLE = 8;
 const LC_SYMTAB = 0x2;
+const LC_BUILD_VERSION = 0x32;
+/** build_version_command.platform for macOS. */
+export const PLATFORM_MACOS = 1;
 const N_STAB = 0xe0;
 const N_TYPE = 0x0e;
 const N_EXT = 0x01;
@@ -30,6 +33,14 @@ export interface MachO {
   cputype: number;
   filetype: number;
   symbols: MachSymbol[];
+  /** LC_BUILD_VERSION: the platform and the oldest OS version the file says it runs on ("11.0"). */
+  build?: { platform: number; minos: string };
+}
+
+/** A version packed as xxxx.yy.zz in nibbles (build_version_command.minos). */
+function unpackVersion(v: number): string {
+  const patch = v & 0xff;
+  return `${v >>> 16}.${(v >>> 8) & 0xff}${patch ? `.${patch}` : ''}`;
 }
 
 /** Parses a thin 64-bit little-endian Mach-O file; throws with the reason when `buf` is not one. */
@@ -43,12 +54,14 @@ export function parseMachO(buf: Buffer): MachO {
   const sizeofcmds = buf.readUInt32LE(20);
   if (32 + sizeofcmds > buf.length) throw new Error(`load commands (${sizeofcmds} bytes) run past the end of the file`);
   const symbols: MachSymbol[] = [];
+  let build: MachO['build'];
   let off = 32;
   for (let i = 0; i < ncmds; i++) {
     if (off + 8 > 32 + sizeofcmds) throw new Error(`load command ${i} runs past sizeofcmds`);
     const cmd = buf.readUInt32LE(off);
     const cmdsize = buf.readUInt32LE(off + 4);
     if (cmdsize < 8) throw new Error(`load command ${i} has size ${cmdsize}`);
+    if (cmd === LC_BUILD_VERSION) build = { platform: buf.readUInt32LE(off + 8), minos: unpackVersion(buf.readUInt32LE(off + 12)) };
     if (cmd === LC_SYMTAB) {
       const symoff = buf.readUInt32LE(off + 8);
       const nsyms = buf.readUInt32LE(off + 12);
@@ -69,7 +82,7 @@ export function parseMachO(buf: Buffer): MachO {
     }
     off += cmdsize;
   }
-  return { cputype, filetype, symbols };
+  return { cputype, filetype, symbols, ...(build ? { build } : {}) };
 }
 
 export function readMachO(file: string): MachO {

@@ -215,8 +215,12 @@ const CHECKS: Record<Exclude<Prereq, 'zig' | `linux: ${string}`>, Check> = {
   },
 };
 
-/** Prerequisites that exist only on linux: on another system nothing can be installed to bring them. */
-const LINUX_ONLY: ReadonlyArray<Prereq> = ['root', 'mount', 'bindfs', 'fuse', 'strace', 'chromium', 'faketime', 'mkfs.ext2', 'loop', 'cc-arm64', 'qemu-arm64', 'node-arm64', 'userns'];
+/**
+ * Prerequisites that exist only on linux: on another system nothing can be installed to bring them
+ * (mounts, FUSE and loop devices, strace, Debian's chromium path and libfaketime, the arm64 emulation,
+ * user namespaces; script(1), whose BSD form on darwin takes other arguments).
+ */
+const LINUX_ONLY: ReadonlyArray<Prereq> = ['script', 'root', 'mount', 'bindfs', 'fuse', 'strace', 'chromium', 'faketime', 'mkfs.ext2', 'loop', 'cc-arm64', 'qemu-arm64', 'node-arm64', 'userns'];
 for (const p of LINUX_ONLY) CHECKS[p as keyof typeof CHECKS].onlyOn = ['linux'];
 
 const ZIG: Check = {
