@@ -25,8 +25,8 @@ async function sharedFor(path: string, seconds: number): Promise<void> {
 
 describe('acquire past readers', () => {
   // linux: the kernel's lock table (/proc/locks) tells readers from a leg.
-  it.skipIf(process.platform !== 'linux')('a shared lock held longer than the retry window delays the leg but does not refuse it', async (ctx) => {
-    needs(ctx, 'flock');
+  it('a shared lock held longer than the retry window delays the leg but does not refuse it', async (ctx) => {
+    needs(ctx, 'flock', 'linux: /proc/locks tells readers from a leg');
     const lockPath = join(tempDir(), 'run', 'resume.lock');
     acquireLock(lockPath, { retryMs: 0 }).release();
     await sharedFor(lockPath, 1);
@@ -62,8 +62,8 @@ describe('acquire past readers', () => {
 
   // Readers coming and going, each for less than the stuck bound, with no free
   // instant between them, for longer than the old 5 s readers-only cap.
-  it.skipIf(process.platform !== 'linux')('readers that keep the lock held without a gap, each letting go, delay the leg past 5 s but do not refuse it', async (ctx) => {
-    needs(ctx, 'flock');
+  it('readers that keep the lock held without a gap, each letting go, delay the leg past 5 s but do not refuse it', async (ctx) => {
+    needs(ctx, 'flock', 'linux: /proc/locks tells readers from a leg');
     const lockPath = join(tempDir(), 'run', 'resume.lock');
     acquireLock(lockPath, { retryMs: 0 }).release();
     // Six readers, one started every 1.5 s, each holding 3 s: about 10.5 s of cover, no pid past 3 s.
@@ -85,8 +85,8 @@ describe('acquire past readers', () => {
     expect(said).toMatch(/HOLDING 4/);
   }, 60_000);
 
-  it.skipIf(process.platform !== 'linux')('acquireLockAsync, too, waits past its timeout while only readers hold the lock, and the loop ticks meanwhile', async (ctx) => {
-    needs(ctx, 'flock');
+  it('acquireLockAsync, too, waits past its timeout while only readers hold the lock, and the loop ticks meanwhile', async (ctx) => {
+    needs(ctx, 'flock', 'linux: /proc/locks tells readers from a leg');
     const lockPath = join(tempDir(), 'run', 'resume.lock');
     acquireLock(lockPath, { retryMs: 0 }).release();
     const chain = spawn('sh', ['-c', `for i in 1 2 3; do flock -s -n "$1" -c "echo HOLDING $i; sleep 1" & sleep 0.5; done; wait; echo DONE`, 'sh', lockPath], {
