@@ -35,6 +35,7 @@ import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { AddonLoadError, NativeError } from '../contract/errors.js';
+import { truncatedAddon } from './addon-file.js';
 
 /** The layout version of `constants` this TypeScript reads (facts.h `kSeamVersion`). */
 export const SEAM_VERSION = 1;
@@ -315,6 +316,9 @@ export function prebuildFor(root: string): { path: string } | { why: string } {
  */
 export function openAddonFile(path: string): { binding: NativeBinding; constants: NativeConstants } {
   if (!existsSync(path)) throw new Error('no such file');
+  // A file cut short would be mapped anyway and kill the process with SIGBUS (addon-file.ts).
+  const cut = truncatedAddon(path);
+  if (cut !== undefined) throw new Error(cut);
   const mod = { exports: {} as unknown };
   process.dlopen(mod as unknown as NodeJS.Module, path);
   const binding = mod.exports as NativeBinding;
