@@ -8,7 +8,8 @@
  * install script, "files" list, exports map and dependency ranges are the
  * published ones.
  *
- * Slow on purpose (a pack cross-compiles the arm64 prebuild; each consumer is
+ * Slow on purpose (a pack cross-compiles the arm64 prebuild, and the darwin ones
+ * with zig where it is there; each consumer is
  * an npm install and a tsc run); nothing here measures time: every wait is for
  * a condition (a line on a pipe, a tick count).
  */
