@@ -18,7 +18,7 @@ import { copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync,
 import { tmpdir } from 'node:os';
 import { dirname, join, relative, sep } from 'node:path';
 import { createInterface } from 'node:readline';
-import { afterAll, describe, expect, it, type TestContext } from 'vitest';
+import { afterAll, beforeEach, describe, expect, it, type TestContext } from 'vitest';
 import { DARWIN_TARGETS, findZig } from '../scripts/darwin.mjs';
 import { MH_BUNDLE, MH_DYLIB, MH_MAGIC_64, PLATFORM_MACOS, readMachO, tbdExports } from './helpers/macho.js';
 import { arm64NodeRoot, lacking, needs } from './helpers/prereq.js';
@@ -29,6 +29,9 @@ const work = mkdtempSync(join(tmpdir(), 'rw-consumer-'));
 /** TMPDIR of everything this file runs: the consumer programs' own temporary runs go where afterAll removes them. */
 const scratch = join(work, 'tmp');
 mkdirSync(scratch);
+// Packing runs scripts/prebuild.mjs, which builds on linux only, and the consumers check the linux prebuilds.
+beforeEach((ctx) => needs(ctx, 'linux: npm pack builds the prebuilds on linux only'));
+
 /** Every process this file starts and does not wait for: killed before the scratch directory goes. */
 const running = new Set<ChildProcess>();
 afterAll(() => {
