@@ -1,8 +1,10 @@
 // runwarden native, darwin: the platform seam (platform.h) for darwin.
 //
-// UNTESTED: written against the documented statfs(2) and flock(2) interfaces
-// of darwin, but never compiled or run by this project (its CI is linux
-// only). binding.gyp builds it only when OS=="mac".
+// Written against the documented statfs(2) and flock(2) interfaces of darwin.
+// Compiled and linked for arm64 and x86-64 macOS on linux with zig (the
+// darwin build gate, test/darwin-build.test.ts, and the shipped prebuilds),
+// but NEVER RUN: no Mac was available. binding.gyp builds it only when
+// OS=="mac". What f_fstypename each filesystem reports: docs/CONTRACT.md §5.6.
 #include "platform.h"
 
 #include <errno.h>

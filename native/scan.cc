@@ -14,6 +14,9 @@
 
 #include <stdint.h>
 #include <string.h>
+#if defined(__APPLE__) && defined(__x86_64__)
+#include <sys/sysctl.h>
+#endif
 
 namespace {
 
@@ -94,8 +97,22 @@ int64_t LastMatch16(const uint8_t* h, size_t hlen, size_t end, const Needle* ns,
 __attribute__((target("avx2"))) int64_t LastMatch32(const uint8_t* h, size_t hlen, size_t end, const Needle* ns, size_t count, size_t maxlen) {
   return LastMatchW<32>(h, hlen, end, ns, count, maxlen);
 }
+// Whether the CPU has AVX2. On darwin not __builtin_cpu_supports: it reads
+// compiler-rt's __cpu_model, which libSystem does not export (Apple's clang
+// links it in statically; the zig-built prebuild would be left with an
+// undefined symbol), so darwin asks the kernel's hw.optional.avx2_0 sysctl.
+// Any doubt answers no: the 16-byte path gives the same answers.
+bool CpuHasAvx2() {
+#if defined(__APPLE__)
+  int v = 0;
+  size_t len = sizeof v;
+  return sysctlbyname("hw.optional.avx2_0", &v, &len, nullptr, 0) == 0 && v == 1;
+#else
+  return __builtin_cpu_supports("avx2");
+#endif
+}
 int64_t LastMatch(const uint8_t* h, size_t hlen, size_t end, const Needle* ns, size_t count, size_t maxlen) {
-  static const bool avx2 = __builtin_cpu_supports("avx2");
+  static const bool avx2 = CpuHasAvx2();
   return avx2 ? LastMatch32(h, hlen, end, ns, count, maxlen) : LastMatch16(h, hlen, end, ns, count, maxlen);
 }
 #else

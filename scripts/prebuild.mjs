@@ -1,13 +1,21 @@
 #!/usr/bin/env node
 // Builds the prebuilt addons the tarball ships: prebuilds/linux-x64/runwarden.node
 // and prebuilds/linux-arm64/runwarden.node (glibc), from binding.gyp exactly as it
-// is (whatever sources it lists), with node-gyp. `npm pack` runs it (prepack) and
+// is (whatever sources it lists), with node-gyp; and prebuilds/darwin-arm64 and
+// prebuilds/darwin-x64/runwarden.node (macOS 11 and later), cross-compiled from
+// binding.gyp's OS=='mac' build with zig (scripts/darwin.mjs, scripts/zig.sh). `npm pack` runs it (prepack) and
 // removes the result afterwards (postpack, `--clean`), so a prebuild is never older
 // than the sources it ships with and never shadows a fresh build/Release in a
 // working tree (the loader tries prebuilds first).
 //
-//   node scripts/prebuild.mjs [--arch x64,arm64] [--nodedir DIR]   (or RUNWARDEN_PREBUILD_ARCH=x64)
+//   node scripts/prebuild.mjs [--arch x64,arm64] [--darwin auto|yes|no] [--nodedir DIR]
+//     (or RUNWARDEN_PREBUILD_ARCH=x64, RUNWARDEN_PREBUILD_DARWIN=yes)
 //   node scripts/prebuild.mjs --clean
+//
+// --darwin: `auto` (the default) builds both darwin prebuilds when zig is there
+// (scripts/zig.sh's cache, or RUNWARDEN_ZIG) and otherwise says, on stderr, that
+// the package will have none; `yes` fails without zig (a release: run
+// scripts/zig.sh first); `no` builds none.
 //
 // Each architecture builds in its own temporary copy of binding.gyp + native/, so
 // the developer's build/ is untouched. arm64 is cross-compiled with Debian's
@@ -24,6 +32,7 @@ import { copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync,
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { buildDarwin, DARWIN_TARGETS, findZig, machHeader } from './darwin.mjs';
 import { findNodeGyp, localNodedir, which } from './node-gyp.mjs';
 
 const root = dirname(dirname(fileURLToPath(import.meta.url)));
@@ -114,10 +123,34 @@ function build(arch, gyp, headers) {
   }
 }
 
+/** Both darwin prebuilds with zig: every mac source compiled, linked into a module, its Mach-O header checked. */
+function buildMac(zig, headers) {
+  for (const arch of Object.keys(DARWIN_TARGETS)) {
+    const t = DARWIN_TARGETS[arch];
+    const dest = join(out, `darwin-${arch}`, 'runwarden.node');
+    process.stdout.write(`prebuild: darwin-${arch} (cross, ${zig} c++ -target ${t.triple})\n`);
+    const r = buildDarwin(zig, root, arch, headers, dest);
+    for (const c of r.compiled) if (!c.ok) process.stderr.write(`${c.source}:\n${c.output}\n`);
+    if (r.compiled.some((c) => !c.ok)) fail(`zig failed to compile ${r.compiled.filter((c) => !c.ok).map((c) => c.source).join(', ')} for darwin-${arch}`);
+    if (!r.linked.ok) fail(`zig failed to link darwin-${arch}:\n${r.linked.output}`);
+    const h = machHeader(dest);
+    if ('why' in h) fail(h.why);
+    if (h.cputype !== t.cputype) fail(`darwin-${arch}: the build is Mach-O cputype 0x${h.cputype.toString(16)}, not ${t.cpuName}`);
+    const size = readFileSync(dest).length;
+    process.stdout.write(`prebuild: prebuilds/darwin-${arch}/runwarden.node Mach-O ${t.cpuName}, filetype ${h.filetype}, ${size} bytes\n`);
+  }
+}
+
 const gyp = findNodeGyp(root);
 if (!gyp) fail('node-gyp not found (npm bundles one; is npm installed next to this node?)');
 const headers = nodedir();
 const arches = (arg('--arch') ?? process.env.RUNWARDEN_PREBUILD_ARCH ?? 'x64,arm64').split(',').filter(Boolean);
 for (const a of arches) if (!(a in TARGETS)) fail(`unknown arch ${a} (known: ${Object.keys(TARGETS).join(', ')})`);
+const darwin = arg('--darwin') ?? process.env.RUNWARDEN_PREBUILD_DARWIN ?? 'auto';
+if (!['auto', 'yes', 'no'].includes(darwin)) fail(`--darwin ${darwin}: expected auto, yes or no`);
+const zig = darwin === 'no' ? undefined : findZig();
+if (darwin === 'yes' && 'why' in zig) fail(`darwin prebuilds need zig: ${zig.why}`);
 rmSync(out, { recursive: true, force: true });
 for (const a of arches) build(a, gyp, headers);
+if (zig && 'zig' in zig) buildMac(zig.zig, headers);
+else if (zig) process.stderr.write(`prebuild: NO darwin prebuilds in this package: ${zig.why}\n`);

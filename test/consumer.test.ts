@@ -8,16 +8,19 @@
  * install script, "files" list, exports map and dependency ranges are the
  * published ones.
  *
- * Slow on purpose (a pack cross-compiles the arm64 prebuild; each consumer is
+ * Slow on purpose (a pack cross-compiles the arm64 prebuild, and the darwin ones
+ * with zig where it is there; each consumer is
  * an npm install and a tsc run); nothing here measures time: every wait is for
  * a condition (a line on a pipe, a tick count).
  */
-import { spawn, spawnSync, type SpawnSyncOptions, type SpawnSyncReturns } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess, type SpawnSyncOptions, type SpawnSyncReturns } from 'node:child_process';
 import { copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative, sep } from 'node:path';
 import { createInterface } from 'node:readline';
-import { afterAll, describe, expect, it, type TestContext } from 'vitest';
+import { afterAll, beforeEach, describe, expect, it, type TestContext } from 'vitest';
+import { DARWIN_TARGETS, findZig } from '../scripts/darwin.mjs';
+import { MH_BUNDLE, MH_DYLIB, MH_MAGIC_64, PLATFORM_MACOS, readMachO, tbdExports } from './helpers/macho.js';
 import { arm64NodeRoot, lacking, needs } from './helpers/prereq.js';
 import { ROOT } from './helpers/lock-procs.js';
 
@@ -26,7 +29,15 @@ const work = mkdtempSync(join(tmpdir(), 'rw-consumer-'));
 /** TMPDIR of everything this file runs: the consumer programs' own temporary runs go where afterAll removes them. */
 const scratch = join(work, 'tmp');
 mkdirSync(scratch);
-afterAll(() => rmSync(work, { recursive: true, force: true }));
+// Packing runs scripts/prebuild.mjs, which builds on linux only, and the consumers check the linux prebuilds.
+beforeEach((ctx) => needs(ctx, 'linux: npm pack builds the prebuilds on linux only'));
+
+/** Every process this file starts and does not wait for: killed before the scratch directory goes. */
+const running = new Set<ChildProcess>();
+afterAll(() => {
+  for (const p of running) if (p.exitCode === null && p.signalCode === null) p.kill('SIGKILL');
+  rmSync(work, { recursive: true, force: true });
+});
 
 /**
  * Every package in runwarden's runtime dependency tree, as installed here
@@ -62,6 +73,8 @@ interface Packed {
   tarball: string;
   files: string[];
   arches: string[];
+  /** Whether the darwin prebuilds were built (zig was there). */
+  darwin: boolean;
   /** name -> file: spec of every tarball a consumer depends on. */
   deps: Record<string, string>;
 }
@@ -73,6 +86,7 @@ function pack(): Packed {
   const dest = join(work, 'tarballs');
   mkdirSync(dest);
   const arches = lacking('cc-arm64').length === 0 ? ['x64', 'arm64'] : ['x64'];
+  const darwin = lacking('zig').length === 0;
   // Packed from a copy of the checkout: pack rebuilds dist/ (prepare) and puts
   // prebuilds/ in the package directory for a while (prepack), and test files
   // running beside this one load this checkout's dist/ and build/Release.
@@ -87,7 +101,7 @@ function pack(): Packed {
   });
   symlinkSync(join(ROOT, 'node_modules'), join(checkout, 'node_modules'), 'dir');
   const out = ok(
-    run('npm', ['pack', '--json', '--pack-destination', dest], { cwd: checkout, env: { ...process.env, RUNWARDEN_PREBUILD_ARCH: arches.join(',') } }),
+    run('npm', ['pack', '--json', '--pack-destination', dest], { cwd: checkout, env: { ...process.env, RUNWARDEN_PREBUILD_ARCH: arches.join(','), RUNWARDEN_PREBUILD_DARWIN: darwin ? 'yes' : 'no' } }),
     'npm pack',
   );
   const info = JSON.parse(out.slice(out.indexOf('['))) as Array<{ filename: string; files: Array<{ path: string }> }>;
@@ -98,7 +112,7 @@ function pack(): Packed {
     const [d] = JSON.parse(r.slice(r.indexOf('['))) as Array<{ filename: string }>;
     deps[name] = `file:${join(dest, (d as { filename: string }).filename)}`;
   }
-  packed = { tarball: join(dest, first.filename), files: first.files.map((f) => f.path).sort(), arches, deps };
+  packed = { tarball: join(dest, first.filename), files: first.files.map((f) => f.path).sort(), arches, darwin, deps };
   return packed;
 }
 
@@ -396,6 +410,7 @@ describe('the packed tarball', () => {
     const p = pack();
     const f = new Set(p.files);
     for (const arch of p.arches) expect(f.has(`prebuilds/linux-${arch}/runwarden.node`), arch).toBe(true);
+    for (const arch of p.darwin ? Object.keys(DARWIN_TARGETS) : []) expect(f.has(`prebuilds/darwin-${arch}/runwarden.node`), `darwin-${arch}`).toBe(true);
     for (const must of ['LICENSE', 'README.md', 'package.json', 'binding.gyp', 'scripts/install.mjs', 'scripts/node-gyp.mjs', 'dist/index.js', 'dist/index.d.ts', 'bin/runwarden.js']) {
       expect(f.has(must), must).toBe(true);
     }
@@ -572,6 +587,83 @@ describe('installing without a compiler, and compiling without node-gyp in the d
   }, SLOW);
 });
 
+describe('a prebuild that does not load', () => {
+  it('one for another machine makes `npm rebuild` compile as if there were none; a truncated one without a compiler fails naming what is missing on one line', (ctx: TestContext) => {
+    needs(ctx, 'cc');
+    const { dir, install } = consumer('bad-prebuild', { 'which-addon.mjs': WHICH_ADDON });
+    ok(install, 'install');
+    const pkgDir = join(dir, 'node_modules', 'runwarden');
+    const pre = join(pkgDir, 'prebuilds', `linux-${process.arch}`, 'runwarden.node');
+    const good = readFileSync(pre);
+    // The same file, marked for another machine (ELF e_machine: AArch64 on x86-64, x86-64 elsewhere).
+    const wrongArch = Buffer.from(good);
+    wrongArch.writeUInt16LE(process.arch === 'x64' ? 0xb7 : 0x3e, 18);
+    writeFileSync(pre, wrongArch);
+    const home = join(work, 'home-bad-prebuild');
+    mkdirSync(home);
+    const { npm_config_nodedir: _unset, ...inherited } = process.env;
+    const rebuilt = run('npm', ['rebuild', 'runwarden', '--foreground-scripts', '--offline'], { cwd: dir, env: { ...inherited, HOME: home } });
+    ok(rebuilt, 'npm rebuild over a wrong-arch prebuild');
+    expect(rebuilt.stdout + rebuilt.stderr).toMatch(/no usable prebuilt addon \(prebuilds\/linux-\w+\/runwarden\.node does not load here: .*\); compiling it with node-gyp/);
+    const out = lastJson<{ addon: string; liveness: string }>(ok(run(process.execPath, ['which-addon.mjs'], { cwd: dir }), 'probe'));
+    expect(out).toEqual({ addon: join(realpathSync(dir), 'node_modules', 'runwarden', 'build', 'Release', 'runwarden.node'), liveness: 'unknown' });
+
+    rmSync(join(pkgDir, 'build'), { recursive: true });
+    writeFileSync(pre, good.subarray(0, good.length >> 1));
+    const bare = run('npm', ['rebuild', 'runwarden', '--foreground-scripts'], { cwd: dir, env: { ...process.env, PATH: bareBin(), CXX: '', CC: '' } });
+    expect(bare.status).not.toBe(0);
+    const said = bare.stdout + bare.stderr;
+    expect(said).toMatch(/no prebuilt one fits \(prebuilds\/linux-\w+\/runwarden\.node does not load here: /);
+    const missing = said.split('\n').filter((l) => /Missing:/.test(l));
+    expect(missing).toHaveLength(1);
+    expect(missing[0]).toMatch(/Missing: .*python3.*make.*a C\+\+ compiler/);
+  }, SLOW);
+});
+
+describe('the darwin prebuilds, read from the packed tarball (nothing here runs on a Mac)', () => {
+  /** The tarball's darwin prebuild for `arch`, unpacked. */
+  function unpackedPrebuild(arch: string): string {
+    const p = pack();
+    const dir = join(work, 'unpacked-darwin');
+    if (!existsSync(dir)) {
+      mkdirSync(dir);
+      ok(run('tar', ['xzf', p.tarball, '-C', dir]), 'tar');
+    }
+    return join(dir, 'package', 'prebuilds', `darwin-${arch}`, 'runwarden.node');
+  }
+
+  for (const arch of Object.keys(DARWIN_TARGETS) as Array<keyof typeof DARWIN_TARGETS>) {
+    const t = DARWIN_TARGETS[arch];
+    it(`darwin-${arch}: a 64-bit ${t.cpuName} Mach-O module for macOS 11 that exports napi_register_module_v1 and needs only N-API, libuv and libSystem`, (ctx: TestContext) => {
+      needs(ctx, 'zig');
+      const z = findZig();
+      if ('why' in z) throw new Error(z.why);
+      expect(pack().files).toContain(`prebuilds/darwin-${arch}/runwarden.node`);
+      const file = unpackedPrebuild(arch);
+      const head = readFileSync(file).readUInt32LE(0);
+      expect(head.toString(16)).toBe(MH_MAGIC_64.toString(16));
+      const m = readMachO(file);
+      expect(m.cputype.toString(16)).toBe(t.cputype.toString(16));
+      expect([MH_BUNDLE, MH_DYLIB]).toContain(m.filetype);
+      expect(m.build).toEqual({ platform: PLATFORM_MACOS, minos: '11.0' });
+      const register = m.symbols.filter((s) => s.name === '_napi_register_module_v1');
+      expect(register).toEqual([{ name: '_napi_register_module_v1', defined: true, external: true }]);
+      // What libSystem exports on macOS 11 (the deployment target), from zig's stub of it.
+      const stub = join(dirname(z.zig), 'lib', 'libc', 'darwin', 'libSystem.11.tbd');
+      const libSystem = tbdExports(readFileSync(stub, 'utf8'), `${t.cpuName === 'x86_64' ? 'x86_64' : 'arm64'}-macos`);
+      expect(libSystem.has('_flock') && libSystem.has('_kqueue') && libSystem.has('_fstatfs')).toBe(true);
+      const undef = [...new Set(m.symbols.filter((s) => !s.defined).map((s) => s.name))];
+      const fromNode = undef.filter((n) => /^_(napi|node_api)_/.test(n) || /^_uv_/.test(n));
+      expect(fromNode).toContain('_napi_create_function');
+      const other = undef.filter((n) => !fromNode.includes(n) && !libSystem.has(n));
+      expect(other, `undefined symbols from neither N-API, libuv nor libSystem`).toEqual([]);
+      // libc++ and libc++abi are linked in (zig's own), so nothing is asked of /usr/lib/libc++.1.dylib.
+      expect(undef.filter((n) => /^__Z/.test(n))).toEqual([]);
+      console.log(`darwin-${arch}: ${readFileSync(file).length} bytes, filetype ${m.filetype}, ${undef.length} undefined symbols (${fromNode.length} N-API/libuv, the rest libSystem)`);
+    }, SLOW);
+  }
+});
+
 describe('the linux-arm64 prebuild', () => {
   it('runs under qemu-user-static with Debian\'s arm64 node: an arm64 leg holds, an x86-64 probe sees it', async (ctx: TestContext) => {
     needs(ctx, 'cc-arm64', 'qemu-arm64', 'node-arm64');
@@ -580,6 +672,8 @@ describe('the linux-arm64 prebuild', () => {
     const root = arm64NodeRoot();
     const lockPath = join(mkdtempSync(join(work, 'arm64-')), 'run', 'resume.lock');
     const proc = spawn('qemu-aarch64-static', ['-L', root, join(root, 'usr', 'bin', 'node'), 'arm64-holder.mjs', lockPath], { cwd: dir, stdio: ['pipe', 'pipe', 'pipe'] });
+    running.add(proc);
+    proc.once('exit', () => running.delete(proc));
     let stderr = '';
     proc.stderr.on('data', (b: Buffer) => (stderr += b.toString()));
     const exited = new Promise<number | null>((r) => proc.once('exit', (code) => r(code)));

@@ -9,6 +9,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { runStatus } from '../src/status/inspect.js';
 import type { RunReport } from '../src/contract/types.js';
 import { cleanup, cli, tempDir } from './helpers/reading-fixtures.js';
+import { needs } from './helpers/prereq.js';
 
 const holders: number[] = [];
 
@@ -49,7 +50,8 @@ function runDemo(args: string[], env: Record<string, string> = {}) {
 }
 
 describe('runwarden demo', () => {
-  it('creates one run in each state from real locks and prints the runs table', async () => {
+  it('creates one run in each state from real locks and prints the runs table', async (ctx) => {
+    needs(ctx, 'linux: reads /proc/<pid>/stat');
     const root = join(tempDir('rw-demo-'), 'demo');
     const r = runDemo(['--root', root, '--hold-seconds', '600']); // the test stops it itself
     expect(r.stderr).toBe('');

@@ -44,7 +44,8 @@ function cloexec(fd: number): boolean {
 }
 
 describe('the addon: directories by descriptor', () => {
-  it('openDirNoFollow opens a directory and refuses a symlink to one', () => {
+  it('openDirNoFollow opens a directory and refuses a symlink to one', (ctx) => {
+    needs(ctx, 'linux: reads O_CLOEXEC from /proc/self/fdinfo');
     const base = tempDir('rw-dirfd-');
     mkdirSync(join(base, 'real'));
     symlinkSync(join(base, 'real'), join(base, 'link'));
@@ -60,7 +61,8 @@ describe('the addon: directories by descriptor', () => {
     expect(codeOf(() => n.openDirNoFollow(join(base, 'absent')))).toBe('ENOENT');
   });
 
-  it('openAt opens one entry, never follows a link, and refuses anything but one entry', () => {
+  it('openAt opens one entry, never follows a link, and refuses anything but one entry', (ctx) => {
+    needs(ctx, 'linux: reads O_CLOEXEC from /proc/self/fdinfo');
     const base = tempDir('rw-dirfd-');
     writeFileSync(join(base, 'file'), 'inside');
     writeFileSync(join(tempDir('rw-out-'), 'x'), 'outside');
@@ -86,7 +88,8 @@ describe('the addon: directories by descriptor', () => {
 });
 
 describe('no descriptor is leaked', () => {
-  it('readers, the probe, the lock and a whole leg leave /proc/self/fd as they found it', () => {
+  it('readers, the probe, the lock and a whole leg leave /proc/self/fd as they found it', (ctx) => {
+    needs(ctx, 'linux: counts /proc/self/fd');
     const root = tempDir('rw-leak-');
     const outside = tempDir('rw-leak-out-');
     mkdirSync(join(root, 'a-ok'));

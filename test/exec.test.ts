@@ -140,7 +140,8 @@ describe('runwarden exec', () => {
     expect(JSON.parse(st.stdout).hint).toContain(gone);
   });
 
-  it('a daemon the command started with setsid left the group: the hint names it while it lives, never "all gone"', async () => {
+  it('a daemon the command started with setsid left the group: the hint names it while it lives, never "all gone"', async (ctx) => {
+    needs(ctx, 'linux: reads /proc/<pid>/stat, cmdline and environ');
     const r = root();
     const dir = join(r, 'run-s');
     const pidFile = join(r, 'daemon.pid');

@@ -14,6 +14,7 @@ import { sharedDirWatcher } from '../src/kernel/notify.js';
 import { FOLLOW_STATS } from '../src/live/follow.js';
 import { cleanupTemp, killAll, ROOT, startHolder, tempDir, track, until, waitReady } from './helpers/lock-procs.js';
 import { eventLine } from './helpers/events.js';
+import { needs } from './helpers/prereq.js';
 
 afterEach(async () => {
   await killAll();
@@ -112,7 +113,8 @@ describe('followRun', () => {
     expect(last.report.hint).toContain('never reported an end');
   });
 
-  it('a real leg that appends and is killed -9: every event as appended, then the status change to ABANDONED, last; an abort ends a second follower and releases its watch', async () => {
+  it('a real leg that appends and is killed -9: every event as appended, then the status change to ABANDONED, last; an abort ends a second follower and releases its watch', async (ctx) => {
+    needs(ctx, 'linux: counts inotify watches in /proc/self/fdinfo');
     const dir = join(tempDir('rw-follow-'), 'appends');
     const proc = spawn(process.execPath, [APPENDER, dir], { stdio: ['pipe', 'pipe', 'pipe'] });
     track(proc);
@@ -155,7 +157,8 @@ describe('followRun', () => {
     if (notified) expect(inotifyWatches()).toBe(base);
   });
 
-  it('is told of the death: with a re-check interval longer than the test, a kill -9 still ends it, through the lock file\'s close-write', async () => {
+  it('is told of the death: with a re-check interval longer than the test, a kill -9 still ends it, through the lock file\'s close-write', async (ctx) => {
+    needs(ctx, 'linux: the lock file\'s inotify close-write');
     const dir = join(tempDir('rw-follow-'), 'told');
     mkdirSync(dir);
     writeFileSync(join(dir, 'events.jsonl'), line({ event: 'run_started' }) + line({ event: 'node_started', node_id: 'work' }));
@@ -189,7 +192,8 @@ describe('followRun', () => {
     expect(skipped.offset).toBe(line({ event: 'run_started' }).length);
   });
 
-  it('until forever follows past a leg\'s finish into the next leg; an abort ends it with ABORT_ERR', async () => {
+  it('until forever follows past a leg\'s finish into the next leg; an abort ends it with ABORT_ERR', async (ctx) => {
+    needs(ctx, 'linux: counts inotify watches in /proc/self/fdinfo');
     const dir = join(tempDir('rw-follow-'), 'legs');
     {
       using leg = startLeg(dir);
@@ -225,7 +229,8 @@ describe('followRun', () => {
     }
   });
 
-  it('leaving the loop early stops the follower and closes the stream; a slow consumer still gets every line in order', async () => {
+  it('leaving the loop early stops the follower and closes the stream; a slow consumer still gets every line in order', async (ctx) => {
+    needs(ctx, 'linux: counts inotify watches in /proc/self/fdinfo');
     const dir = join(tempDir('rw-follow-'), 'long');
     mkdirSync(dir);
     await startHolder(join(dir, 'resume.lock'));

@@ -58,7 +58,8 @@ function core(r: RunReport | null | undefined) {
 }
 
 describe('LiveEngine', () => {
-  it('notices a kill -9 of the holder through the lock file\'s close-write, agrees with runStatus, and writes nothing under the root', async () => {
+  it('notices a kill -9 of the holder through the lock file\'s close-write, agrees with runStatus, and writes nothing under the root', async (ctx) => {
+    needs(ctx, 'linux: inotify');
     const root = tempDir('rw-live-');
     {
       using leg = startLeg(join(root, '20261130-100000-settled'));

@@ -18,8 +18,8 @@ afterAll(cleanupTemp);
 
 describe('acquire past readers', () => {
   // linux: the kernel's lock table (/proc/locks) tells readers from a leg.
-  it.skipIf(process.platform !== 'linux')('a shared lock held longer than the retry window delays the leg but does not refuse it', async (ctx) => {
-    needs(ctx, 'flock');
+  it('a shared lock held longer than the retry window delays the leg but does not refuse it', async (ctx) => {
+    needs(ctx, 'flock', 'linux: /proc/locks tells readers from a leg');
     const lockPath = join(tempDir(), 'run', 'resume.lock');
     acquireLock(lockPath, { retryMs: 0 }).release();
     const gate = join(tempDir(), 'go');
@@ -65,8 +65,8 @@ describe('acquire past readers', () => {
 
   // Readers coming and going, each for less than the stuck bound, with no free
   // instant between them, for longer than the old 5 s readers-only cap.
-  it.skipIf(process.platform !== 'linux')('readers that keep the lock held without a gap, each letting go, delay the leg past 5 s but do not refuse it', async (ctx) => {
-    needs(ctx, 'flock');
+  it('readers that keep the lock held without a gap, each letting go, delay the leg past 5 s but do not refuse it', async (ctx) => {
+    needs(ctx, 'flock', 'linux: /proc/locks tells readers from a leg');
     const lockPath = join(tempDir(), 'run', 'resume.lock');
     acquireLock(lockPath, { retryMs: 0 }).release();
     // Six readers in a chain, gapless by construction: reader i takes its shared lock, holds it
@@ -109,8 +109,8 @@ describe('acquire past readers', () => {
     expect(waited, `the leg got the lock after ${Math.round(waited)} ms; the readers said:\n${said}`).toBeGreaterThan(5000);
   }, 60_000);
 
-  it.skipIf(process.platform !== 'linux')('acquireLockAsync, too, waits past its timeout while only readers hold the lock, and the loop ticks meanwhile', async (ctx) => {
-    needs(ctx, 'flock');
+  it('acquireLockAsync, too, waits past its timeout while only readers hold the lock, and the loop ticks meanwhile', async (ctx) => {
+    needs(ctx, 'flock', 'linux: /proc/locks tells readers from a leg');
     const lockPath = join(tempDir(), 'run', 'resume.lock');
     acquireLock(lockPath, { retryMs: 0 }).release();
     const chain = spawn('sh', ['-c', `for i in 1 2 3; do flock -s -n "$1" -c "echo HOLDING $i; sleep 1" & sleep 0.5; done; wait; echo DONE`, 'sh', lockPath], {

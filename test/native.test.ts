@@ -9,6 +9,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { AddonLoadError, filesystemType, groupPresence, NativeError, processPresence } from '../src/index.js';
 import { checkNativeConstants, FLOCK_OP_NAMES, native, nativeConstants, OUT_SLOT_NAMES, SEAM_VERSION, STAGE_NAMES } from '../src/kernel/native.js';
 import { cleanupTemp, ROOT, tempDir } from './helpers/lock-procs.js';
+import { needs } from './helpers/prereq.js';
 
 afterEach(() => cleanupTemp());
 
@@ -114,7 +115,8 @@ describe('native addon', () => {
 });
 
 describe('importing runwarden', () => {
-  it('has no side effects: the addon loads only on the first call that needs the kernel', async () => {
+  it('has no side effects: the addon loads only on the first call that needs the kernel', async (ctx) => {
+    needs(ctx, 'linux: reads /proc/self/maps');
     const { spawnSync } = await import('node:child_process');
     const index = new URL('../dist/index.js', import.meta.url).href;
     const script = `

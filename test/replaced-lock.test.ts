@@ -66,6 +66,7 @@ function ino(path: string): number {
 describe('a replaced lock under a live holder that does not heal it', () => {
   for (const [name, replace] of Object.entries(REPLACERS)) {
     it(`${name}: readers say in flight (lock-replaced), never ABANDONED, and a second leg is refused`, async (ctx) => {
+      needs(ctx, 'linux: /proc/locks and /proc/<pid>/fd find the holder of a replaced lock');
       if (NEEDS[name]) needs(ctx, NEEDS[name]);
       const root = tempDir();
       const dir = join(root, 'r');
@@ -94,7 +95,8 @@ describe('a replaced lock under a live holder that does not heal it', () => {
 });
 
 describe('a holder that retakes the new file while a reader is between its probe and its search', () => {
-  it('the reader probes again after finding no holder of the old file: in flight, never ABANDONED', async () => {
+  it('the reader probes again after finding no holder of the old file: in flight, never ABANDONED', async (ctx) => {
+    needs(ctx, 'linux: /proc/locks');
     const root = tempDir();
     const dir = join(root, 'r');
     mkdirSync(dir);
@@ -138,6 +140,7 @@ describe('a holder that retakes the new file while a reader is between its probe
 describe('runwarden exec heals a replaced lock', () => {
   for (const [name, replace] of Object.entries(REPLACERS)) {
     it(`${name}: the leg takes the lock on the new file and every reader sees it held`, async (ctx) => {
+      needs(ctx, 'linux: /proc/locks and /proc/<pid>/fd find the holder of a replaced lock');
       if (NEEDS[name]) needs(ctx, NEEDS[name]);
       const root = tempDir();
       const dir = join(root, 'r');

@@ -21,6 +21,7 @@ import { pathToFileURL } from 'node:url';
 import { run } from './helpers/exec-procs.js';
 import { cleanupTemp, killAll, startHolder, tempDir } from './helpers/lock-procs.js';
 import { eventLine } from './helpers/events.js';
+import { needs } from './helpers/prereq.js';
 
 afterEach(async () => {
   await killAll();
@@ -49,7 +50,8 @@ function openFds(): number {
 }
 
 describe('runFiles: a run directory read in one crossing', () => {
-  it('gives the same facts as fstat and read, leaves open only what the caller must close', () => {
+  it('gives the same facts as fstat and read, leaves open only what the caller must close', (ctx) => {
+    needs(ctx, 'linux: counts /proc/self/fd');
     const root = tempDir();
     const dir = makeRun(root, 'r1', 1);
     const reader = new RunFilesReader('events.jsonl', 'state.json', 16 * 1024, 64 * 1024);
@@ -106,7 +108,8 @@ describe('runFiles: a run directory read in one crossing', () => {
     native().closeFd(got.dirfd);
   });
 
-  it('a run directory that is missing, or a symlink, is not opened', () => {
+  it('a run directory that is missing, or a symlink, is not opened', (ctx) => {
+    needs(ctx, 'linux: counts /proc/self/fd');
     const root = tempDir();
     const reader = new RunFilesReader('events.jsonl', 'state.json', 4096, 4096);
     const before = openFds();
@@ -158,7 +161,8 @@ describe('inspectBatch: one lock-table read for a batch of probes', () => {
     held.proc.kill('SIGKILL');
   });
 
-  it('a live holder whose lock file was replaced is in flight, not ABANDONED, when its run is probed in a batch', async () => {
+  it('a live holder whose lock file was replaced is in flight, not ABANDONED, when its run is probed in a batch', async (ctx) => {
+    needs(ctx, 'linux: /proc/locks');
     const root = tempDir();
     const dirs = [0, 1, 2, 3].map((i) => makeRun(root, `r${i}`, 0));
     const lockPath = join(dirs[1] as string, 'resume.lock');

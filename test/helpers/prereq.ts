@@ -16,11 +16,20 @@
  *
  * A skip is a skip: vitest counts it as skipped, never as passed.
  *
+ * What a system cannot have at all is not missing: on darwin a test that needs
+ * /proc, inotify, mount(8) or Debian's tools, and anywhere but x86-64 linux one
+ * that needs the zig cross compiler (its npm package exists for that host only),
+ * is skipped with "linux only: <reason>" (or "x86-64 linux only: …") even when
+ * strict, because no installation on that machine could make it run. A test
+ * says so with `needs(ctx, 'linux: <reason>')`; the prerequisites below that
+ * exist only on linux say it by themselves.
+ *
  * The baseline every test may assume without asking: Node, a POSIX sh, bash,
  * coreutils (sleep, true, mkfifo, rm, cat) — all Essential in Debian — and
  * the C++ toolchain `npm ci` already needed to build the addon.
  */
 import { spawnSync } from 'node:child_process';
+import { findZig } from '../../scripts/darwin.mjs';
 import { accessSync, constants, readdirSync, readFileSync, statSync } from 'node:fs';
 import { delimiter, join } from 'node:path';
 import type { TestContext } from 'vitest';
@@ -43,7 +52,10 @@ export type Prereq =
   | 'qemu-arm64'
   | 'node-arm64'
   | 'userns'
-  | 'rsync';
+  | 'rsync'
+  | 'zig'
+  /** A test that only means something on linux; after the colon, why (e.g. `linux: /proc/locks`). */
+  | `linux: ${string}`;
 
 /** What the reporter gets for a test that lacked something. */
 export interface PrereqRecord {
@@ -136,6 +148,8 @@ function canMount(): boolean {
 
 interface Check {
   present: () => boolean;
+  /** The hosts (`platform` or `platform-arch`) where it can exist at all; elsewhere the test is skipped, even when strict. */
+  onlyOn?: readonly string[];
   /** The phrase for a missing one. */
   missing: string;
   /** The Debian package that brings it, if a package can. */
@@ -146,7 +160,7 @@ function tool(name: string, pkg: string): Check {
   return { present: () => onPath(name) !== undefined, missing: `needs ${name}: apt-get install ${pkg}`, pkg };
 }
 
-const CHECKS: Record<Prereq, Check> = {
+const CHECKS: Record<Exclude<Prereq, 'zig' | `linux: ${string}`>, Check> = {
   root: {
     present: canMount,
     missing: process.getuid?.() === 0 ? 'needs CAP_SYS_ADMIN to mount (root without it, e.g. an unprivileged container)' : 'needs root, to mount filesystems',
@@ -201,12 +215,48 @@ const CHECKS: Record<Prereq, Check> = {
   },
 };
 
+/**
+ * Prerequisites that exist only on linux: on another system nothing can be installed to bring them
+ * (mounts, FUSE and loop devices, strace, Debian's chromium path and libfaketime, the arm64 emulation,
+ * user namespaces; script(1), whose BSD form on darwin takes other arguments).
+ */
+const LINUX_ONLY: ReadonlyArray<Prereq> = ['script', 'root', 'mount', 'bindfs', 'fuse', 'strace', 'chromium', 'faketime', 'mkfs.ext2', 'loop', 'cc-arm64', 'qemu-arm64', 'node-arm64', 'userns'];
+for (const p of LINUX_ONLY) CHECKS[p as keyof typeof CHECKS].onlyOn = ['linux'];
+
+const ZIG: Check = {
+  present: () => !('why' in findZig()),
+  onlyOn: ['linux-x64'],
+  get missing(): string {
+    const z = findZig();
+    return 'why' in z ? `needs zig: ${z.why}` : 'needs zig';
+  },
+};
+
+function checkOf(p: Prereq): Check {
+  if (p.startsWith('linux:')) return { present: () => true, onlyOn: ['linux'], missing: p.replace(/^linux:\s*/, 'linux only: ') };
+  if (p === 'zig') return ZIG;
+  return CHECKS[p as keyof typeof CHECKS];
+}
+
+/** Whether this host is one where `c` can exist at all. */
+function possibleHere(c: Check): boolean {
+  return c.onlyOn === undefined || c.onlyOn.includes(process.platform) || c.onlyOn.includes(`${process.platform}-${process.arch}`);
+}
+
+/** Why `c` cannot exist on this host: "linux only: …" (its own reason when it has one). */
+function impossibleHere(c: Check): string {
+  if (/^(x86-64 )?linux only: /.test(c.missing)) return c.missing;
+  const where = (c.onlyOn ?? []).map((h) => (h === 'linux-x64' ? 'x86-64 linux' : h)).join(' or ');
+  return `${where} only: ${c.missing}`;
+}
+
 const cache = new Map<Prereq, boolean>();
 
 function present(p: Prereq): boolean {
   let v = cache.get(p);
   if (v === undefined) {
-    v = CHECKS[p].present();
+    const c = checkOf(p);
+    v = possibleHere(c) && c.present();
     cache.set(p, v);
   }
   return v;
@@ -225,10 +275,12 @@ export function lacking(...wanted: Prereq[]): Prereq[] {
 export function needs(ctx: TestContext, ...wanted: Prereq[]): void {
   const absent = lacking(...wanted);
   if (absent.length === 0) return;
-  const strict = strictPrereqs();
+  // Something this system cannot have at all: an honest skip, strict or not.
+  const impossible = absent.map(checkOf).filter((c) => !possibleHere(c));
+  const strict = impossible.length === 0 && strictPrereqs();
   const record: PrereqRecord = {
-    missing: absent.map((p) => CHECKS[p].missing),
-    packages: absent.flatMap((p) => (CHECKS[p].pkg === undefined ? [] : [CHECKS[p].pkg as string])),
+    missing: impossible.length > 0 ? impossible.map(impossibleHere) : absent.map((p) => checkOf(p).missing),
+    packages: impossible.length > 0 ? [] : absent.flatMap((p) => (checkOf(p).pkg === undefined ? [] : [checkOf(p).pkg as string])),
     strict,
   };
   ctx.task.meta.prereq = record;
