@@ -10,6 +10,7 @@
 #include <sys/file.h>
 #include <sys/mount.h>
 #include <sys/param.h>
+#include <sys/stat.h>
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -55,6 +56,25 @@ int FsTypeOfEntry(int dirfd, const char* name, FsType* out) {
   close(fd);
   if (err != 0) return err;
   Fill(sfs, out);
+  return 0;
+}
+
+// fstatat without following a link. darwin has no mount-root attribute and
+// no unique mount id here, so the probe takes its slower path: the entry's
+// own filesystem is judged every time (FsTypeOfEntry).
+int StatEntry(int dirfd, const char* name, EntryStat* out) {
+  struct stat st;
+  int r;
+  do {
+    r = fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW);
+  } while (r != 0 && errno == EINTR);
+  if (r != 0) return errno;
+  out->dev = st.st_dev;
+  out->ino = static_cast<uint64_t>(st.st_ino);
+  out->mode = static_cast<uint32_t>(st.st_mode);
+  out->size = static_cast<uint64_t>(st.st_size);
+  out->mount_root = -1;
+  out->mount_id = 0;
   return 0;
 }
 

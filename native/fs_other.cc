@@ -18,6 +18,8 @@ int FsTypeOfFd(int, FsType*) { return ENOSYS; }
 
 int FsTypeOfEntry(int, const char*, FsType*) { return ENOSYS; }
 
+int StatEntry(int, const char*, EntryStat*) { return ENOSYS; }
+
 int Flock(int, LockKind) { return ENOSYS; }
 
 }  // namespace rw

@@ -78,35 +78,72 @@ int GatherProbeFacts(const char* lock_path, const LocalTypes& list, const ProbeB
   return stage;
 }
 
-// The filesystem gate, twice before any flock: fstatfs of the directory, then
-// of the entry itself (FsTypeOfEntry: on linux an O_PATH descriptor, so the
-// file is not opened for I/O), because one file can be bind-mounted from
-// another filesystem into a local directory. Only if both are local:
-// openat(O_RDONLY|O_NONBLOCK|O_NOFOLLOW|O_CLOEXEC) (never O_CREAT), fstatfs of
-// that open descriptor (the file opened is the file gated, even if the entry
-// was replaced in between), fstat, pread of up to head_len bytes at offset 0,
-// then flock(LOCK_SH|LOCK_NB), LOCK_UN at once if granted, and close. Taking
-// and dropping a shared lock on a file that later turns out to be unmarked is
-// harmless: a pre-flock writer holds no flock for it to disturb.
+// The sequence (CONTRACT §4.2 steps 2-5), cheapest first while every gate
+// stays in force:
+//
+// 1. StatEntry (linux: one statx, no open): the entry's type, size, device,
+//    inode, whether it is a mount root, and its mount's unique id.
+// 2. The filesystem gate. The run directory's fstatfs must name a local type,
+//    unless the entry lies on the directory's own mount (no mount root) and
+//    that mount was judged local before (LocalMounts: unique ids are never
+//    reused and a mount's filesystem never changes, so the memo cannot go
+//    stale). An entry that is, or may be, a mount root (one file bind-mounted
+//    from a FUSE or NFS filesystem into a local directory) is judged on its
+//    own as well (FsTypeOfEntry, linux O_PATH: nothing is opened for I/O).
+//    An entry on the directory's mount is on the directory's filesystem, so
+//    there one check serves both.
+// 3. Not a regular file: answered from step 1, never opened (a FIFO, a
+//    socket, a device or a directory is not even opened).
+// 4. openat(O_RDONLY|O_NONBLOCK|O_NOFOLLOW|O_CLOEXEC), never O_CREAT, then
+//    fstat. The file opened must be the file judged: same device and inode
+//    as step 1; otherwise (the entry was swapped meanwhile) its own fstatfs
+//    is checked before anything else, and its fstat is what counts.
+// 5. pread of up to head_len bytes at offset 0, flock(LOCK_SH|LOCK_NB), and
+//    close, which drops a granted shared lock with the descriptor: this
+//    descriptor is the only one on its open file (O_CLOEXEC, never dup'ed;
+//    a fork by another thread meanwhile would keep a copy until its exec,
+//    which can only make a starting leg wait, never a probe answer free).
+//    Taking and dropping a shared lock on a file that later turns out to be
+//    unmarked is harmless: a pre-flock writer holds no flock to disturb.
+//
+// Every failure is a stage TypeScript turns into `unknown`.
 int GatherProbeFactsAt(int dirfd, const char* name, const LocalTypes& list, const ProbeBuffers& buf) {
   if (!kHasFlock) return kNoFlock;
   double* out = buf.out;
 
-  FsType type;
-  int err = FsTypeOfFd(dirfd, &type);
-  if (err != 0) {
-    out[kOutErrno] = err;
-    return kFsError;
+  EntryStat entry;
+  const int entry_err = StatEntry(dirfd, name, &entry);
+  const bool on_dir_mount = entry_err == 0 && entry.mount_root == 0;
+  const bool remembered = on_dir_mount && buf.mounts != nullptr && buf.mounts->Has(entry.mount_id);
+  if (!remembered) {
+    FsType type;
+    int err = FsTypeOfFd(dirfd, &type);
+    if (err != 0) {
+      out[kOutErrno] = err;
+      return kFsError;
+    }
+    out[kOutFsType] = type.magic;
+    if (!IsLocal(type, list)) return kFsNotLocal;
+    if (entry_err != 0) {
+      out[kOutErrno] = entry_err;
+      return kOpenError;
+    }
+    if (!on_dir_mount) {
+      err = FsTypeOfEntry(dirfd, name, &type);
+      if (err != 0) {
+        out[kOutErrno] = err;
+        return kOpenError;
+      }
+      out[kOutFsType] = type.magic;
+      if (!IsLocal(type, list)) return kFsNotLocal;
+    } else if (buf.mounts != nullptr) {
+      buf.mounts->Add(entry.mount_id);
+    }
   }
-  out[kOutFsType] = type.magic;
-  if (!IsLocal(type, list)) return kFsNotLocal;
-  err = FsTypeOfEntry(dirfd, name, &type);
-  if (err != 0) {
-    out[kOutErrno] = err;
-    return kOpenError;
+  if (!S_ISREG(entry.mode)) {
+    out[kOutMode] = entry.mode;
+    return kNotRegular;
   }
-  out[kOutFsType] = type.magic;
-  if (!IsLocal(type, list)) return kFsNotLocal;
 
   int fd;
   do {
@@ -116,18 +153,21 @@ int GatherProbeFactsAt(int dirfd, const char* name, const LocalTypes& list, cons
     out[kOutErrno] = errno;
     return kOpenError;
   }
-  err = FsTypeOfFd(fd, &type);
-  if (err != 0 || !IsLocal(type, list)) {
-    out[kOutFsType] = type.magic;
-    out[kOutErrno] = err;
-    close(fd);
-    return err != 0 ? kFsError : kFsNotLocal;
-  }
   struct stat st;
   if (fstat(fd, &st) != 0) {
     out[kOutErrno] = errno;
     close(fd);
     return kOpenError;
+  }
+  if (st.st_dev != entry.dev || static_cast<uint64_t>(st.st_ino) != entry.ino) {
+    FsType type;
+    int err = FsTypeOfFd(fd, &type);
+    if (err != 0 || !IsLocal(type, list)) {
+      out[kOutFsType] = type.magic;
+      out[kOutErrno] = err;
+      close(fd);
+      return err != 0 ? kFsError : kFsNotLocal;
+    }
   }
   if (!S_ISREG(st.st_mode)) {
     out[kOutMode] = st.st_mode;
@@ -146,17 +186,9 @@ int GatherProbeFactsAt(int dirfd, const char* name, const LocalTypes& list, cons
   out[kOutHeadLength] = static_cast<double>(n);
   out[kOutFileSize] = static_cast<double>(st.st_size);
   int r = Flock(fd, LockKind::kShared);
-  int stage;
-  if (r == 0) {
-    Flock(fd, LockKind::kUnlock);  // close() below releases it regardless
-    stage = kSharedGranted;
-  } else if (r == kContended) {
-    stage = kSharedContended;
-  } else {
-    out[kOutErrno] = r;
-    stage = kSharedError;
-  }
-  close(fd);
+  int stage = r == 0 ? kSharedGranted : r == kContended ? kSharedContended : kSharedError;
+  if (stage == kSharedError) out[kOutErrno] = r;
+  close(fd);  // drops the shared lock, if granted, with the only descriptor on it
   return stage;
 }
 
