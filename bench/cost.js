@@ -132,6 +132,9 @@ export async function runCost({ floorBin, reps, chunkMs, log }) {
         const r = m.fn(path);
         cells.push({ id: m.id, file, path, fn: m.fn, iterations: calibrate(m.fn, path, chunkMs), raw: [], ratios: [], answer: typeof r === 'string' ? r : r.liveness });
       }
+      // The probe's own sequence in C: timed like a method, against the reference floor beside it.
+      const sameNs = runFloor(floorBin, path, 5000, 'same').ns_per_iter;
+      cells.push({ id: 'floor-same', file, path, fn: undefined, iterations: Math.max(2000, Math.round((chunkMs * 1e6) / sameNs)), raw: [], ratios: [], answer: runFloor(floorBin, path, 10, 'same').last });
     }
     for (let r = 0; r < reps; r++) {
       for (const file of fileNames) {
@@ -141,7 +144,7 @@ export async function runCost({ floorBin, reps, chunkMs, log }) {
         let before = runFloor(floorBin, fl.path, fl.iterations).ns_per_iter;
         fl.raw.push(before);
         for (const c of order) {
-          const ns = timeLoop(c.fn, c.path, c.iterations);
+          const ns = c.fn === undefined ? runFloor(floorBin, c.path, c.iterations, 'same').ns_per_iter : timeLoop(c.fn, c.path, c.iterations);
           const after = runFloor(floorBin, fl.path, fl.iterations).ns_per_iter;
           fl.raw.push(after);
           c.raw.push(ns);
@@ -152,7 +155,11 @@ export async function runCost({ floorBin, reps, chunkMs, log }) {
       log?.(`  cost: repetition ${r + 1}/${reps}`);
     }
     const rows = [];
-    for (const m of [{ id: 'floor', label: 'floor: C loop of the same syscalls (`bench/floor.c`)' }, ...ms]) {
+    const floorRows = [
+      { id: 'floor', label: 'floor: the reference C loop, 7 calls (`bench/floor.c`)' },
+      { id: 'floor-same', label: "the probe's own sequence in C (`bench/floor.c … same`)" },
+    ];
+    for (const m of [...floorRows, ...ms]) {
       const row = { id: m.id, label: m.label };
       for (const file of fileNames) {
         const c = m.id === 'floor' ? floors[file] : cells.find((x) => x.id === m.id && x.file === file);
@@ -217,6 +224,7 @@ export async function syscallAudit({ floorBin, log }) {
       result[file] = {
         probeLock: perCall(count([process.execPath, '-e', script(0, path)]), count([process.execPath, '-e', script(N, path)]), N),
         floor: perCall(count([floorBin, path, '1']), count([floorBin, path, String(N + 1)]), N),
+        same: perCall(count([floorBin, path, '1', 'same']), count([floorBin, path, String(N + 1), 'same']), N),
       };
       log?.(`  syscalls per probe (${file}): ${JSON.stringify(result[file])}`);
     }

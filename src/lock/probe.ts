@@ -13,11 +13,15 @@
  *   probe never contends with another probe.
  * - It never blocks: the open is non-blocking (a FIFO answers at once) and
  *   no-follow, the lock attempt is non-blocking.
- * - It never opens the file on a filesystem outside the known-local list,
- *   judged twice before any flock: the run directory's filesystem, then the
- *   lock file's own (a single file can be bind-mounted from a FUSE or
- *   network filesystem into a local directory), looked at without opening it
- *   (linux O_PATH) and checked again on the opened descriptor.
+ * - It never opens the file on a filesystem outside the known-local list:
+ *   the run directory's filesystem is judged, and the lock file's own (a
+ *   single file can be bind-mounted from a FUSE or network filesystem into a
+ *   local directory), looked at without opening it (linux statx: an entry
+ *   that is no mount root shares the directory's mount; a mount root is
+ *   judged through O_PATH); the opened descriptor must be the file looked at
+ *   (device and inode), or it is judged again before any flock. A mount
+ *   judged local is remembered by the id linux never reuses, so repeated
+ *   probes skip the directory's fstatfs (CONTRACT §4.2 step 2).
  * - It follows no link: the run directory is opened O_DIRECTORY|O_NOFOLLOW
  *   and the lock file relative to it (openat, O_NOFOLLOW), so a directory
  *   swapped for a symlink is refused, never probed through.
