@@ -19,6 +19,7 @@ namespace rw {
 const char* const kPlatformName = "darwin";
 const bool kHasFlock = true;
 const bool kFsTypeIsName = true;
+const int kProbeDirFlags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
 
 namespace {
 void Fill(const struct statfs& sfs, FsType* out) {

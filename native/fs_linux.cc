@@ -16,6 +16,8 @@ namespace rw {
 const char* const kPlatformName = "linux";
 const bool kHasFlock = true;
 const bool kFsTypeIsName = false;
+// O_PATH descriptors serve as openat/statx dirfds and for fstatfs (linux >= 3.12).
+const int kProbeDirFlags = O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
 
 namespace {
 void Fill(const struct statfs& sfs, FsType* out) {

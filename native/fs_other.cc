@@ -5,12 +5,14 @@
 #include "platform.h"
 
 #include <errno.h>
+#include <fcntl.h>
 
 namespace rw {
 
 const char* const kPlatformName = "other";
 const bool kHasFlock = false;
 const bool kFsTypeIsName = false;
+const int kProbeDirFlags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
 
 int FsTypeOfPath(const char*, FsType*) { return ENOSYS; }
 

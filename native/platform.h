@@ -61,6 +61,11 @@ int FsTypeOfFd(int fd, FsType* out);
 // or an errno value.
 int FsTypeOfEntry(int dirfd, const char* name, FsType* out);
 
+// The flags the probe opens a run directory with: never following a link at
+// its last component, and (linux, O_PATH) without opening it for reading, so
+// the filesystem and inotify watchers see no open of the directory.
+extern const int kProbeDirFlags;
+
 // What the probe learns of a directory entry without opening it.
 // `mount_root`: 1 when the entry is the root of a mount (something is mounted
 // on it, e.g. one file bind-mounted from elsewhere), 0 when it is known not to

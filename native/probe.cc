@@ -55,8 +55,9 @@ void DirName(const char* path, char (&dir)[PATH_MAX + 1]) {
 }  // namespace
 
 // The lock file's directory (the run directory) is opened once, with
-// O_DIRECTORY|O_NOFOLLOW: a run directory that is a symlink is refused
-// (ELOOP or ENOTDIR, reported as an FsError stage with that errno), and
+// O_DIRECTORY|O_NOFOLLOW (linux: O_PATH too; kProbeDirFlags): a run directory
+// that is a symlink is refused (ELOOP or ENOTDIR, reported as an FsError
+// stage with that errno), and
 // everything after is relative to that descriptor, so a rename or a swap of
 // the directory meanwhile cannot send the probe anywhere else.
 int GatherProbeFacts(const char* lock_path, const LocalTypes& list, const ProbeBuffers& buf) {
@@ -67,7 +68,7 @@ int GatherProbeFacts(const char* lock_path, const LocalTypes& list, const ProbeB
   name = name == nullptr ? lock_path : name + 1;
   int dirfd;
   do {
-    dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    dirfd = open(dir, kProbeDirFlags);
   } while (dirfd < 0 && errno == EINTR);
   if (dirfd < 0) {
     buf.out[kOutErrno] = errno;

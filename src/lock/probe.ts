@@ -88,7 +88,9 @@ export function probeLock(lockPath: string, options?: ProbeOptions): ProbeResult
   if (!n.hasFlock) return answer('unknown', 'unsupported-platform', `no flock(2) on ${process.platform}`);
   const k = setup();
   // The run directory's last component is a shown name (kernel/dirfd.ts): probe its exact bytes.
-  const exact = runFilePath(dirname(lockPath), basename(lockPath));
+  // A path with no backslash and no trailing slash is already those bytes (the addon splits it as
+  // dirname/basename do), so the common case skips building the same string again.
+  const exact = lockPath.includes('\\') || lockPath.endsWith('/') ? runFilePath(dirname(lockPath), basename(lockPath)) : lockPath;
   let stage: number;
   try {
     stage =
