@@ -9,9 +9,11 @@
 import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { acquireLock, probeLock } from '../dist/index.js';
+import { openDirNoFollow } from '../dist/kernel/dirfd.js';
+import { probeLockAt } from '../dist/lock/probe.js';
 import { runFloor } from './lib/floor.js';
 import {
   fsExtFlock,
@@ -42,12 +44,24 @@ export function deadPid() {
   throw new Error('bench: could not find a dead pid');
 }
 
+const dirFds = new Map();
+/** A descriptor of the run directory of `lockPath`, opened once (as a listing holds it while it reads the run). */
+function dirFd(lockPath) {
+  let fd = dirFds.get(lockPath);
+  if (fd === undefined) {
+    fd = openDirNoFollow(dirname(lockPath));
+    dirFds.set(lockPath, fd);
+  }
+  return fd;
+}
+
 /** The methods of the cost table, in display order. `fn(lockPath)` is what one iteration does. */
 function methods(pids) {
   const plf = properLockfileCheck(10_000);
   const fsx = fsExtFlock();
   return [
     { id: 'probeLock', label: '`probeLock` (runwarden: one native call)', fn: (p) => probeLock(p) },
+    { id: 'probeLockAt', label: "`probeLockAt` (the listing's path: run directory already open)", fn: (p) => probeLockAt(dirFd(p), 'resume.lock', p) },
     { id: 'composed-sh', label: 'same steps from `node:fs` + native `flock` (LOCK_SH)', fn: probeComposedShared },
     { id: 'composed-ex', label: 'same, LOCK_EX (the rejected design; bench only)', fn: probeExclusive },
     { id: 'proper-lockfile', label: '`proper-lockfile` `checkSync` (mtime, stale 10 s)', fn: plf },
