@@ -22,8 +22,9 @@
  * Either leaves out everything that is not a syscall (the JS call, argument
  * conversion, the result object). Prints one JSON line:
  * {"ns_per_iter":…, "iterations":…, "last":"granted"|"contended"|…, "loop":…}
- * It times itself with CLOCK_MONOTONIC around the loop only, so process
- * start-up is not counted. It writes nothing to the lock file, ever.
+ * It times itself with CLOCK_MONOTONIC around the loop only (with
+ * RW_FLOOR_CLOCK=cpu: CLOCK_PROCESS_CPUTIME_ID), so process start-up is not
+ * counted. It writes nothing to the lock file, ever.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -104,9 +105,12 @@ out:
   return r;
 }
 
+/* RW_FLOOR_CLOCK=cpu times the loop in this process's CPU time instead of wall time (bench/probe-budget.mjs). */
+static clockid_t loop_clock = CLOCK_MONOTONIC;
+
 static double now_ns(void) {
   struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
+  clock_gettime(loop_clock, &ts);
   return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
 }
 
@@ -121,6 +125,8 @@ int main(int argc, char **argv) {
     fprintf(stderr, "iterations must be a positive integer\n");
     return 2;
   }
+  const char *clock_name = getenv("RW_FLOOR_CLOCK");
+  if (clock_name != NULL && strcmp(clock_name, "cpu") == 0) loop_clock = CLOCK_PROCESS_CPUTIME_ID;
   int same = 0;
   if (argc == 4) {
     if (strcmp(argv[3], "same") == 0) {

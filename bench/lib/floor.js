@@ -35,11 +35,13 @@ export function buildC(name) {
 /**
  * Runs a floor loop `iterations` times on `lockPath`; returns ns per iteration and the last answer.
  * `loop`: 'reference' (the fixed 7-call loop the budget is stated in) or 'same' (the probe's own sequence); see bench/floor.c.
+ * `clock`: 'wall' (CLOCK_MONOTONIC) or 'cpu' (the floor process's CPU time).
  */
-export function runFloor(bin, lockPath, iterations, loop = 'reference') {
+export function runFloor(bin, lockPath, iterations, loop = 'reference', clock = 'wall') {
   let out;
   try {
-    out = execFileSync(bin, [lockPath, String(iterations), loop], { encoding: 'utf8' });
+    const env = clock === 'cpu' ? { ...process.env, RW_FLOOR_CLOCK: 'cpu' } : process.env;
+    out = execFileSync(bin, [lockPath, String(iterations), loop], { encoding: 'utf8', env });
   } catch (err) {
     throw new Error(`bench: the floor failed on ${lockPath}: ${err.stdout || err.message}`);
   }
