@@ -7,6 +7,7 @@
 #include <sys/file.h>
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <sys/vfs.h>
 #include <unistd.h>
@@ -93,6 +94,38 @@ int StatEntry(int dirfd, const char* name, EntryStat* out) {
     memcpy(&out->mount_id, reinterpret_cast<const char*>(&stx) + kStxMntIdOffset, sizeof out->mount_id);
   }
   return 0;
+}
+
+namespace {
+// openat2(2)'s argument and flag, as the kernel's ABI defines them
+// (include/uapi/linux/openat2.h), for C libraries whose headers predate them.
+struct OpenHow {
+  uint64_t flags;
+  uint64_t mode;
+  uint64_t resolve;
+};
+constexpr uint64_t kResolveNoXdev = 0x01;
+#ifdef SYS_openat2
+constexpr long kSysOpenat2 = SYS_openat2;
+#else
+constexpr long kSysOpenat2 = 437;  // the same number on every architecture
+#endif
+}  // namespace
+
+// linux >= 5.6. A kernel without openat2 answers ENOSYS; a seccomp filter
+// that does not know it may answer EPERM, which is read as "cannot" too (the
+// plain open that follows reports a real EPERM again).
+int OpenOnDirMount(int dirfd, const char* name, int flags, int* fd) {
+  OpenHow how = {static_cast<uint64_t>(flags), 0, kResolveNoXdev};
+  long r;
+  do {
+    r = syscall(kSysOpenat2, dirfd, name, &how, sizeof how);
+  } while (r < 0 && errno == EINTR);
+  if (r >= 0) {
+    *fd = static_cast<int>(r);
+    return 0;
+  }
+  return errno == EPERM ? ENOSYS : errno;
 }
 
 int Flock(int fd, LockKind kind) {

@@ -22,6 +22,8 @@ int FsTypeOfEntry(int, const char*, FsType*) { return ENOSYS; }
 
 int StatEntry(int, const char*, EntryStat*) { return ENOSYS; }
 
+int OpenOnDirMount(int, const char*, int, int*) { return ENOSYS; }
+
 int Flock(int, LockKind) { return ENOSYS; }
 
 }  // namespace rw

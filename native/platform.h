@@ -87,6 +87,15 @@ struct EntryStat {
 // or an errno value.
 int StatEntry(int dirfd, const char* name, EntryStat* out);
 
+// Opens the entry `name` of the directory open as `dirfd` with `flags`, only
+// if reaching it crosses no mount (linux openat2 RESOLVE_NO_XDEV): the file
+// opened is then on the directory's own mount, atomically, whatever was
+// mounted or renamed since it was looked at. Returns 0 and sets *fd; EXDEV
+// when the entry is (now) a mount point, nothing opened; ENOSYS when the
+// platform or kernel cannot (the caller then opens it plainly and checks the
+// descriptor); or another errno value from the open.
+int OpenOnDirMount(int dirfd, const char* name, int flags, int* fd);
+
 // flock(2), non-blocking for the two lock kinds, retried on EINTR. Returns 0
 // when granted, kContended when another holder has it (EWOULDBLOCK), or an
 // errno value.

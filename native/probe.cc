@@ -95,10 +95,16 @@ int GatherProbeFacts(const char* lock_path, const LocalTypes& list, const ProbeB
 //    there one check serves both.
 // 3. Not a regular file: answered from step 1, never opened (a FIFO, a
 //    socket, a device or a directory is not even opened).
-// 4. openat(O_RDONLY|O_NONBLOCK|O_NOFOLLOW|O_CLOEXEC), never O_CREAT, then
-//    fstat. The file opened must be the file judged: same device and inode
-//    as step 1; otherwise (the entry was swapped meanwhile) its own fstatfs
-//    is checked before anything else, and its fstat is what counts.
+// 4. Open O_RDONLY|O_NONBLOCK|O_NOFOLLOW|O_CLOEXEC, never O_CREAT. The file
+//    opened must be on a filesystem judged local. An entry on the
+//    directory's mount is opened only if no mount is crossed (linux openat2
+//    RESOLVE_NO_XDEV, atomic; EXDEV: something was mounted there since the
+//    look, so it is judged on its own first); the look's type and size then
+//    stand, unless the read below disagrees with the size, and then the
+//    descriptor's fstat decides. Otherwise (darwin, a kernel without
+//    openat2, a mount-root entry) a plain openat, then fstat: same device and
+//    inode as the look, or the descriptor's own fstatfs is checked before
+//    anything else, and its fstat is what counts.
 // 5. pread of up to head_len bytes at offset 0, flock(LOCK_SH|LOCK_NB), and
 //    close, which drops a granted shared lock with the descriptor: this
 //    descriptor is the only one on its open file (O_CLOEXEC, never dup'ed;
@@ -146,34 +152,63 @@ int GatherProbeFactsAt(int dirfd, const char* name, const LocalTypes& list, cons
     return kNotRegular;
   }
 
-  int fd;
-  do {
-    fd = openat(dirfd, name, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
-  } while (fd < 0 && errno == EINTR);
-  if (fd < 0) {
-    out[kOutErrno] = errno;
-    return kOpenError;
+  const int flags = O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC;
+  int fd = -1;
+  // Where the look found the entry on the directory's mount, open it only if
+  // it still is (no mount crossed): then the file opened is on the judged
+  // mount by construction, and the look's type and size stand, checked
+  // against the read below.
+  bool checked = false;
+  if (on_dir_mount) {
+    int err = OpenOnDirMount(dirfd, name, flags, &fd);
+    if (err == EXDEV) {
+      // Something was mounted on the entry since the look: judge it on its own, unopened.
+      FsType type;
+      err = FsTypeOfEntry(dirfd, name, &type);
+      if (err != 0) {
+        out[kOutErrno] = err;
+        return kOpenError;
+      }
+      out[kOutFsType] = type.magic;
+      if (!IsLocal(type, list)) return kFsNotLocal;
+    } else if (err != 0 && err != ENOSYS) {
+      out[kOutErrno] = err;
+      return kOpenError;
+    }
+    checked = err == 0;
   }
   struct stat st;
-  if (fstat(fd, &st) != 0) {
-    out[kOutErrno] = errno;
-    close(fd);
-    return kOpenError;
-  }
-  if (st.st_dev != entry.dev || static_cast<uint64_t>(st.st_ino) != entry.ino) {
-    FsType type;
-    int err = FsTypeOfFd(fd, &type);
-    if (err != 0 || !IsLocal(type, list)) {
-      out[kOutFsType] = type.magic;
-      out[kOutErrno] = err;
-      close(fd);
-      return err != 0 ? kFsError : kFsNotLocal;
+  if (!checked) {
+    do {
+      fd = openat(dirfd, name, flags);
+    } while (fd < 0 && errno == EINTR);
+    if (fd < 0) {
+      out[kOutErrno] = errno;
+      return kOpenError;
     }
-  }
-  if (!S_ISREG(st.st_mode)) {
-    out[kOutMode] = st.st_mode;
-    close(fd);
-    return kNotRegular;
+    if (fstat(fd, &st) != 0) {
+      out[kOutErrno] = errno;
+      close(fd);
+      return kOpenError;
+    }
+    if (st.st_dev != entry.dev || static_cast<uint64_t>(st.st_ino) != entry.ino) {
+      FsType type;
+      int err = FsTypeOfFd(fd, &type);
+      if (err != 0 || !IsLocal(type, list)) {
+        out[kOutFsType] = type.magic;
+        out[kOutErrno] = err;
+        close(fd);
+        return err != 0 ? kFsError : kFsNotLocal;
+      }
+    }
+    if (!S_ISREG(st.st_mode)) {
+      out[kOutMode] = st.st_mode;
+      close(fd);
+      return kNotRegular;
+    }
+  } else {
+    st.st_mode = static_cast<mode_t>(entry.mode);
+    st.st_size = static_cast<off_t>(entry.size);
   }
   ssize_t n;
   do {
@@ -183,6 +218,22 @@ int GatherProbeFactsAt(int dirfd, const char* name, const LocalTypes& list, cons
     out[kOutErrno] = errno;
     close(fd);
     return kReadError;
+  }
+  // The look's size must agree with what was read (all of a short file, or a
+  // full head of a long one); if not, the entry changed since the look, and
+  // the open descriptor's own fstat decides type and size.
+  const bool agrees = static_cast<size_t>(n) < buf.head_len ? n == st.st_size : st.st_size >= static_cast<off_t>(buf.head_len);
+  if (checked && !agrees) {
+    if (fstat(fd, &st) != 0) {
+      out[kOutErrno] = errno;
+      close(fd);
+      return kOpenError;
+    }
+    if (!S_ISREG(st.st_mode)) {
+      out[kOutMode] = st.st_mode;
+      close(fd);
+      return kNotRegular;
+    }
   }
   out[kOutHeadLength] = static_cast<double>(n);
   out[kOutFileSize] = static_cast<double>(st.st_size);

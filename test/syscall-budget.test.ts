@@ -5,12 +5,14 @@
  * loaded machine.
  *
  * The probe (CONTRACT §4.2, native/probe.cc), on a mount already judged local:
- *   probeLock:   openat(dir, O_DIRECTORY|O_NOFOLLOW), statx(lock, no follow),
- *                openat(lock), fstat, pread, flock(LOCK_SH|LOCK_NB), close, close = 8
- *   probeLockAt: the same on a directory the caller holds open              = 6
+ *   probeLock:   openat(dir, O_PATH|O_DIRECTORY|O_NOFOLLOW), statx(lock, no follow),
+ *                openat2(lock, RESOLVE_NO_XDEV), pread, flock(LOCK_SH|LOCK_NB), close, close = 7
+ *   probeLockAt: the same on a directory the caller holds open                = 5
  * free and held alike (a granted shared lock goes with the close). A kernel
  * without STATX_MNT_ID_UNIQUE (linux < 6.8) cannot remember a mount's
- * judgement, so it pays the directory's fstatfs every time: one more.
+ * judgement, so it pays the directory's fstatfs every time: one more; one
+ * without openat2 (linux < 5.6) opens plainly and checks the descriptor with
+ * fstat: one more again.
  *
  * A probe is counted on the main thread between two marker calls, over
  * PROBES probes, after a warm-up; everything the thread does counts. V8 may
@@ -46,9 +48,14 @@ function uniqueMountIds(): boolean {
   const [major, minor] = release().split('.').map(Number) as [number, number];
   return major > 6 || (major === 6 && minor >= 8);
 }
-const MEMO_MISS = uniqueMountIds() ? 0 : 1;
-const PROBE_BUDGET = 8 + MEMO_MISS;
-const PROBE_AT_BUDGET = 6 + MEMO_MISS;
+/** linux >= 5.6 has openat2 (RESOLVE_NO_XDEV). */
+function openat2(): boolean {
+  const [major, minor] = release().split('.').map(Number) as [number, number];
+  return major > 5 || (major === 5 && minor >= 6);
+}
+const OLDER_KERNEL = (uniqueMountIds() ? 0 : 1) + (openat2() ? 0 : 1);
+const PROBE_BUDGET = 7 + OLDER_KERNEL;
+const PROBE_AT_BUDGET = 5 + OLDER_KERNEL;
 const SETTLED_RUN_BUDGET = 7;
 
 let base: string;
@@ -156,7 +163,7 @@ describe('system calls per probe (a budget, counted by strace)', () => {
     needs(ctx, 'strace');
     const log = join(base, 'flags.log');
     const script = `import(${JSON.stringify(join(ROOT, 'dist', 'index.js'))}).then(m => process.stdout.write(JSON.stringify(m.probeLock(${JSON.stringify(free)}))))`;
-    const r = spawnSync('strace', ['-f', '-qq', '-e', 'trace=openat,flock', '-o', log, process.execPath, '-e', script], { encoding: 'utf8', timeout: 60_000 });
+    const r = spawnSync('strace', ['-f', '-qq', '-e', 'trace=openat,openat2,flock', '-o', log, process.execPath, '-e', script], { encoding: 'utf8', timeout: 60_000 });
     expect(r.status, r.stderr).toBe(0);
     const lines = readFileSync(log, 'utf8').split('\n');
     const opens = lines.filter((l) => l.includes('"resume.lock"'));
