@@ -12,13 +12,13 @@
  *   as a higher ratio to it, never as a higher floor.
  * same: the probe's own sequence today (CONTRACT §4.2, native/probe.cc), with
  *   the filesystem judgement remembered as the probe remembers it: open of the
- *   run directory O_DIRECTORY|O_NOFOLLOW, statx of the lock entry (no follow;
- *   type, size, inode, device, mount root, unique mount id), fstatfs of the
- *   directory on the first iteration only, openat of the lock file
- *   O_RDONLY|O_NONBLOCK|O_NOFOLLOW|O_CLOEXEC, fstat (same device and inode as
- *   the statx), pread 128, flock(LOCK_SH|LOCK_NB), close, close of the
- *   directory. The ratio to it is the price of asking from Node alone.
- *
+ *   run directory O_PATH|O_DIRECTORY|O_NOFOLLOW, statx of the lock entry (no
+ *   follow; type, size, inode, mount root, unique mount id), fstatfs of the
+ *   directory on the first iteration only, openat2 of the lock file
+ *   O_RDONLY|O_NONBLOCK|O_NOFOLLOW|O_CLOEXEC with RESOLVE_NO_XDEV, pread 128
+ *   (its length checked against the statx size), flock(LOCK_SH|LOCK_NB),
+ *   close, close of the directory. The ratio to it is the price of asking
+ *   from Node alone.
  * Either leaves out everything that is not a syscall (the JS call, argument
  * conversion, the result object). Prints one JSON line:
  * {"ns_per_iter":…, "iterations":…, "last":"granted"|"contended"|…, "loop":…}
@@ -37,6 +37,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/vfs.h>
 #include <time.h>
 #include <unistd.h>
@@ -76,10 +77,13 @@ static int reference_once(const char *dir, const char *path, unsigned char *head
 }
 
 #define RW_STATX_MNT_ID_UNIQUE 0x4000u
+#define RW_RESOLVE_NO_XDEV 0x01u
+#define RW_SYS_OPENAT2 437
+struct rw_open_how { uint64_t flags, mode, resolve; };
 #define RW_STATX_ATTR_MOUNT_ROOT 0x2000u
 
 static int same_once(const char *dir, const char *name, unsigned char *head, int *judged) {
-  int dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  int dirfd = open(dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (dirfd < 0) return kFailed;
   int r = kFailed;
   struct statx stx;
@@ -93,11 +97,11 @@ static int same_once(const char *dir, const char *name, unsigned char *head, int
     *judged = 1;
   }
   if (!S_ISREG(stx.stx_mode)) goto out;
-  int fd = openat(dirfd, name, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+  struct rw_open_how how = {O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC, 0, RW_RESOLVE_NO_XDEV};
+  int fd = (int)syscall(RW_SYS_OPENAT2, dirfd, name, &how, sizeof how);
   if (fd < 0) goto out;
-  struct stat st;
-  if (fstat(fd, &st) != 0 || st.st_ino != stx.stx_ino || !S_ISREG(st.st_mode)) { close(fd); goto out; }
-  if (pread(fd, head, 128, 0) < 0) { close(fd); goto out; }
+  ssize_t n = pread(fd, head, 128, 0);
+  if (n < 0 || (n < 128 ? (uint64_t)n != stx.stx_size : stx.stx_size < 128)) { close(fd); goto out; }
   r = shared_lock(fd);
   close(fd);
 out:

@@ -13,7 +13,8 @@
  *          last leg) also pays what inspect.ts adds for it: the §4.2 probe
  *          (statx of the lock entry, no follow; the directory's fstatfs on
  *          the first probe only, as the probe remembers a mount judged
- *          local; openat, fstat, pread 128, flock LOCK_SH|LOCK_NB, close)
+ *          local; openat2 RESOLVE_NO_XDEV, pread 128, flock LOCK_SH|LOCK_NB,
+ *          close)
  *          twice, the
  *          replaced-lock look (openat, fstat, pread, close) and the re-read
  *          of the stream's identity (openat, fstat, close). /proc/locks,
@@ -37,12 +38,14 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #if defined(__linux__)
+#include <sys/syscall.h>
 #include <sys/vfs.h>
 #else
 #include <sys/mount.h>
@@ -109,10 +112,16 @@ static void probe(int dirfd) {
     fstatfs(dirfd, &sf);
     judged = 1;
   }
+#ifdef __linux__
+  struct { uint64_t flags, mode, resolve; } how = {FILE_FLAGS, 0, 0x01 /* RESOLVE_NO_XDEV */};
+  int fd = (int)syscall(437 /* openat2 */, dirfd, "resume.lock", &how, sizeof how);
+  if (fd < 0) return;
+#else
   int fd = openat(dirfd, "resume.lock", FILE_FLAGS);
   if (fd < 0) return;
   struct stat st;
   fstat(fd, &st);
+#endif
   pread(fd, head, sizeof head, 0);
   flock(fd, LOCK_SH | LOCK_NB);
   close(fd);

@@ -11,9 +11,9 @@ const TARGET = 1.3;
 
 const DOES = {
   floor: 'statfs dir; open, fstat, pread 128, flock SH\\|NB, (LOCK_UN), close: the 7 (6 held) calls the budget is stated in (CONTRACT §5.4)',
-  'floor-same': 'open dir (no-follow), statx lock (no-follow), fstatfs dir on the first call only, openat, fstat, pread 128, flock SH\\|NB, close, close dir',
-  probeLock: 'the same 8 syscalls as the line above, in one native call',
-  probeLockAt: 'statx, openat, fstat, pread 128, flock SH\\|NB, close: 6 syscalls, in one native call',
+  'floor-same': 'open dir O_PATH (no-follow), statx lock (no-follow), fstatfs dir on the first call only, openat2 RESOLVE_NO_XDEV, pread 128, flock SH\\|NB, close, close dir',
+  probeLock: 'the same 7 syscalls as the line above, in one native call',
+  probeLockAt: 'statx, openat2, pread 128, flock SH\\|NB, close: 5 syscalls, in one native call',
   'composed-sh': 'statfs, open, pread, flock, (unlock), close: one JS↔native crossing each',
   'composed-ex': 'as above with LOCK_EX\\|NB',
   'proper-lockfile': 'realpath + stat of `<path>.lock`, mtime vs now',

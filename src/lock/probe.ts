@@ -18,8 +18,9 @@
  *   single file can be bind-mounted from a FUSE or network filesystem into a
  *   local directory), looked at without opening it (linux statx: an entry
  *   that is no mount root shares the directory's mount; a mount root is
- *   judged through O_PATH); the opened descriptor must be the file looked at
- *   (device and inode), or it is judged again before any flock. A mount
+ *   judged through O_PATH); the file is opened only on the judged mount
+ *   (linux openat2 RESOLVE_NO_XDEV), or else its descriptor must be the file
+ *   looked at (device and inode) or is judged again before any flock. A mount
  *   judged local is remembered by the id linux never reuses, so repeated
  *   probes skip the directory's fstatfs (CONTRACT §4.2 step 2).
  * - It follows no link: the run directory is opened O_DIRECTORY|O_NOFOLLOW
