@@ -28,7 +28,7 @@
  * pread, close, openat(state.json) (ENOENT here), close(dir) = 7.
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import { release } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -191,14 +191,19 @@ describe('system calls per settled run of `runs --json` (a budget, counted by st
 
   /** strace -f -c of one `runs --json`; returns calls by name and the rows it printed. */
   async function countListing(root: string): Promise<{ calls: Record<string, number>; rows: number }> {
-    const out = join(base, `list-${Math.random().toString(36).slice(2)}.txt`);
-    const child = spawn('strace', ['-f', '-c', '-e', 'trace=%file,%desc', '-o', out, process.execPath, CLI, 'runs', '--json', '--root', root], { stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
+    const tag = Math.random().toString(36).slice(2);
+    const out = join(base, `list-${tag}.txt`);
+    // The report goes to a file, not a pipe: writes to a pipe come in as many pieces (and waits) as the
+    // reader's pace allows, which a loaded machine varies; a file takes them as the listing makes them.
+    const json = join(base, `list-${tag}.json`);
+    const jsonFd = openSync(json, 'w');
+    const child = spawn('strace', ['-f', '-c', '-e', 'trace=%file,%desc', '-o', out, process.execPath, CLI, 'runs', '--json', '--root', root], { stdio: ['ignore', jsonFd, 'pipe'] });
+    closeSync(jsonFd);
     let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
     const code = await new Promise<number | null>((res) => child.once('exit', res));
     expect(code, stderr).toBe(0);
+    const stdout = readFileSync(json, 'utf8');
     const calls: Record<string, number> = {};
     for (const line of readFileSync(out, 'utf8').split('\n')) {
       const m = /^\s*[\d.]+\s+[\d.]+\s+\d+\s+(\d+)\s+(?:\d+\s+)?(\w+)\s*$/.exec(line);
