@@ -9,9 +9,11 @@
 import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { acquireLock, probeLock } from '../dist/index.js';
+import { openDirNoFollow } from '../dist/kernel/dirfd.js';
+import { probeLockAt } from '../dist/lock/probe.js';
 import { runFloor } from './lib/floor.js';
 import {
   fsExtFlock,
@@ -42,12 +44,24 @@ export function deadPid() {
   throw new Error('bench: could not find a dead pid');
 }
 
+const dirFds = new Map();
+/** A descriptor of the run directory of `lockPath`, opened once (as a listing holds it while it reads the run). */
+function dirFd(lockPath) {
+  let fd = dirFds.get(lockPath);
+  if (fd === undefined) {
+    fd = openDirNoFollow(dirname(lockPath));
+    dirFds.set(lockPath, fd);
+  }
+  return fd;
+}
+
 /** The methods of the cost table, in display order. `fn(lockPath)` is what one iteration does. */
 function methods(pids) {
   const plf = properLockfileCheck(10_000);
   const fsx = fsExtFlock();
   return [
     { id: 'probeLock', label: '`probeLock` (runwarden: one native call)', fn: (p) => probeLock(p) },
+    { id: 'probeLockAt', label: "`probeLockAt` (the listing's path: run directory already open)", fn: (p) => probeLockAt(dirFd(p), 'resume.lock', p) },
     { id: 'composed-sh', label: 'same steps from `node:fs` + native `flock` (LOCK_SH)', fn: probeComposedShared },
     { id: 'composed-ex', label: 'same, LOCK_EX (the rejected design; bench only)', fn: probeExclusive },
     { id: 'proper-lockfile', label: '`proper-lockfile` `checkSync` (mtime, stale 10 s)', fn: plf },
@@ -132,6 +146,9 @@ export async function runCost({ floorBin, reps, chunkMs, log, only }) {
         const r = m.fn(path);
         cells.push({ id: m.id, file, path, fn: m.fn, iterations: calibrate(m.fn, path, chunkMs), raw: [], ratios: [], answer: typeof r === 'string' ? r : r.liveness });
       }
+      // The probe's own sequence in C: timed like a method, against the reference floor beside it.
+      const sameNs = runFloor(floorBin, path, 5000, 'same').ns_per_iter;
+      cells.push({ id: 'floor-same', file, path, fn: undefined, iterations: Math.max(2000, Math.round((chunkMs * 1e6) / sameNs)), raw: [], ratios: [], answer: runFloor(floorBin, path, 10, 'same').last });
     }
     for (let r = 0; r < reps; r++) {
       for (const file of fileNames) {
@@ -141,7 +158,7 @@ export async function runCost({ floorBin, reps, chunkMs, log, only }) {
         let before = runFloor(floorBin, fl.path, fl.iterations).ns_per_iter;
         fl.raw.push(before);
         for (const c of order) {
-          const ns = timeLoop(c.fn, c.path, c.iterations);
+          const ns = c.fn === undefined ? runFloor(floorBin, c.path, c.iterations, 'same').ns_per_iter : timeLoop(c.fn, c.path, c.iterations);
           const after = runFloor(floorBin, fl.path, fl.iterations).ns_per_iter;
           fl.raw.push(after);
           c.raw.push(ns);
@@ -152,7 +169,11 @@ export async function runCost({ floorBin, reps, chunkMs, log, only }) {
       log?.(`  cost: repetition ${r + 1}/${reps}`);
     }
     const rows = [];
-    for (const m of [{ id: 'floor', label: 'floor: C loop of the same syscalls (`bench/floor.c`)' }, ...ms]) {
+    const floorRows = [
+      { id: 'floor', label: 'floor: the reference C loop, 7 calls (`bench/floor.c`)' },
+      { id: 'floor-same', label: "the probe's own sequence in C (`bench/floor.c … same`)" },
+    ];
+    for (const m of [...floorRows, ...ms]) {
       const row = { id: m.id, label: m.label };
       for (const file of fileNames) {
         const c = m.id === 'floor' ? floors[file] : cells.find((x) => x.id === m.id && x.file === file);
@@ -218,6 +239,7 @@ export async function syscallAudit({ floorBin, log }) {
       result[file] = {
         probeLock: perCall(count([process.execPath, '-e', script(0, path)]), count([process.execPath, '-e', script(N, path)]), N),
         floor: perCall(count([floorBin, path, '1']), count([floorBin, path, String(N + 1)]), N),
+        same: perCall(count([floorBin, path, '1', 'same']), count([floorBin, path, String(N + 1), 'same']), N),
       };
       log?.(`  syscalls per probe (${file}): ${JSON.stringify(result[file])}`);
     }

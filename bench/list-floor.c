@@ -11,8 +11,11 @@
  *          the directory (native/runfiles.cc, CONTRACT §1.2, §1.3). A run
  *          whose stream does not end in `run_finished` or a pause (an open
  *          last leg) also pays what inspect.ts adds for it: the §4.2 probe
- *          (fstatfs, O_PATH openat, fstatfs, close, openat, fstatfs, fstat,
- *          pread 128, flock LOCK_SH|LOCK_NB, LOCK_UN, close) twice, the
+ *          (statx of the lock entry, no follow; the directory's fstatfs on
+ *          the first probe only, as the probe remembers a mount judged
+ *          local; openat2 RESOLVE_NO_XDEV, pread 128, flock LOCK_SH|LOCK_NB,
+ *          close)
+ *          twice, the
  *          replaced-lock look (openat, fstat, pread, close) and the re-read
  *          of the stream's identity (openat, fstat, close). /proc/locks,
  *          read once per 256 runs, is left out.
@@ -23,8 +26,8 @@
  *          worker thread, which costs more than it saves): a lower bound
  *          for what batching could reach, not a design.
  *
- * Linux is what it was written for; elsewhere it compiles without the
- * O_PATH step and io_uring (written for darwin, not compiled there).
+ * Linux is what it was written for; elsewhere it compiles with fstatat for
+ * statx and without io_uring (written for darwin, not compiled there).
  *
  * usage: list-floor <root> sync|uring
  * prints one JSON line: {"mode":…, "runs":…, "seconds":…, "open_legs":…}
@@ -35,12 +38,14 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #if defined(__linux__)
+#include <sys/syscall.h>
 #include <sys/vfs.h>
 #else
 #include <sys/mount.h>
@@ -93,23 +98,32 @@ static int leg_closed(const char* buf, ssize_t n) {
 }
 
 static void probe(int dirfd) {
-  struct statfs sf;
+  static int judged;
   char head[128];
-  fstatfs(dirfd, &sf);
-#ifdef O_PATH
-  int p = openat(dirfd, "resume.lock", O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_PATH);
-  if (p >= 0) {
-    fstatfs(p, &sf);
-    close(p);
-  }
+#ifdef STATX_TYPE
+  struct statx stx;
+  if (statx(dirfd, "resume.lock", AT_SYMLINK_NOFOLLOW | AT_STATX_SYNC_AS_STAT, STATX_TYPE | STATX_MODE | STATX_INO | STATX_SIZE | 0x4000u, &stx) != 0) return;
+#else
+  struct stat lst;
+  if (fstatat(dirfd, "resume.lock", &lst, AT_SYMLINK_NOFOLLOW) != 0) return;
 #endif
+  if (!judged) {
+    struct statfs sf;
+    fstatfs(dirfd, &sf);
+    judged = 1;
+  }
+#ifdef __linux__
+  struct { uint64_t flags, mode, resolve; } how = {FILE_FLAGS, 0, 0x01 /* RESOLVE_NO_XDEV */};
+  int fd = (int)syscall(437 /* openat2 */, dirfd, "resume.lock", &how, sizeof how);
+  if (fd < 0) return;
+#else
   int fd = openat(dirfd, "resume.lock", FILE_FLAGS);
   if (fd < 0) return;
   struct stat st;
-  fstatfs(fd, &sf);
   fstat(fd, &st);
+#endif
   pread(fd, head, sizeof head, 0);
-  if (flock(fd, LOCK_SH | LOCK_NB) == 0) flock(fd, LOCK_UN);
+  flock(fd, LOCK_SH | LOCK_NB);
   close(fd);
 }
 

@@ -229,9 +229,10 @@ async function main() {
   // Sections other benches write are kept as they were: bench/bounds.mjs ("## Hostile sizes"),
   // bench/replaced-lock.mjs ("## Replaced lock window"), bench/serve-scale.mjs ("## Dashboard at scale"),
   // bench/scale.mjs ("## Scale", and the hand-measured "## Scale: before and after"), bench/live.mjs,
-  // bench/table-scale.mjs ("## runs table at scale", recorded by hand).
+  // bench/table-scale.mjs ("## runs table at scale", recorded by hand), bench/probe-budget.mjs ("## Probe budget"),
+  // bench/list-floor.mjs ("## Listing floor").
   const previous = existsSync(resultsPath) ? readFileSync(resultsPath, 'utf8') : '';
-  const kept = ['## hostile sizes', '## replaced lock window', '## dashboard at scale', '## scale', '## scale: before and after', '## live: a death reaches the watcher', '## runs table at scale'].map((h) => sectionOf(previous, h)).filter((x) => x !== undefined);
+  const kept = ['## probe budget', '## hostile sizes', '## replaced lock window', '## dashboard at scale', '## listing floor', '## scale', '## scale: before and after', '## live: a death reaches the watcher', '## runs table at scale'].map((h) => sectionOf(previous, h)).filter((x) => x !== undefined);
   writeFileSync(resultsPath, kept.length > 0 ? `${md.trimEnd()}\n\n${kept.join('\n\n')}\n` : md);
   writeFileSync(join(outDir, quick ? 'results-quick.json' : 'results.json'), JSON.stringify({ info, startedAt, cfg, cost, audit, peers, cells }, null, 1));
   log(`wrote ${relative(root, resultsPath)} (${durationS.toFixed(0)} s)`);

@@ -56,6 +56,7 @@ struct ProbeState {
   Napi::Reference<Napi::Float64Array> out_ref;
   rw::ProbeBuffers buffers;
   LocalTypes local_types;
+  rw::LocalMounts local_mounts;  // judged under local_types only
 };
 
 // Everything the addon keeps between calls, per Node environment (main thread
@@ -312,6 +313,7 @@ Napi::Value ProbeSetup(const Napi::CallbackInfo& info) {
   st->buffers.head = head.Data();
   st->buffers.head_len = head.Length();
   st->buffers.out = out.Data();
+  st->buffers.mounts = &st->local_mounts;
   st->head_ref = Napi::Persistent(head);
   st->out_ref = Napi::Persistent(out);
   AddonData* data = Data(env);
@@ -342,7 +344,9 @@ Napi::Value ProbeFacts(const Napi::CallbackInfo& info) {
     if (!LocalTypesArg(env, info[1], &override_list)) return env.Undefined();
     list = &override_list;
   }
-  return Napi::Number::New(env, rw::GatherProbeFacts(lock_path, *list, probe->buffers));
+  rw::ProbeBuffers buffers = probe->buffers;
+  if (list != &probe->local_types) buffers.mounts = nullptr;
+  return Napi::Number::New(env, rw::GatherProbeFacts(lock_path, *list, buffers));
 }
 
 // probeFactsAt(dirfd, name[, localTypes]) -> stage: probeFacts() for the
@@ -370,7 +374,9 @@ Napi::Value ProbeFactsAt(const Napi::CallbackInfo& info) {
     if (!LocalTypesArg(env, info[2], &override_list)) return env.Undefined();
     list = &override_list;
   }
-  return Napi::Number::New(env, rw::GatherProbeFactsAt(static_cast<int>(dirfd), name, *list, probe->buffers));
+  rw::ProbeBuffers buffers = probe->buffers;
+  if (list != &probe->local_types) buffers.mounts = nullptr;
+  return Napi::Number::New(env, rw::GatherProbeFactsAt(static_cast<int>(dirfd), name, *list, buffers));
 }
 
 // ---------------------------------------------------------------------------

@@ -63,11 +63,36 @@ constexpr size_t kOutLength = 5;
 // Whether `type` is on `list`, compared the platform's way.
 bool IsLocal(const FsType& type, const LocalTypes& list);
 
+// Mounts already judged local under the registered list, by the unique id
+// the kernel never reuses (EntryStat::mount_id). A mount's filesystem never
+// changes, so an entry stays true for the life of the process; a probe on a
+// remembered mount skips the directory's fstatfs. Bounded: the oldest entry
+// gives way. Never holds a mount judged anything but local.
+struct LocalMounts {
+  static constexpr size_t kSize = 16;
+  uint64_t ids[kSize] = {0};
+  size_t next = 0;
+  bool Has(uint64_t id) const {
+    for (uint64_t known : ids) {
+      if (known == id) return id != 0;
+    }
+    return false;
+  }
+  void Add(uint64_t id) {
+    if (id == 0 || Has(id)) return;
+    ids[next] = id;
+    next = (next + 1) % kSize;
+  }
+};
+
 // The probe's buffers, registered once (see probeSetup in addon.cc).
 struct ProbeBuffers {
   uint8_t* head = nullptr;
   size_t head_len = 0;
   double* out = nullptr;  // kOutLength slots
+  // The memo for the registered list, or null (a call with a test's own list
+  // neither reads nor fills it).
+  LocalMounts* mounts = nullptr;
 };
 
 // Gathers, in the order of CONTRACT §4.2, the facts for the lock file at

@@ -6,6 +6,9 @@
 #include <string.h>
 #include <sys/file.h>
 #include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <sys/vfs.h>
 #include <unistd.h>
 
@@ -14,6 +17,8 @@ namespace rw {
 const char* const kPlatformName = "linux";
 const bool kHasFlock = true;
 const bool kFsTypeIsName = false;
+// O_PATH descriptors serve as openat/statx dirfds and for fstatfs (linux >= 3.12).
+const int kProbeDirFlags = O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
 
 namespace {
 void Fill(const struct statfs& sfs, FsType* out) {
@@ -50,6 +55,77 @@ int FsTypeOfEntry(int dirfd, const char* name, FsType* out) {
   if (err != 0) return err;
   Fill(sfs, out);
   return 0;
+}
+
+namespace {
+// Defined here because the C library's headers may predate them; the values
+// are the kernel's ABI (include/uapi/linux/stat.h). A kernel that does not
+// know a request bit ignores it and leaves it out of stx_mask, and one that
+// cannot tell an attribute leaves it out of stx_attributes_mask, so both are
+// checked before being believed.
+constexpr unsigned kStatxMntIdUnique = 0x4000u;    // STATX_MNT_ID_UNIQUE, linux 6.8
+constexpr uint64_t kStatxAttrMountRoot = 0x2000u;  // STATX_ATTR_MOUNT_ROOT, linux 5.8
+// stx_mnt_id sits at byte 0x90 of struct statx (a padding word in C libraries
+// older than the field); read it by offset so either declaration works.
+constexpr size_t kStxMntIdOffset = 0x90;
+static_assert(sizeof(struct statx) >= kStxMntIdOffset + sizeof(uint64_t), "struct statx too small");
+}  // namespace
+
+// One statx: type, size, device and inode for the open-time identity check,
+// whether the entry is a mount root, and the never-reused id of its mount.
+// statx does not open the file, so a FUSE or NFS server sees a getattr at
+// most, never an open.
+int StatEntry(int dirfd, const char* name, EntryStat* out) {
+  struct statx stx;
+  const unsigned mask = STATX_TYPE | STATX_MODE | STATX_INO | STATX_SIZE | kStatxMntIdUnique;
+  int r;
+  do {
+    r = statx(dirfd, name, AT_SYMLINK_NOFOLLOW | AT_STATX_SYNC_AS_STAT, mask, &stx);
+  } while (r != 0 && errno == EINTR);
+  if (r != 0) return errno;
+  if ((stx.stx_mask & (STATX_TYPE | STATX_INO)) != (STATX_TYPE | STATX_INO)) return EIO;
+  out->dev = makedev(stx.stx_dev_major, stx.stx_dev_minor);
+  out->ino = stx.stx_ino;
+  out->mode = stx.stx_mode;
+  out->size = stx.stx_size;
+  out->mount_root = (stx.stx_attributes_mask & kStatxAttrMountRoot) == 0 ? -1 : (stx.stx_attributes & kStatxAttrMountRoot) != 0 ? 1 : 0;
+  out->mount_id = 0;
+  if ((stx.stx_mask & kStatxMntIdUnique) != 0) {
+    memcpy(&out->mount_id, reinterpret_cast<const char*>(&stx) + kStxMntIdOffset, sizeof out->mount_id);
+  }
+  return 0;
+}
+
+namespace {
+// openat2(2)'s argument and flag, as the kernel's ABI defines them
+// (include/uapi/linux/openat2.h), for C libraries whose headers predate them.
+struct OpenHow {
+  uint64_t flags;
+  uint64_t mode;
+  uint64_t resolve;
+};
+constexpr uint64_t kResolveNoXdev = 0x01;
+#ifdef SYS_openat2
+constexpr long kSysOpenat2 = SYS_openat2;
+#else
+constexpr long kSysOpenat2 = 437;  // the same number on every architecture
+#endif
+}  // namespace
+
+// linux >= 5.6. A kernel without openat2 answers ENOSYS; a seccomp filter
+// that does not know it may answer EPERM, which is read as "cannot" too (the
+// plain open that follows reports a real EPERM again).
+int OpenOnDirMount(int dirfd, const char* name, int flags, int* fd) {
+  OpenHow how = {static_cast<uint64_t>(flags), 0, kResolveNoXdev};
+  long r;
+  do {
+    r = syscall(kSysOpenat2, dirfd, name, &how, sizeof how);
+  } while (r < 0 && errno == EINTR);
+  if (r >= 0) {
+    *fd = static_cast<int>(r);
+    return 0;
+  }
+  return errno == EPERM ? ENOSYS : errno;
 }
 
 int Flock(int fd, LockKind kind) {

@@ -5,18 +5,24 @@
 #include "platform.h"
 
 #include <errno.h>
+#include <fcntl.h>
 
 namespace rw {
 
 const char* const kPlatformName = "other";
 const bool kHasFlock = false;
 const bool kFsTypeIsName = false;
+const int kProbeDirFlags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
 
 int FsTypeOfPath(const char*, FsType*) { return ENOSYS; }
 
 int FsTypeOfFd(int, FsType*) { return ENOSYS; }
 
 int FsTypeOfEntry(int, const char*, FsType*) { return ENOSYS; }
+
+int StatEntry(int, const char*, EntryStat*) { return ENOSYS; }
+
+int OpenOnDirMount(int, const char*, int, int*) { return ENOSYS; }
 
 int Flock(int, LockKind) { return ENOSYS; }
 

@@ -6,8 +6,8 @@
 // lives behind it, in exactly one file per platform, chosen by binding.gyp's
 // `conditions` (never by #if in the common files):
 //
-//   fs_linux.cc   linux: statfs f_type magics, flock(2). Built and tested.
-//   fs_darwin.cc  darwin: statfs f_fstypename names, flock(2). Written against
+//   fs_linux.cc   linux: statfs f_type magics, statx, flock(2). Built and tested.
+//   fs_darwin.cc  darwin: statfs f_fstypename names, fstatat, flock(2). Written against
 //                 the documented interfaces; never compiled or run here.
 //   fs_other.cc   anything else: no flock, no filesystem type; every call
 //                 reports ENOSYS, and the TypeScript side answers unknown.
@@ -19,6 +19,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include <string>
 #include <vector>
@@ -59,6 +60,41 @@ int FsTypeOfFd(int fd, FsType* out);
 // non-local filesystem before it is opened (CONTRACT §4.2 step 2). Returns 0
 // or an errno value.
 int FsTypeOfEntry(int dirfd, const char* name, FsType* out);
+
+// The flags the probe opens a run directory with: never following a link at
+// its last component, and (linux, O_PATH) without opening it for reading, so
+// the filesystem and inotify watchers see no open of the directory.
+extern const int kProbeDirFlags;
+
+// What the probe learns of a directory entry without opening it.
+// `mount_root`: 1 when the entry is the root of a mount (something is mounted
+// on it, e.g. one file bind-mounted from elsewhere), 0 when it is known not to
+// be (so it lies on its directory's mount), -1 when the platform cannot tell.
+// `mount_id`: an id of the entry's mount that the kernel never reuses while it
+// runs (linux >= 6.8, STATX_MNT_ID_UNIQUE), or 0 when there is none: a mount's
+// filesystem never changes, so a judgement keyed on it never goes stale.
+struct EntryStat {
+  dev_t dev = 0;
+  uint64_t ino = 0;
+  uint32_t mode = 0;
+  uint64_t size = 0;
+  int mount_root = -1;
+  uint64_t mount_id = 0;
+};
+
+// Describes the entry `name` of the directory open as `dirfd`, not following
+// a symlink there and opening nothing (linux statx, darwin fstatat). Returns 0
+// or an errno value.
+int StatEntry(int dirfd, const char* name, EntryStat* out);
+
+// Opens the entry `name` of the directory open as `dirfd` with `flags`, only
+// if reaching it crosses no mount (linux openat2 RESOLVE_NO_XDEV): the file
+// opened is then on the directory's own mount, atomically, whatever was
+// mounted or renamed since it was looked at. Returns 0 and sets *fd; EXDEV
+// when the entry is (now) a mount point, nothing opened; ENOSYS when the
+// platform or kernel cannot (the caller then opens it plainly and checks the
+// descriptor); or another errno value from the open.
+int OpenOnDirMount(int dirfd, const char* name, int flags, int* fd);
 
 // flock(2), non-blocking for the two lock kinds, retried on EINTR. Returns 0
 // when granted, kContended when another holder has it (EWOULDBLOCK), or an

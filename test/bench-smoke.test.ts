@@ -92,9 +92,9 @@ describe('probe cost methods', () => {
     const { binary } = buildFloor();
     const cost = await runCost({ floorBin: binary, reps: 1, chunkMs: 1 });
     const ids = cost.rows.map((r: { id: string }) => r.id);
-    expect(ids).toEqual(['floor', 'probeLock', 'composed-sh', 'composed-ex', 'proper-lockfile', 'fs-ext', 'kill', 'pidfile']);
+    expect(ids).toEqual(['floor', 'floor-same', 'probeLock', 'probeLockAt', 'composed-sh', 'composed-ex', 'proper-lockfile', 'fs-ext', 'kill', 'pidfile']);
     for (const row of cost.rows) {
-      if (row.id === 'floor') {
+      if (row.id === 'floor' || row.id === 'floor-same') {
         expect([row.free.answer, row.held.answer]).toEqual(['granted', 'contended']);
       } else {
         expect([row.id, row.free.answer, row.held.answer]).toEqual([row.id, 'free', 'held']);

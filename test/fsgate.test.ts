@@ -11,9 +11,10 @@
  * not read as a gate that passed. With everything present, a mount that still
  * cannot be made fails with the reason.
  */
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { createInterface } from 'node:readline';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { describeFsType, filesystemType, LINUX_LOCAL_FS, probeLock } from '../src/index.js';
 import { cleanupTemp, killAll, ROOT, startHolder, tempDir } from './helpers/lock-procs.js';
@@ -126,6 +127,71 @@ describe('filesystem gate', () => {
     const local = tracedProbe(join(src, 'run', 'resume.lock'));
     expect(local.result).toEqual({ liveness: 'free', reason: 'flock-free' });
     expect(local.opens.length).toBeGreaterThan(0);
+  });
+
+  it('a mount judged local is remembered only for that mount: another mount at the same place is judged afresh', async (ctx) => {
+    needs(ctx, 'root', 'mount', 'fuse', 'bindfs', 'strace');
+    const mnt = join(base, 'memo-mnt');
+    const src = join(base, 'memo-src');
+    mkdirSync(mnt);
+    mkdirSync(join(src, 'run'), { recursive: true });
+    writeFileSync(join(src, 'run', 'resume.lock'), MARKED);
+    mustRun('mount', ['-t', 'tmpfs', '-o', 'size=4m', 'rw-memo', mnt], 'mounting a tmpfs');
+    mounts.push(mnt);
+    mkdirSync(join(mnt, 'run'));
+    writeFileSync(join(mnt, 'run', 'resume.lock'), MARKED);
+    const lock = join(mnt, 'run', 'resume.lock');
+
+    // One process probes the tmpfs twice (the second from memory), waits while
+    // the tmpfs goes and a FUSE mount takes its place, and probes again.
+    const script = `
+      const { probeLock } = await import(${JSON.stringify(join(ROOT, 'dist', 'index.js'))});
+      const { statSync } = await import('node:fs');
+      const { createInterface } = await import('node:readline');
+      const lock = process.argv[1];
+      const mark = (n) => statSync('/rw-memo-mark-' + n, { throwIfNoEntry: false });
+      const out = [probeLock(lock)];
+      mark(1); out.push(probeLock(lock)); mark(2);
+      console.log(JSON.stringify({ pid: process.pid, step: 'swap' }));
+      for await (const _ of createInterface({ input: process.stdin })) break;
+      mark(3); out.push(probeLock(lock)); mark(4);
+      console.log(JSON.stringify({ pid: process.pid, out }));
+      process.exit(0);`;
+    const log = join(base, 'memo-strace.log');
+    const child = spawn('strace', ['-f', '-qq', '-o', log, process.execPath, '--input-type=module', '-e', script, lock], { stdio: ['pipe', 'pipe', 'inherit'] });
+    let final: { pid: number; out: { liveness: string; reason: string }[] } | undefined;
+    for await (const line of createInterface({ input: child.stdout })) {
+      const msg = JSON.parse(line) as { step?: string; pid: number; out?: { liveness: string; reason: string }[] };
+      if (msg.step === 'swap') {
+        mustRun('umount', [mnt], 'unmounting the tmpfs');
+        mounts.pop();
+        mustRun('bindfs', [src, mnt], 'mounting a FUSE filesystem with bindfs');
+        mounts.push(mnt);
+        expect(describeFsType(filesystemType(mnt))).toContain('fuse');
+        child.stdin.write('go\n');
+      } else {
+        final = msg as typeof final;
+      }
+    }
+    expect(final?.out).toEqual([
+      { liveness: 'free', reason: 'flock-free' },
+      { liveness: 'free', reason: 'flock-free' },
+      expect.objectContaining({ liveness: 'unknown', reason: 'fs-not-local' }),
+    ]);
+    const between = (from: number, to: number): string[] => {
+      const lines = readFileSync(log, 'utf8').split('\n');
+      const a = lines.findIndex((l) => l.includes(`/rw-memo-mark-${from}`));
+      const b = lines.findIndex((l) => l.includes(`/rw-memo-mark-${to}`));
+      return lines.slice(a + 1, b).filter((l) => l.startsWith(`${final?.pid} `));
+    };
+    // Positive control: the second tmpfs probe came from memory (no fstatfs), yet still opened the file.
+    const second = between(1, 2);
+    expect(second.filter((l) => /\bfstatfs\(/.test(l)), second.join('\n')).toEqual([]);
+    expect(second.filter((l) => /\bopenat2?\(/.test(l) && l.includes('"resume.lock"')).length, second.join('\n')).toBe(1);
+    // The FUSE mount at the same place was judged afresh, and its lock file never opened.
+    const third = between(3, 4);
+    expect(third.filter((l) => /\bfstatfs\(/.test(l)).length, third.join('\n')).toBeGreaterThan(0);
+    expect(third.filter((l) => /\bopenat2?\(/.test(l) && l.includes('"resume.lock"') && !l.includes('O_PATH')), third.join('\n')).toEqual([]);
   });
 
   it('seam: a filesystem type outside the list (stand-in for NFS) is unknown and the file is not opened', () => {

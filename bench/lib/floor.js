@@ -1,5 +1,5 @@
 /**
- * The C floors: compiled from bench/<name>.c (floor.c, the probe's;
+ * The C floors: compiled from bench/<name>.c (floor.c, the probe's two loops;
  * list-floor.c, the listing's) with the system compiler into bench/out/
  * (gitignored), rebuilt when the source is newer than the binary.
  */
@@ -32,11 +32,16 @@ export function buildC(name) {
   return { binary, compiler: `${cc} -O2 (${version})` };
 }
 
-/** Runs the floor loop `iterations` times on `lockPath`; returns ns per iteration and the last answer. */
-export function runFloor(bin, lockPath, iterations) {
+/**
+ * Runs a floor loop `iterations` times on `lockPath`; returns ns per iteration and the last answer.
+ * `loop`: 'reference' (the fixed 7-call loop the budget is stated in) or 'same' (the probe's own sequence); see bench/floor.c.
+ * `clock`: 'wall' (CLOCK_MONOTONIC) or 'cpu' (the floor process's CPU time).
+ */
+export function runFloor(bin, lockPath, iterations, loop = 'reference', clock = 'wall') {
   let out;
   try {
-    out = execFileSync(bin, [lockPath, String(iterations)], { encoding: 'utf8' });
+    const env = clock === 'cpu' ? { ...process.env, RW_FLOOR_CLOCK: 'cpu' } : process.env;
+    out = execFileSync(bin, [lockPath, String(iterations), loop], { encoding: 'utf8', env });
   } catch (err) {
     throw new Error(`bench: the floor failed on ${lockPath}: ${err.stdout || err.message}`);
   }

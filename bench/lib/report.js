@@ -11,8 +11,10 @@ export const RUNS_HEADING = '## runs at scale';
 const TARGET = 1.3;
 
 const DOES = {
-  floor: 'open dir (no-follow), fstatfs; lock file: openat O_PATH, fstatfs, close; openat, fstatfs, fstat, pread 128, flock SH\\|NB, (LOCK_UN), close; close dir',
-  probeLock: 'the same 14 (13 when held) syscalls, in one native call',
+  floor: 'statfs dir; open, fstat, pread 128, flock SH\\|NB, (LOCK_UN), close: the 7 (6 held) calls the budget is stated in (CONTRACT §5.4)',
+  'floor-same': 'open dir O_PATH (no-follow), statx lock (no-follow), fstatfs dir on the first call only, openat2 RESOLVE_NO_XDEV, pread 128, flock SH\\|NB, close, close dir',
+  probeLock: 'the same 7 syscalls as the line above, in one native call',
+  probeLockAt: 'statx, openat2, pread 128, flock SH\\|NB, close: 5 syscalls, in one native call',
   'composed-sh': 'statfs, open, pread, flock, (unlock), close: one JS↔native crossing each',
   'composed-ex': 'as above with LOCK_EX\\|NB',
   'proper-lockfile': 'realpath + stat of `<path>.lock`, mtime vs now',
@@ -44,9 +46,10 @@ function costSection(cost, audit) {
   ]);
   out.push(table(['method', 'free', '× floor', 'held', '× floor', 'answer (free / held)', 'what one call does'], rows));
   out.push('');
-  const met = pl.free.ratio <= TARGET && pl.held.ratio <= TARGET;
+  const at = cost.rows.find((r) => r.id === 'probeLockAt');
+  const met = [pl, at].every((r) => r === undefined || (r.free.ratio <= TARGET && r.held.ratio <= TARGET));
   out.push(
-    `Target (CONTRACT §5.4): \`probeLock\` ≤ ${TARGET}× the floor. Measured: ${fmtRatio(pl.free.ratio)} free, ${fmtRatio(pl.held.ratio)} held — **${met ? 'met' : 'not met'}**. Where the time goes, and the fix, measured before and after: [PROFILE.md](PROFILE.md).`,
+    `Target (CONTRACT §5.4): \`probeLock\` and \`probeLockAt\` ≤ ${TARGET}× the reference floor. Measured: \`probeLock\` ${fmtRatio(pl.free.ratio)} free, ${fmtRatio(pl.held.ratio)} held${at ? `; \`probeLockAt\` ${fmtRatio(at.free.ratio)} free, ${fmtRatio(at.held.ratio)} held` : ''} — **${met ? 'met' : 'not met'}**. Where the time goes, and the fix, measured before and after: [PROFILE.md](PROFILE.md).`,
   );
   out.push('');
   out.push(
@@ -63,8 +66,8 @@ function costSection(cost, audit) {
         .join(', ');
     out.push(
       table(
-        ['file', '`probeLock`', 'floor'],
-        ['free', 'held'].map((f) => [f, fmt(audit[f].probeLock), fmt(audit[f].floor)]),
+        ['file', '`probeLock`', 'floor (reference)', "floor (probe's sequence)"],
+        ['free', 'held'].map((f) => [f, fmt(audit[f].probeLock), fmt(audit[f].floor), audit[f].same ? fmt(audit[f].same) : '—']),
       ),
     );
   }
@@ -208,7 +211,7 @@ function pollerFindings(cells) {
   lines.push('### What the pollers tables show');
   lines.push('');
   lines.push(
-    `- **False busy grows with P once pollers outnumber cores**, for both probe kinds. Raw rate (\`retryMs: 0\`) by P — shared: ${series('churn-0', 'shared', rate)}; exclusive: ${series('churn-0', 'exclusive', rate)}. A poller that loses its core between its \`LOCK_SH\` and its \`LOCK_UN\` keeps the shared lock while it waits to run again, so with P tight-loop pollers on fewer cores the chance that *some* waiting poller holds it at the leg's instant rises with P (roughly 1 − (1 − f)^(P−1) for a per-poller holding fraction f). The shared lock removes reader-vs-reader conflicts, not this. The design's retry window is what absorbs it: with the default window the leg was refused ${refusedD('shared').length ? `at P = ${refusedD('shared').join(', ')} (shared)` : 'at no P (shared)'} and ${refusedD('exclusive').length ? `at P = ${refusedD('exclusive').join(', ')} (exclusive)` : 'at no P (exclusive)'}; see the "refused" column for counts. Tight loops are a stress test: a dashboard polling once a second holds the lock for well under a millionth of the time.`,
+    `- **False busy grows with P once pollers outnumber cores**, for both probe kinds. Raw rate (\`retryMs: 0\`) by P — shared: ${series('churn-0', 'shared', rate)}; exclusive: ${series('churn-0', 'exclusive', rate)}. A poller that loses its core between its \`LOCK_SH\` and the \`close\` that drops it keeps the shared lock while it waits to run again, so with P tight-loop pollers on fewer cores the chance that *some* waiting poller holds it at the leg's instant rises with P (roughly 1 − (1 − f)^(P−1) for a per-poller holding fraction f). The shared lock removes reader-vs-reader conflicts, not this. The design's retry window is what absorbs it: with the default window the leg was refused ${refusedD('shared').length ? `at P = ${refusedD('shared').join(', ')} (shared)` : 'at no P (shared)'} and ${refusedD('exclusive').length ? `at P = ${refusedD('exclusive').join(', ')} (exclusive)` : 'at no P (exclusive)'}; see the "refused" column for counts. Tight loops are a stress test: a dashboard polling once a second holds the lock for well under a millionth of the time.`,
   );
   lines.push(
     `- **Reader flicker is the exclusive probe's alone**: share of its answers on a free lock that said "held", by P: ${series('free', 'exclusive', flick)}. The shared probe's count is 0 at every P in every setting.`,
@@ -239,7 +242,7 @@ const DEFINITIONS = `### Definitions (what the pollers tables count)
 
 const METHOD = `## Method
 
-- **Floor**: \`bench/floor.c\`, compiled by the bench with \`cc -O2\` into \`bench/out/\`, loops exactly the probe's syscalls (statfs of the run directory checked against the known-local list, open O_RDONLY|O_NONBLOCK|O_NOFOLLOW|O_CLOEXEC, fstat, pread 128 at 0, flock LOCK_SH|LOCK_NB, LOCK_UN when granted, close) and times itself with CLOCK_MONOTONIC around the loop only. It runs as its own process between the Node measurements of every repetition.
+- **Floor**: \`bench/floor.c\`, compiled by the bench with \`cc -O2\` into \`bench/out/\`, times itself with CLOCK_MONOTONIC around the loop only, and runs as its own process between the Node measurements of every repetition. The **reference** loop, which every "× floor" divides by, is fixed: the 7 calls the probe was first measured against (statfs of the run directory checked against the known-local list, open O_RDONLY|O_NONBLOCK|O_NOFOLLOW|O_CLOEXEC, fstat, pread 128 at 0, flock LOCK_SH|LOCK_NB, LOCK_UN when granted, close), so a call added to the probe shows as a higher ratio, never as a higher floor. Its \`same\` loop does the probe's own sequence (CONTRACT §4.2) and is shown as a row beside it: the ratio of \`probeLock\` to that row is the price of asking from Node alone.
 - **Ratios, not times**: this is a shared 2-core VM whose speed drifts by tens of percent from one second to the next, so every claim is a ratio measured inside one repetition, and the figure reported is the median over repetitions; absolute times are shown only for orientation.
 - **Peers**: \`proper-lockfile\` (\`checkSync\`, default options except \`stale\`), \`fs-ext\` (\`flockSync\` on a fresh descriptor), and \`process.kill(pid, 0)\`; the exclusive probe is implemented only in \`bench/lib/probes.js\`, from \`node:fs\` and the addon's \`flock\`.
 - **Pollers**: \`bench/workers/poller.js\` (one process per poller), \`bench/workers/leg.js\` (the churn leg), \`bench/workers/holder.js\` (the live holder). Every process the bench starts is killed when it ends.

@@ -13,11 +13,16 @@
  *   probe never contends with another probe.
  * - It never blocks: the open is non-blocking (a FIFO answers at once) and
  *   no-follow, the lock attempt is non-blocking.
- * - It never opens the file on a filesystem outside the known-local list,
- *   judged twice before any flock: the run directory's filesystem, then the
- *   lock file's own (a single file can be bind-mounted from a FUSE or
- *   network filesystem into a local directory), looked at without opening it
- *   (linux O_PATH) and checked again on the opened descriptor.
+ * - It never opens the file on a filesystem outside the known-local list:
+ *   the run directory's filesystem is judged, and the lock file's own (a
+ *   single file can be bind-mounted from a FUSE or network filesystem into a
+ *   local directory), looked at without opening it (linux statx: an entry
+ *   that is no mount root shares the directory's mount; a mount root is
+ *   judged through O_PATH); the file is opened only on the judged mount
+ *   (linux openat2 RESOLVE_NO_XDEV), or else its descriptor must be the file
+ *   looked at (device and inode) or is judged again before any flock. A mount
+ *   judged local is remembered by the id linux never reuses, so repeated
+ *   probes skip the directory's fstatfs (CONTRACT §4.2 step 2).
  * - It follows no link: the run directory is opened O_DIRECTORY|O_NOFOLLOW
  *   and the lock file relative to it (openat, O_NOFOLLOW), so a directory
  *   swapped for a symlink is refused, never probed through.
@@ -89,7 +94,9 @@ export function probeLock(lockPath: string, options?: ProbeOptions): ProbeResult
   if (!n.hasFlock) return answer('unknown', 'unsupported-platform', `no flock(2) on ${process.platform}`);
   const k = setup();
   // The run directory's last component is a shown name (kernel/dirfd.ts): probe its exact bytes.
-  const exact = runFilePath(dirname(lockPath), basename(lockPath));
+  // A path with no backslash and no trailing slash is already those bytes (the addon splits it as
+  // dirname/basename do), so the common case skips building the same string again.
+  const exact = lockPath.includes('\\') || lockPath.endsWith('/') ? runFilePath(dirname(lockPath), basename(lockPath)) : lockPath;
   let stage: number;
   try {
     stage =
