@@ -87,7 +87,11 @@ function ensureBuilt() {
   }
 }
 
-/** Runs bench/runs-scale.mjs if it exists, echoing its output; returns its section for RESULTS.md. */
+/** The level-2 headings of `markdown`, in order, as written. */
+function level2Headings(markdown) {
+  return markdown.split('\n').filter((l) => /^##\s/.test(l)).map((l) => l.trim());
+}
+
 /** The section of `markdown` under the level-2 heading `heading` (compared lower-case), heading included; undefined when absent. */
 function sectionOf(markdown, heading) {
   const lines = markdown.split('\n');
@@ -226,13 +230,16 @@ async function main() {
     svgLink: relative(dirname(resultsPath), svgPath),
     headlines,
   });
-  // Sections other benches write are kept as they were: bench/bounds.mjs ("## Hostile sizes"),
-  // bench/replaced-lock.mjs ("## Replaced lock window"), bench/serve-scale.mjs ("## Dashboard at scale"),
-  // bench/scale.mjs ("## Scale", and the hand-measured "## Scale: before and after"), bench/live.mjs,
-  // bench/table-scale.mjs ("## runs table at scale", recorded by hand), bench/probe-budget.mjs ("## Probe budget"),
-  // bench/list-floor.mjs ("## Listing floor").
+  // Every other level-2 section of the previous file is kept as it was: other benches write them
+  // (bounds.mjs, replaced-lock.mjs, serve-scale.mjs, scale.mjs, live.mjs, probe-budget.mjs,
+  // list-floor.mjs, table-scale.mjs) or they were recorded by hand. A list of names to keep lost
+  // every section whose heading it did not spell exactly.
   const previous = existsSync(resultsPath) ? readFileSync(resultsPath, 'utf8') : '';
-  const kept = ['## probe budget', '## hostile sizes', '## replaced lock window', '## dashboard at scale', '## listing floor', '## scale', '## scale: before and after', '## live: a death reaches the watcher', '## runs table at scale'].map((h) => sectionOf(previous, h)).filter((x) => x !== undefined);
+  const written = new Set(level2Headings(md).map((h) => h.toLowerCase()));
+  const kept = level2Headings(previous)
+    .filter((h) => !written.has(h.toLowerCase()))
+    .map((h) => sectionOf(previous, h.toLowerCase()))
+    .filter((x) => x !== undefined);
   writeFileSync(resultsPath, kept.length > 0 ? `${md.trimEnd()}\n\n${kept.join('\n\n')}\n` : md);
   writeFileSync(join(outDir, quick ? 'results-quick.json' : 'results.json'), JSON.stringify({ info, startedAt, cfg, cost, audit, peers, cells }, null, 1));
   log(`wrote ${relative(root, resultsPath)} (${durationS.toFixed(0)} s)`);
