@@ -374,7 +374,7 @@ ${holderText}
 ${metricsRow}| \`LiveEngine\`, inotify: death to ABANDONED report | ${notified.n} | **${ms(notified.p50)}** | **${ms(notified.p99)}** | ${ms(notified.max)} | ${SETTLED} settled runs beside; ${notified.stats.lockWakeups} lock close-write wake-ups, ${notified.stats.exitWakeups} holder-exit wake-ups, ${notified.stats.polledProbes} polled probes |
 | \`LiveEngine\`, polling only (notify: false, pollMs 100) | ${polled.n} | ${ms(polled.p50)} | ${ms(polled.p99)} | ${ms(polled.max)} | the fallback past the watch limit; ${polled.stats.polledProbes} polled probes |
 
-The serve row is slower than the engine's because each change still rebuilds the whole dashboard document (listing, every card's fold signature, the per-card diff): only the inspections of unchanged runs are reused, so its cost grows with the number of runs (issue 10 item 4's bounded page is not done here).
+The serve rows are measured from the kill to the SSE patch a page receives (a node client reading the event stream), not to a browser's DOM; \`node bench/serve-scale.mjs\` measures the browser.
 
 Idle cost of \`runwarden serve\` with one page open, ${SETTLED} settled runs plus the dead ones, nothing changing, ${IDLE_MS / 1000} s window (from /proc/<pid>/stat): **${pct(page.idleShare)} of a core**, ${page.idleBeats} beats sent (one a second; no derivation while nothing changes).
 
