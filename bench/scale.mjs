@@ -22,11 +22,11 @@
  *                   and for each refusal how long it tried and the flocks on the file
  */
 import { execFileSync } from 'node:child_process';
-import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, statfsSync, writeFileSync, writeSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statfsSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { leg, line, MARKED, smallRun, state } from './lib/runs.js';
+import { oneLegRun, smallRun } from './lib/runs.js';
 import { writeSection } from './lib/sections.js';
 import { TIME, timed } from './lib/timed.js';
 
@@ -87,32 +87,6 @@ for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
 
 
 
-/**
- * A run whose stream is ONE leg of about `bytes`: a start, node events with
- * varied text (so the byte search meets ordinary prose, not one repeated
- * letter), and for a closed leg a finish. No snapshot; a marked lock nobody
- * holds, so an open leg is ABANDONED (probed free and confirmed).
- */
-const WORDS = 'the quick brown fox jumps over a lazy dog while tests run and a node reports its verdict with usage tokens and cost'.split(' ');
-function oneLegRun(root, i, bytes, closed) {
-  const id = `20260806-140000.${String(i).padStart(9, '0')}-1`;
-  const dir = join(root, id);
-  mkdirSync(dir);
-  let block = '';
-  for (let k = 0; block.length < Math.min(bytes, 1 << 20) - 2048; k++) {
-    let detail = '';
-    for (let w = 0; w < 50; w++) detail += WORDS[(k * 7 + w * 13) % WORDS.length] + ' ';
-    block += line(id, k % 2 ? 'node_passed' : 'node_started', { node_id: `node-${k % 40}`, verdict: 'PASS', detail });
-  }
-  const blockBuf = Buffer.from(block);
-  const fd = openSync(join(dir, 'events.jsonl'), 'w');
-  let written = writeSync(fd, line(id, 'run_started', { command: ['agent', 'run'] }));
-  while (written + blockBuf.length <= bytes) written += writeSync(fd, blockBuf);
-  if (closed) written += writeSync(fd, line(id, 'run_finished', { outcome: 'passed' }));
-  closeSync(fd);
-  writeFileSync(join(dir, 'resume.lock'), MARKED);
-  return written;
-}
 
 // ------------------------------------------------------------- measure ---
 
