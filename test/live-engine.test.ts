@@ -169,8 +169,10 @@ describe('LiveEngine', () => {
     const dirs = ['20261130-150000-a', '20261130-150001-b'].map((n) => join(root, n));
     const procs = [];
     for (const d of dirs) procs.push(await startLegProc(d));
-    // One watch: the root's. Neither run gets one.
-    const { e, changes } = engine({ root, maxWatches: 1, pollMs: 20 });
+    // One watch: the root's. Neither run gets one. No holder-exit watches either
+    // (holderWatches 0): a pidfd would announce the death before any poll, and
+    // this test is about the poll.
+    const { e, changes } = engine({ root, maxWatches: 1, pollMs: 20, holderWatches: 0 });
     await e.start();
     await until(() => dirs.every((d) => statusOf(e, d) === 'RUNNING'));
     expect(e.stats.unwatched).toBe(2);
@@ -182,6 +184,7 @@ describe('LiveEngine', () => {
     expect(statusOf(e, dirs[0]!)).toBe('RUNNING');
     expect(e.stats.polledProbes).toBeGreaterThan(0);
     expect(e.stats.lockWakeups).toBe(0);
+    expect(e.stats.exitWakeups).toBe(0);
     expect(changes.filter((c) => c.type === 'notice')).toHaveLength(1);
   });
 

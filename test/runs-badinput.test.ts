@@ -4,7 +4,7 @@
  * the library and through the CLI, within a bounded time (a FIFO never hangs).
  */
 import { spawnSync } from 'node:child_process';
-import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { listRuns } from '../src/status/list.js';
@@ -97,6 +97,8 @@ describe('unreadable directories and files', () => {
     const open = (id: string, spec: Parameters<typeof makeRun>[2]) => {
       const d = makeRun(root, id, spec);
       chmodSync(d, 0o755);
+      // makeRun writes 0600 as a leg does; these runs are meant to be readable by anyone.
+      for (const f of readdirSync(d)) chmodSync(join(d, f), 0o644);
       return d;
     };
     open('a-readable', { events: done, state: snapshot({ a: 'PASS' }) });
