@@ -59,8 +59,8 @@ beforeAll(async () => {
   steady = await holdRun(openRun(root, ID.steady, 'release-notes', DIAMOND, 3));
   victim = await holdRun(openRun(root, ID.victim, 'migrate-db', DIAMOND, 1));
   const hostile = runDir(root, ID.hostile);
-  writeEvents(hostile, [ev(ID.hostile, 'run_started'), ev(ID.hostile, 'node_started', { node_id: HOSTILE_NODE }), ev(ID.hostile, 'node_failed', { node_id: HOSTILE_NODE, verdict: 'FAIL', detail: '<img src=y onerror=window.__pwned=3>' }), ev(ID.hostile, 'run_finished', { outcome: 'failed' })]);
-  writeState(hostile, ID.hostile, '<b>bold</b><script>window.__pwned=4</script>', [{ id: HOSTILE_NODE }], { [HOSTILE_NODE]: { verdict: 'FAIL', cost_usd: 0.01 } });
+  writeEvents(hostile, [ev(ID.hostile, 'run_started'), ev(ID.hostile, 'node_started', { node_id: HOSTILE_NODE }), ev(ID.hostile, 'node_failed', { node_id: HOSTILE_NODE, verdict: 'FAIL', detail: '<img src=y onerror=window.__pwned=3>\u2066' }), ev(ID.hostile, 'run_finished', { outcome: 'failed' })]);
+  writeState(hostile, ID.hostile, '<b>bold</b>\u202e<script>window.__pwned=4</script>\u001b[2J', [{ id: HOSTILE_NODE }], { [HOSTILE_NODE]: { verdict: 'FAIL', cost_usd: 0.01 } });
 
   serve = await startServeCli(root);
   expect(existsSync(CHROMIUM), `${CHROMIUM} must be installed (apt-get install chromium; .ci/run does it)`).toBe(true);
@@ -125,11 +125,13 @@ describe('dashboard in chromium', () => {
       const card = [...document.querySelectorAll<HTMLElement>('article.card')].find((e) => e.dataset['runId'] === id);
       return card ? { id: card.querySelector('.runid a')?.textContent, graph: card.querySelector('.graph')?.textContent, imgs: card.querySelectorAll('img, script, b').length } : null;
     }, ID.hostile);
-    expect(text).toEqual({ id: ID.hostile, graph: '<b>bold</b><script>window.__pwned=4</script>', imgs: 0 });
+    // Controls and bidi controls are printed by the one rule (names.ts printableText), as on a terminal: U+202E cannot reorder the card.
+    expect(text).toEqual({ id: ID.hostile, graph: '<b>bold</b>\\u{202e}<script>window.__pwned=4</script>\\x1b[2J', imgs: 0 });
     await page.goto(new URL(`/run/${encodeURIComponent(ID.hostile)}`, serve.url).href);
     await page.locator('.nodebox').first().waitFor({ timeout: 60_000 });
     expect(await page.locator('.nodebox .id').first().textContent()).toBe(HOSTILE_NODE);
-    expect(await page.locator('.timeline .detail').first().textContent()).toBe('<img src=y onerror=window.__pwned=3>');
+    expect(await page.locator('.timeline .detail').first().textContent()).toBe('<img src=y onerror=window.__pwned=3>\\u{2066}');
+    expect(await page.title()).toContain('<b>bold</b>\\u{202e}<script>');
     expect(await page.evaluate(() => (window as unknown as { __pwned?: number }).__pwned)).toBeUndefined();
     expect(dialogs).toEqual([]);
   });

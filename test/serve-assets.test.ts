@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { createContext, runInContext } from 'node:vm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CARD_STATES, sectionOf } from '../dist/serve/view.js';
+import { printableText } from '../dist/contract/names.js';
 import { cleanupTemp, ROOT, tempDir } from './helpers/lock-procs.js';
 import { closeAll, raw, startDashboard } from './helpers/serve-client.js';
 
@@ -76,6 +77,24 @@ describe('the page’s list of states', () => {
     const rw = page['RW'] as { CARD_STATES: readonly string[]; STATE_SECTION: Record<string, string> };
     expect(Array.from(rw.CARD_STATES)).toEqual([...CARD_STATES]);
     expect({ ...rw.STATE_SECTION }).toEqual(Object.fromEntries(CARD_STATES.map((s) => [s, sectionOf(s)])));
+  });
+
+  it('loads /assets/states.js after common.js and before the run page script too', () => {
+    const html = readFileSync(join(SRC, 'run.html'), 'utf8');
+    const scripts = [...html.matchAll(/<script src="([^"]+)" defer><\/script>/g)].map((m) => m[1]);
+    expect(scripts).toEqual(['/assets/common.js', '/assets/states.js', '/assets/run.js']);
+  });
+
+  it('gives the page the one printing rule, printableText itself, and common.js refuses to print before it', async () => {
+    const r = await raw(port, 'GET', '/assets/states.js');
+    const page = createContext({});
+    runInContext(readFileSync(join(SRC, 'common.js'), 'utf8'), page);
+    const rw = page['RW'] as { printable: (t: string) => string };
+    expect(() => rw.printable('x')).toThrow(/states\.js/);
+    runInContext(r.body, page);
+    const sample = 'graph\u202e名\u001b[31m\r\u0085\u2069 ok';
+    expect(rw.printable(sample)).toBe(printableText(sample));
+    expect(rw.printable(sample)).toBe('graph\\u{202e}名\\x1b[31m\\x0d\\u{0085}\\u{2069} ok');
   });
 
   it('is declared nowhere in the page’s own files', () => {

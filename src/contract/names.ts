@@ -86,7 +86,7 @@ export function showName(name: Uint8Array): string {
  * controls, and the bidi controls (ALM U+061C, LRM/RLM U+200E/F, the
  * embeddings and overrides U+202A–U+202E, the isolates U+2066–U+2069).
  */
-const UNPRINTABLE = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+export const UNPRINTABLE = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
 
 /**
  * The one rule for printing text that came from a run directory (run ids,

@@ -15,6 +15,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { STATUS_WORD } from '../contract/types.js';
+import { printableText, UNPRINTABLE } from '../contract/names.js';
 import { CARD_STATES, sectionOf } from './view.js';
 
 /** Where the browser app's files are: `public/` beside this module. */
@@ -55,7 +56,9 @@ export interface PublicFiles {
  * The script behind /assets/states.js: sets `RW.CARD_STATES` (CARD_STATES, in
  * order), `RW.STATE_SECTION` (each state's section) and `RW.STATUS_STATE`
  * (each report status word's card state, STATUS_WORD) on the object
- * common.js publishes. Nothing in it comes from a run.
+ * common.js publishes, and `RW.printable`, names.ts printableText itself
+ * (its compiled source), so the page prints names by the one rule every
+ * other surface uses. Nothing in it comes from a run.
  */
 export function statesScript(): string {
   const sections = Object.fromEntries(CARD_STATES.map((s) => [s, sectionOf(s)]));
@@ -66,6 +69,12 @@ export function statesScript(): string {
     `RW.STATE_SECTION = Object.freeze(${JSON.stringify(sections)});`,
     '// Each status word of a report (runs --json, /api/runs) and the card state it is shown as.',
     `RW.STATUS_STATE = Object.freeze(${JSON.stringify(STATUS_WORD)});`,
+    '// The one printing rule for text from a run directory (src/contract/names.ts printableText, its own',
+    '// compiled source): controls and bidi controls shown as visible escapes, as on a terminal.',
+    '(function () {',
+    `  var UNPRINTABLE = new RegExp(${JSON.stringify(UNPRINTABLE.source)}, ${JSON.stringify(UNPRINTABLE.flags)});`,
+    `  RW.printable = ${printableText.toString()};`,
+    '})();',
     '',
   ].join('\n');
 }

@@ -7,7 +7,8 @@
  * Invariant: run data reaches the DOM only as text. `el()` sets text with
  * `textContent` and attributes with `setAttribute` on a fixed allow-list;
  * nothing here assigns `innerHTML`, so a node id or run id holding markup is
- * shown as the characters it is.
+ * shown as the characters it is. Text and titles go through `RW.printable`
+ * (the one printing rule), so a name cannot reorder or hide what the page shows.
  */
 
 /** @typedef {import('../view.js').CardState} CardState */
@@ -39,15 +40,16 @@ var RW = (function () {
       Object.keys(props).forEach(function (k) {
         var v = props[k];
         if (v === undefined || v === null || v === false) return;
-        if (k === 'text') e.textContent = String(v);
+        if (k === 'text') e.textContent = RW.printable(String(v));
         else if (k === 'class') e.className = String(v);
-        else if (k === 'title' || k === 'href' || k === 'id' || k === 'role' || k.indexOf('data-') === 0 || k.indexOf('aria-') === 0) e.setAttribute(k, String(v));
+        else if (k === 'title') e.setAttribute(k, RW.printable(String(v)));
+        else if (k === 'href' || k === 'id' || k === 'role' || k.indexOf('data-') === 0 || k.indexOf('aria-') === 0) e.setAttribute(k, String(v));
         else throw new Error('RW.el: attribute not allowed: ' + k);
       });
     }
     (children || []).forEach(function (c) {
       if (c === null || c === undefined || c === false) return;
-      e.appendChild(typeof c === 'string' ? document.createTextNode(c) : c);
+      e.appendChild(typeof c === 'string' ? document.createTextNode(RW.printable(c)) : c);
     });
     return e;
   };
@@ -92,6 +94,14 @@ var RW = (function () {
   RW.STATE_SECTION = {};
   /** Each report status word (PASS, …) and its card state (passed, …); also from states.js. @type {Readonly<Record<string, CardState>>} */
   RW.STATUS_STATE = {};
+  /**
+   * Text as printed everywhere else (names.ts printableText: controls and bidi
+   * controls as visible escapes). states.js, which both pages load right after
+   * this file, sets it to that rule itself; until then printing is refused
+   * rather than done raw.
+   * @type {(text: string) => string}
+   */
+  RW.printable = function () { throw new Error('RW.printable: /assets/states.js is not loaded'); };
 
   /**
    * @param {number | null | undefined} usd

@@ -179,6 +179,7 @@
    * @param {string} text
    */
   function setText(e, text) {
+    text = RW.printable(text);
     if (e.textContent !== text) e.textContent = text;
   }
 
@@ -348,7 +349,7 @@
   function onBeat(b) {
     var note = RW.byId('root-note');
     if (b.error) {
-      note.textContent = 'The server cannot read the runs root right now (' + b.error + '); the cards show the last answer it had.';
+      note.textContent = RW.printable('The server cannot read the runs root right now (' + b.error + '); the cards show the last answer it had.');
       note.hidden = false;
     } else if (lastDoc) {
       renderHeader(lastDoc);

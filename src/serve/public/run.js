@@ -296,7 +296,7 @@
     current = d;
     var scroll = window.scrollY;
     RW.clear(main);
-    document.title = (d.report && d.report.graph ? d.report.graph + ' · ' : '') + d.run_id + ' · runwarden';
+    document.title = RW.printable((d.report && d.report.graph ? d.report.graph + ' · ' : '') + d.run_id + ' · runwarden');
     main.appendChild(el('p', { class: 'crumbs' }, [el('a', { href: '/', text: '← All runs' })]));
     main.appendChild(head(d));
     var body = el('div', { class: 'run-body' }, [timeline(d), nodeMap(d)]);
