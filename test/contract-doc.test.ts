@@ -261,3 +261,49 @@ describe('§5.2 lists every command with the options its --help shows', () => {
     for (const c of commands) expect(rows.get(c), `runwarden ${c}`).toEqual(optionsOf(help([c, '--help'])));
   });
 });
+
+/**
+ * The messages the contract quotes are the ones the code prints: each quoted
+ * message must match a string the named source file builds, with the code's
+ * `${…}` standing for the contract's placeholders (`<path>`, `N`, `S`, ...).
+ */
+describe('quoted messages are the code\'s', () => {
+  const MESSAGES: { starts: string; file: string }[] = [
+    { starts: 'a leg of this run is in flight', file: 'src/lock/acquire.ts' },
+    { starts: 'no leg holds the lock "<path>", but pid P', file: 'src/lock/acquire.ts' },
+    { starts: 'no leg holds the lock "<path>", but readers\'', file: 'src/lock/acquire.ts' },
+    { starts: 'no leg holds the lock "<path>", but a reader\'s', file: 'src/lock/acquire.ts' },
+    { starts: 'run <id> is ABANDONED: a leg started', file: 'src/status/hints.ts' },
+    { starts: 'It never wrote a snapshot', file: 'src/status/hints.ts' },
+    { starts: 'Warning: a child process the dead leg started', file: 'src/status/hints.ts' },
+    { starts: 'runwarden: cannot write output:', file: 'src/cli/io.ts' },
+    { starts: 'runwarden: disk full: could not write', file: 'src/cli/commands/exec.ts' },
+  ];
+  // Code spans, and the lines of fenced blocks, of the contract.
+  const quoted = [...md.matchAll(/(?<!`)`([^`]+)`(?!`)/g)].map((m) => (m[1] as string).replace(/\s+/g, ' '));
+  const fenced = md.split('\n').map((l) => l.trim());
+  /** The strings a source file builds: its quoted and template literals, with `a` + `b` joined. */
+  const literals = (file: string): RegExp[] => {
+    const src = readFileSync(join(REPO, file), 'utf8')
+      .replace(/\/\*[\s\S]*?\*\//g, '')
+      .replace(/^\s*\/\/.*$/gm, '')
+      .replace(/([`'])\s*\+\s*\n\s*([`'])/g, '');
+    return [...src.matchAll(/`((?:[^`\\]|\\.)*)`|'((?:[^'\\\n]|\\.)*)'/g)].map((m) => {
+      const s = (m[1] ?? m[2] ?? '').replace(/\\n$/, '').replace(/\\(.)/g, '$1');
+      const parts = s.split(/\$\{(?:[^{}]|\{[^}]*\})*\}/);
+      return new RegExp(`^${parts.map((p) => p.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('.*?')}$`);
+    });
+  };
+
+  for (const { starts, file } of MESSAGES) {
+    it(`"${starts} …" is what ${file} says`, () => {
+      const text = [...quoted, ...fenced].find((q) => q.startsWith(starts));
+      expect(text, `CONTRACT.md quotes a message starting "${starts}"`).toBeDefined();
+      expect(literals(file).some((re) => re.test(text as string)), `${file} builds "${text}"`).toBe(true);
+    });
+  }
+
+  it('a message the code does not build is caught', () => {
+    expect(literals('src/lock/acquire.ts').some((re) => re.test('a leg of this run is in flight; please delete the file'))).toBe(false);
+  });
+});
