@@ -58,6 +58,8 @@ describe('runwarden additions', () => {
     expect(items.map((i) => i.n)).toEqual(items.map((_, k) => k + 1));
     const marked = [...new Set(marks.map((m) => m.n))].sort((a, b) => a - b);
     expect(marked, 'every mark in the text is listed in §6.1, and every listed addition is marked').toEqual(items.map((i) => i.n));
+    const firstSeen = [...new Set(marks.map((m) => m.n))];
+    expect(firstSeen, 'numbered in the order they first appear').toEqual(items.map((i) => i.n));
   });
 
   it('each item links to the sections where it is marked, and to no other', () => {
