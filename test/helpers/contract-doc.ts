@@ -184,7 +184,7 @@ export interface Citation {
 
 const SOURCE_EXT = /\.(ts|js|mjs|cjs|cc|cpp|h|hpp|c|md|css|html|sh|json)$/;
 
-/** Every text file under `dirs` (relative to the repository), skipping node_modules and build output. */
+/** Every text file under `dirs` (folders or files, relative to the repository), skipping node_modules and build output. */
 export function sourceFiles(dirs: readonly string[]): string[] {
   const out: string[] = [];
   const walk = (dir: string): void => {
@@ -195,7 +195,11 @@ export function sourceFiles(dirs: readonly string[]): string[] {
       else if (e.isFile() && SOURCE_EXT.test(e.name)) out.push(p);
     }
   };
-  for (const d of dirs) walk(join(REPO, d));
+  for (const d of dirs) {
+    const p = join(REPO, d);
+    if (existsSync(p) && statSync(p).isFile()) out.push(p);
+    else walk(p);
+  }
   return out.sort();
 }
 
