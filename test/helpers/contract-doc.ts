@@ -206,7 +206,7 @@ export function sourceFiles(dirs: readonly string[]): string[] {
 /**
  * The § citations of the contract in `files`: every `§N` or `§N.M`, with a
  * following "step 3", "rules 2-5", "row 6" when present. A § that cites
- * another document (`RFC 9110 §7.2`) is not the contract's and is left out.
+ * another document (`RFC 9110 §7.2`, `ADR 0015 §4`) is not the contract's and is left out.
  */
 export function citations(files: readonly string[]): Citation[] {
   const out: Citation[] = [];
@@ -216,7 +216,7 @@ export function citations(files: readonly string[]): Citation[] {
     text.split('\n').forEach((line, i) => {
       for (const m of line.matchAll(/§(\d+(?:\.\d+)?)(?:\s+(step|rule|row|item)s?\s+(\d+)(?:\s*(?:[-–]|and|to)\s*(\d+))?)?/g)) {
         const before = line.slice(0, m.index);
-        if (/\bRFC\s*\d+\s*$/i.test(before)) continue;
+        if (/\b(?:RFC|ADR)\s*\d+\s*$/i.test(before)) continue;
         const items = m[3] === undefined ? [] : [Number(m[3]), ...(m[4] === undefined ? [] : [Number(m[4])])];
         out.push({ file: relative(REPO, file), line: i + 1, section: m[1] as string, kind: m[2] as Citation['kind'], items });
       }
