@@ -79,7 +79,7 @@ describe('headlines: one record, rendered', () => {
       expect(line.slice(2), line).not.toMatch(/^(?:[-+*]|#{1,6}|\d{1,9}[.)])(?: |$)|^[>|]/);
     }
     // Positive controls: a long text wraps at a space, and a marker-like word is never put first on a line.
-    const w = wrap(`${'word '.repeat(40)}- 1. end`, 30);
+    const w = wrap(`${'word '.repeat(40)}- 1. end`, 30) as string;
     expect(w.split('\n').length).toBeGreaterThan(5);
     expect(w.split('\n').every((l) => l.length <= 30 + 2)).toBe(true);
     expect(w.split('\n').slice(1).every((l) => !/^ {2}(?:-|1\.) /.test(l))).toBe(true);
