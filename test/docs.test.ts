@@ -71,7 +71,7 @@ function lines(text: string): Line[] {
 }
 
 /** GitHub's heading slug: lower case, punctuation dropped (letters, digits, `-`, `_` and spaces kept), spaces to `-`. */
-export function slug(heading: string): string {
+function slug(heading: string): string {
   const text = heading
     .replace(/!?\[([^\]]*)\]\([^)]*\)/g, '$1') // a link's or image's text
     .replace(/<[^>]+>/g, '') // inline HTML
