@@ -173,6 +173,38 @@ describe('README and docs/', () => {
   });
 });
 
+describe('docs/cli.md against the CLI itself', () => {
+  const help = (args: string[]): string => {
+    const r = spawnSync(process.execPath, [CLI, ...args, '--help'], { encoding: 'utf8', timeout: 60_000, env: { ...process.env, NO_COLOR: '1' } });
+    expect(r.status, r.stderr).toBe(0);
+    return r.stdout;
+  };
+  const commands = [...help([]).split('\nCommands:\n')[1]!.matchAll(/^ {2}([a-z]+) /gm)].map((m) => m[1] as string).filter((c) => c !== 'help');
+
+  it('has a section for every command, naming every option its --help lists; README\'s table names every command', () => {
+    expect(commands).toEqual(['runs', 'status', 'probe', 'watch', 'exec', 'serve', 'metrics', 'demo']);
+    const cli = readFileSync(join(ROOT, 'docs', 'cli.md'), 'utf8');
+    const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+    const missing: string[] = [];
+    for (const c of commands) {
+      const at = cli.indexOf(`\n## ${c}\n`);
+      if (at < 0) {
+        missing.push(`## ${c}`);
+        continue;
+      }
+      const rest = cli.slice(at + 1);
+      const section = rest.slice(0, rest.slice(3).search(/\n## /) + 3);
+      for (const m of help([c]).matchAll(/^ {2}(?:-[a-zA-Z], )?(--[a-z-]+)/gm)) {
+        const opt = m[1] as string;
+        if (opt === '--help') continue;
+        if (!section.includes(opt)) missing.push(`${c} ${opt}`);
+      }
+      if (!readme.includes(`| \`runwarden ${c}`)) missing.push(`README: runwarden ${c}`);
+    }
+    expect(missing).toEqual([]);
+  });
+});
+
 describe('docs/internals.md', () => {
   const text = readFileSync(join(ROOT, 'docs', 'internals.md'), 'utf8');
 
