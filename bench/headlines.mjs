@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * The headline blocks of README.md and bench/RESULTS.md, generated from
+ * The headline blocks of docs/benchmarks.md and bench/RESULTS.md, generated from
  * bench/headlines.json (bench/lib/headlines.js).
  *
  * usage: node bench/headlines.mjs [--write]
@@ -10,7 +10,7 @@
  * there), then run with --write.
  */
 import { readFileSync } from 'node:fs';
-import { blockIn, loadHeadlines, readmeBlock, README_PATH, resultsBlock, RESULTS_PATH, writeDocs } from './lib/headlines.js';
+import { BENCHMARKS_PATH, blockIn, docsBlock, loadHeadlines, resultsBlock, RESULTS_PATH, writeDocs } from './lib/headlines.js';
 
 const args = process.argv.slice(2);
 if (args.some((a) => a !== '--write')) {
@@ -29,7 +29,7 @@ if (args.includes('--write')) {
   process.stdout.write(changed.length ? `rewrote ${changed.join(', ')}\n` : 'both blocks already match bench/headlines.json\n');
 } else {
   let bad = 0;
-  for (const [path, want] of [[README_PATH, readmeBlock(doc)], [RESULTS_PATH, resultsBlock(doc)]]) {
+  for (const [path, want] of [[BENCHMARKS_PATH, docsBlock(doc)], [RESULTS_PATH, resultsBlock(doc)]]) {
     const have = blockIn(readFileSync(path, 'utf8'));
     const ok = have === want;
     if (!ok) bad++;

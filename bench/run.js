@@ -205,7 +205,7 @@ async function main() {
   const runsSection = await runsAtScale(resultsPath, extractRunsSection, RUNS_HEADING);
 
   // The headlines this run measured, with its date and commit: saved to bench/headlines.json by a
-  // full run (then README's and RESULTS.md's headline blocks are regenerated), kept in memory by a quick one.
+  // full run (then docs/benchmarks.md's and RESULTS.md's headline blocks are regenerated), kept in memory by a quick one.
   const headlines = loadHeadlines();
   recordHeadlines(headlines, { cost, facts: headlineFacts({ peers, cells }), date: startedAt.slice(0, 10), commit: info.commit, command: quick ? 'npm run bench -- --quick' : 'npm run bench' });
 

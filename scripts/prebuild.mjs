@@ -26,7 +26,7 @@
 // matter for N-API.
 //
 // After each build the script checks the ELF machine of the result, strips it, and
-// prints the newest glibc symbol version it needs (the README's glibc floor).
+// prints the newest glibc symbol version it needs (the glibc floor docs/install.md states).
 import { spawnSync } from 'node:child_process';
 import { copyFileSync, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';

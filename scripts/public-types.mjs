@@ -10,7 +10,7 @@
 //
 // There are no CommonJS (.d.cts) twins: the package is one ES module build, and
 // CommonJS code loads it through require(esm), so its one set of ESM
-// declarations is the truth for both (README, "Module formats"). Earlier builds
+// declarations is the truth for both (docs/install.md, "Module formats"). Earlier builds
 // wrote .d.cts copies behind a "require" condition; they described the ESM
 // file as CommonJS ("masquerading as CJS" to @arethetypeswrong/cli). Any left
 // in dist/ by such a build are removed here so they are never packed.

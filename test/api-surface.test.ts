@@ -2,7 +2,8 @@
  * The package root's promises that no generated report can check: importing
  * it has no side effects (the addon loads on the first call that needs the
  * kernel), every code an error class carries is in ERROR_CODES, and the
- * README's error table says when each happens.
+ * library guide's error table (docs/library.md, "Error codes") says when each
+ * happens.
  *
  * Which names the package root exports, and that each is documented and
  * every type its signatures use is exported too, is checked by the generated
@@ -16,11 +17,11 @@ import { describe, expect, it } from 'vitest';
 import * as api from '../src/index.js';
 import { ROOT } from './helpers/lock-procs.js';
 
-const README = readFileSync(join(ROOT, 'README.md'), 'utf8');
+const LIBRARY = readFileSync(join(ROOT, 'docs', 'library.md'), 'utf8');
 
 function section(text: string, heading: string, next: RegExp): string {
   const start = text.indexOf(heading);
-  expect(start, `README has a "${heading}" section`).toBeGreaterThanOrEqual(0);
+  expect(start, `docs/library.md has a "${heading}" section`).toBeGreaterThanOrEqual(0);
   const rest = text.slice(start + heading.length);
   const end = rest.search(next);
   return end < 0 ? rest : rest.slice(0, end);
@@ -48,12 +49,12 @@ describe('the package root', () => {
 });
 
 describe('the error family', () => {
-  it('the README error table names every code in ERROR_CODES, each with when it happens', () => {
-    const table = section(README, '\n### Errors\n', /\n#+ /);
+  it('the error table of docs/library.md names every code in ERROR_CODES, each with when it happens', () => {
+    const table = section(LIBRARY, '\n### Error codes\n', /\n#+ /);
     const rows = table.split('\n').filter((l) => l.startsWith('| `'));
     for (const code of api.ERROR_CODES) {
       const row = rows.find((r) => r.includes(`\`${code}\``));
-      expect(row, `README error table row for ${code}`).toBeDefined();
+      expect(row, `docs/library.md error table row for ${code}`).toBeDefined();
       const when = (row as string).split('|')[3] ?? '';
       expect(when.trim().length, `the "when" of ${code}`).toBeGreaterThan(10);
     }

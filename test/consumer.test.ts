@@ -417,7 +417,7 @@ describe('the packed tarball', () => {
     expect(p.files.filter((x) => x.endsWith('.map'))).toEqual([]);
     expect(p.files.filter((x) => /^(src|test|bench|docs|\.ci)\//.test(x))).toEqual([]);
     expect(p.files.filter((x) => x.startsWith('scripts/')).sort()).toEqual(['scripts/install.mjs', 'scripts/node-gyp.mjs']);
-    // Declarations: the CLI's and the server's are not public; one ESM set, no CommonJS twins (README, "Module formats").
+    // Declarations: the CLI's and the server's are not public; one ESM set, no CommonJS twins (docs/install.md, "Module formats").
     expect(p.files.filter((x) => /^dist\/(cli|serve)\/.*\.d\.c?ts$/.test(x))).toEqual([]);
     expect(p.files.filter((x) => /\.d\.c?mts$|\.d\.cts$/.test(x))).toEqual([]);
     // Every relative import of a shipped declaration is shipped too.

@@ -1,7 +1,8 @@
 /**
  * The benchmark headlines (issue 22 item 4): bench/headlines.json is the one
- * record; README.md's headline table and RESULTS.md's Headlines are its
- * rendering (a number edited in either, or in the record alone, fails here);
+ * record; docs/benchmarks.md's headline list and RESULTS.md's Headlines are
+ * its rendering (a number edited in either, or in the record alone, fails
+ * here);
  * every entry names its date, commit and command; and `npm run bench --
  * --check` re-measures the ratios and judges them by the rule in
  * bench/lib/headlines.js, run here for real in a tiny mode. No timing is
@@ -13,7 +14,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 // @ts-ignore untyped JS module (bench/ is plain ESM JavaScript)
-import { BEGIN, END, blockIn, judge, loadHeadlines, readmeBlock, README_PATH, resultsBlock, RESULTS_PATH, validate, withBlock } from '../bench/lib/headlines.js';
+import { BEGIN, BENCHMARKS_PATH, END, blockIn, docsBlock, judge, loadHeadlines, resultsBlock, RESULTS_PATH, validate, withBlock, wrap, WRAP } from '../bench/lib/headlines.js';
 import { needs } from './helpers/prereq.js';
 
 const repo = join(import.meta.dirname, '..');
@@ -29,25 +30,25 @@ interface Headline {
 describe('headlines: one record, rendered', () => {
   const doc = loadHeadlines() as { headlines: Headline[] };
 
-  it('README.md and bench/RESULTS.md show exactly what bench/headlines.json holds (regenerate with node bench/headlines.mjs --write)', () => {
-    expect(blockIn(readFileSync(README_PATH, 'utf8'))).toBe(readmeBlock(doc));
+  it('docs/benchmarks.md and bench/RESULTS.md show exactly what bench/headlines.json holds (regenerate with node bench/headlines.mjs --write)', () => {
+    expect(blockIn(readFileSync(BENCHMARKS_PATH, 'utf8'))).toBe(docsBlock(doc));
     expect(blockIn(readFileSync(RESULTS_PATH, 'utf8'))).toBe(resultsBlock(doc));
   });
 
-  it('a number changed in README, or in the record alone, no longer matches (positive control of the check above)', () => {
-    const readme = readFileSync(README_PATH, 'utf8');
+  it('a number changed in docs/benchmarks.md, or in the record alone, no longer matches (positive control of the check above)', () => {
+    const page = readFileSync(BENCHMARKS_PATH, 'utf8');
     const probe = doc.headlines.find((h) => h.id === 'probe-free') as Headline;
     const shown = `**${(probe.value as number).toFixed(2)}×**`;
-    const block = blockIn(readme) as string;
+    const block = blockIn(page) as string;
     expect(block).toContain(shown);
-    const edited = withBlock(readme, block.replace(shown, '**0.99×**'), 'README.md');
-    expect(blockIn(edited)).not.toBe(readmeBlock(doc));
+    const edited = withBlock(page, block.replace(shown, '**0.99×**'), 'docs/benchmarks.md');
+    expect(blockIn(edited)).not.toBe(docsBlock(doc));
     const changed = structuredClone(doc);
     (changed.headlines.find((h: Headline) => h.id === 'probe-free') as Headline).value = 0.99;
-    expect(blockIn(readme)).not.toBe(readmeBlock(changed));
+    expect(blockIn(page)).not.toBe(docsBlock(changed));
     // The markers are required exactly once.
-    expect(blockIn(readme.replace(BEGIN, ''))).toBeUndefined();
-    expect(blockIn(`${readme}\n${END}\n`)).toBeUndefined();
+    expect(blockIn(page.replace(BEGIN, ''))).toBeUndefined();
+    expect(blockIn(`${page}\n${END}\n`)).toBeUndefined();
   });
 
   it('every headline carries a date, a commit of this repository and the command that measured it; every number in a block sits on a row that says so', () => {
@@ -56,7 +57,10 @@ describe('headlines: one record, rendered', () => {
       expect(execFileSync('git', ['cat-file', '-t', h.measured.commit], { cwd: repo, encoding: 'utf8' }).trim(), `${h.id}: ${h.measured.commit}`).toBe('commit');
       expect(h.measured.command.length).toBeGreaterThan(0);
     }
-    for (const row of readmeBlock(doc).split('\n').slice(2)) expect(row).toMatch(/\| \d{4}-\d{2}-\d{2}, [0-9a-f]{7,40}, `[^`]+` \|$/);
+    // Each entry of the docs block: its item's lines, the last of which says when, where and how.
+    const items = docsBlock(doc).split(/\n(?=- )/);
+    expect(items.length).toBe(doc.headlines.length);
+    for (const item of items) expect(item.split('\n').at(-1)).toMatch(/^ {2}Measured \d{4}-\d{2}-\d{2}, [0-9a-f]{7,40}, `[^`]+`\.$/);
     for (const line of resultsBlock(doc).split('\n')) expect(line).toMatch(/Measured \d{4}-\d{2}-\d{2}, [0-9a-f]{7,40}, `[^`]+`\.$/);
   });
 
@@ -66,6 +70,20 @@ describe('headlines: one record, rendered', () => {
     bad.headlines[1].check = null;
     bad.headlines.push({ ...bad.headlines[2] });
     expect(() => validate(bad)).toThrow(/measured\.commit must be a hex commit id[\s\S]*"unchecked"[\s\S]*duplicate id/);
+  });
+
+  it('the docs block wraps each entry to WRAP columns as one list item: no continuation line starts a list, quote, heading or table', () => {
+    for (const line of docsBlock(doc).split('\n')) {
+      expect([...line].length, line).toBeLessThanOrEqual(200);
+      if (!line.startsWith('- ')) expect(line, 'a continuation of its item').toMatch(/^ {2}\S/);
+      expect(line.slice(2), line).not.toMatch(/^(?:[-+*]|#{1,6}|\d{1,9}[.)])(?: |$)|^[>|]/);
+    }
+    // Positive controls: a long text wraps at a space, and a marker-like word is never put first on a line.
+    const w = wrap(`${'word '.repeat(40)}- 1. end`, 30) as string;
+    expect(w.split('\n').length).toBeGreaterThan(5);
+    expect(w.split('\n').every((l) => l.length <= 30 + 2)).toBe(true);
+    expect(w.split('\n').slice(1).every((l) => !/^ {2}(?:-|1\.) /.test(l))).toBe(true);
+    expect(WRAP).toBeLessThanOrEqual(200);
   });
 
   it('judge: the stored value is stale exactly when it lies outside the min–max of the run (rounded to two decimals)', () => {

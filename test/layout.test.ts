@@ -1,5 +1,5 @@
 /**
- * The folder layout is the architecture (README "Layout"): each layer of src/
+ * The folder layout is the architecture (docs/internals.md, "Layout"): each layer of src/
  * imports only from itself and the layers below it, so nothing points back up.
  * This reads the real import statements of every module.
  */

@@ -51,7 +51,8 @@ interface AttwProblem {
 /**
  * attw findings kept on purpose, each with its reason. Anything else it
  * reports fails the test, and so does a kept finding that disappears (then
- * its entry, and README's "Module formats" paragraph about it, should go).
+ * its entry, and what README's install section and docs/install.md ("What
+ * the package linters say") say about it, should go).
  */
 const KEPT: Array<AttwProblem & { why: string }> = [
   {

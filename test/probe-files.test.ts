@@ -233,7 +233,7 @@ describe('probeLock on files', () => {
     }
     expect(given.size, 'the scan found the answers (a rewrite of their spelling must update it)').toBeGreaterThanOrEqual(10);
     expect([...given].filter((r) => !(PROBE_REASONS as readonly string[]).includes(r))).toEqual([]);
-    // The documented set: CONTRACT §4.2's list and README's export table, each exactly PROBE_REASONS, in order.
+    // The documented set: CONTRACT §4.2's list and the library guide's (docs/library.md), each exactly PROBE_REASONS, in order.
     const listAfter = (file: string, lead: string): string[] => {
       const text = readFileSync(join(ROOT, file), 'utf8').replace(/\s+/g, ' ');
       const at = text.indexOf(lead);
@@ -243,7 +243,7 @@ describe('probeLock on files', () => {
       return [...run.matchAll(/`([a-z-]+)`/g)].map((m) => m[1] as string);
     };
     expect(listAfter('docs/CONTRACT.md', '(`PROBE_REASONS`):')).toEqual([...PROBE_REASONS]);
-    expect(listAfter('README.md', 'the closed set of probe reasons:')).toEqual([...PROBE_REASONS]);
+    expect(listAfter('docs/library.md', 'the closed set of probe reasons:')).toEqual([...PROBE_REASONS]);
     // And the type's union has the same members as the list (types.ts declares both).
     const types = readFileSync(join(ROOT, 'src/contract/types.ts'), 'utf8');
     const union = /export type ProbeReason =([^;]+);/.exec(types)?.[1] ?? '';

@@ -1,7 +1,7 @@
 /**
  * The benchmark headlines, kept in one file (bench/headlines.json) from which
- * README.md's headline table and bench/RESULTS.md's "Headlines" section are
- * generated, so a number a reader sees always carries the date, commit and
+ * docs/benchmarks.md's headline list and bench/RESULTS.md's "Headlines"
+ * section are generated, so a number a reader sees always carries the date, commit and
  * command of the run that measured it, and cannot drift from the record
  * (test/headlines.test.ts compares the documents with this rendering).
  *
@@ -27,7 +27,7 @@ import { fileURLToPath } from 'node:url';
 
 const repo = dirname(dirname(dirname(fileURLToPath(import.meta.url))));
 export const HEADLINES_PATH = join(repo, 'bench', 'headlines.json');
-export const README_PATH = join(repo, 'README.md');
+export const BENCHMARKS_PATH = join(repo, 'docs', 'benchmarks.md');
 export const RESULTS_PATH = join(repo, 'bench', 'RESULTS.md');
 
 /** The markers around each generated block; the text between them is rendered, never edited by hand. */
@@ -96,10 +96,40 @@ export function valueText(h) {
 
 const when = (h) => `${h.measured.date}, ${h.measured.commit}, \`${h.measured.command}\``;
 
-/** README's headline table: one row per headline, with when, where and how it was measured. */
-export function readmeBlock(doc) {
-  const rows = doc.headlines.map((h) => `| ${h.what} | ${valueText(h)}${h.note ? `; ${h.note}` : ''} | ${when(h)} |`);
-  return ['| what | result | measured (date, commit, command) |', '|---|---|---|', ...rows].join('\n');
+/** The widest line docs/benchmarks.md's block may have (test/docs.test.ts holds the page to 200 characters). */
+export const WRAP = 116;
+
+/**
+ * `text` as lines of at most `width` characters (a word longer than that
+ * stands alone), each after the first indented by `indent`. A line is never
+ * started with a word markdown would read as a list item, quote, heading or
+ * table row, so a wrapped entry stays one paragraph of its list item.
+ */
+export function wrap(text, width = WRAP, indent = '  ') {
+  const words = text.split(' ').filter((w) => w !== '');
+  const unsafeStart = (w) => /^(?:[-+*]|#{1,6}|\d{1,9}[.)])$|^[>|]/.test(w);
+  const out = [];
+  let line = '';
+  for (const w of words) {
+    const limit = out.length === 0 ? width : width - indent.length;
+    if (line !== '' && line.length + 1 + w.length > limit && !unsafeStart(w)) {
+      out.push(line);
+      line = w;
+    } else line = line === '' ? w : `${line} ${w}`;
+  }
+  if (line !== '') out.push(line);
+  return out.map((l, i) => (i === 0 ? l : `${indent}${l}`)).join('\n');
+}
+
+/**
+ * docs/benchmarks.md's headline list: one item per headline, its result
+ * wrapped to {@link WRAP} columns, and its own last line saying when, at
+ * which commit and by which command it was measured.
+ */
+export function docsBlock(doc) {
+  return doc.headlines
+    .map((h) => `${wrap(`- **${h.what}**: ${valueText(h)}${h.note ? `; ${h.note}` : ''}.`)}\n  Measured ${when(h)}.`)
+    .join('\n');
 }
 
 /** RESULTS.md's headline list. */
@@ -123,11 +153,11 @@ export function withBlock(text, block, name) {
   return `${text.slice(0, a)}${BEGIN}\n${block}\n${text.slice(b)}`;
 }
 
-/** Rewrites the generated blocks of README.md and bench/RESULTS.md; returns the files that changed. */
-export function writeDocs(doc = loadHeadlines(), paths = { readme: README_PATH, results: RESULTS_PATH }) {
+/** Rewrites the generated blocks of docs/benchmarks.md and bench/RESULTS.md; returns the files that changed. */
+export function writeDocs(doc = loadHeadlines(), paths = { docs: BENCHMARKS_PATH, results: RESULTS_PATH }) {
   const changed = [];
   for (const [path, block] of [
-    [paths.readme, readmeBlock(doc)],
+    [paths.docs, docsBlock(doc)],
     [paths.results, resultsBlock(doc)],
   ]) {
     const before = readFileSync(path, 'utf8');
