@@ -34,13 +34,6 @@ const MAX_LINE = 200;
  */
 const NOT_MEASURED = new Set(['docs/CONTRACT.md', 'docs/implementation.md']);
 
-/**
- * EXCEPTION, to be removed at merge: docs/implementation.md is created by the
- * contract branch. Until it exists here, links to it (from docs/internals.md)
- * are skipped, and only links to it.
- */
-const CREATED_BY_THE_CONTRACT_BRANCH = 'docs/implementation.md';
-
 /** README.md and every docs/*.md (not docs/api/), as repository-relative paths. */
 function pages(): string[] {
   const docs = readdirSync(join(ROOT, 'docs')).filter((n) => n.endsWith('.md') && statSync(join(ROOT, 'docs', n)).isFile());
@@ -144,7 +137,6 @@ describe('README and docs/', () => {
         if (/^[a-z][a-z0-9+.-]*:/i.test(target)) continue; // a URL: not this repository's to check
         const [path, fragment] = target.split('#', 2) as [string, string | undefined];
         const file = path === '' ? p : relative(ROOT, join(ROOT, dirname(p), decodeURIComponent(path)));
-        if (file === CREATED_BY_THE_CONTRACT_BRANCH && !existsSync(join(ROOT, file))) continue;
         checked++;
         if (file.startsWith('..') || !existsSync(join(ROOT, file))) {
           broken.push(`${p}:${line}: ${target} (no ${file})`);

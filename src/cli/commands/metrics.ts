@@ -37,7 +37,7 @@ export function registerMetrics(program: Command): void {
         'A root that cannot be listed is reported, not fatal: runwarden_root_readable is 0, no run series are ' +
         'printed, a note goes to stderr, and the exit status is 0. A text that cannot be written whole (ENOSPC, EIO) ' +
         'exits 1 with one line on stderr, so `&& mv` never installs half a file. Reads only; writes nothing but stdout. ' +
-        'See the README, "Many hosts", for the scrape config and the alert rules in deploy/prometheus/.',
+        'See docs/prometheus.md, "Many hosts: Prometheus", for the scrape config and the alert rules in deploy/prometheus/.',
     )
     .option('--root <dir>', 'runs root (default: $OMG_HOME/runs, else ~/.oh-my-graph/runs)')
     .option('--no-process-metrics', 'leave out the default process_* and nodejs_* metrics (for a textfile collector)')

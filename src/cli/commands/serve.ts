@@ -62,7 +62,7 @@ export function registerServe(program: Command): void {
         'root, and nothing is written anywhere. JSON: GET /api/runs (the `runs --json` document) and ' +
         'GET /api/runs/<id> (the report plus node states, legs and last events). ' +
         'Prometheus: GET /metrics (runs per status, runs in flight or abandoned by id, probe counts and ' +
-        'durations, whether the root is readable; see `runwarden metrics --help`, and README "Many hosts").\n\n' +
+        'durations, whether the root is readable; see `runwarden metrics --help`, and docs/prometheus.md "Many hosts: Prometheus").\n\n' +
         'Bounded: runs are read on a worker thread, so a huge run never stalls the page; a run page lists ' +
         'its latest 200 legs and first 1,000 nodes; at most 128 connections are open at once (the next is ' +
         'answered 503), and a client has 10 s to send its request headers.\n\n' +
