@@ -4,13 +4,15 @@
  * (1,000 / 10,000 / 100,000 runs: all settled but 20 in flight, each of
  * those held by its own real holder process), against `runwarden serve`
  * as a child process:
- *   - GET /api/dashboard: bytes, and wall time of the first (cold) request;
  *   - time to the first complete page in Debian's chromium (every in-flight
- *     card drawn), from navigation start;
+ *     card drawn, the tallies counting every run), from spawning serve, with
+ *     the browser already up; and `runs --json` over the same root, before;
+ *   - GET /api/dashboard after that page: bytes and wall time;
  *   - server CPU (utime + stime from /proc) over an idle window with 1 page
  *     open and with 20 pages open, as a percentage of one core; server RSS;
  *   - death-to-page latency: a holder is SIGKILLed and the time until the
  *     open page shows its card abandoned (K kills, p50 / p99 / max);
+ *   - serve's peak (VmHWM) and steady (VmRSS) resident memory;
  *   - append-to-page latency: an event appended to a live run's stream
  *     until the open page's card shows its node as started.
  *
