@@ -223,15 +223,30 @@ function runsJson(root) {
   });
 }
 
+/**
+ * Spawns `runwarden serve` over the root. `failed` resolves with the reason
+ * if serve exits or says its reader thread failed (at a million runs it may
+ * run out of heap): the bench then reports what it has, memory included.
+ */
 function startServe(root) {
-  const p = spawn(process.execPath, [BIN, 'serve', '--root', root, '--port', '0'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const p = spawn(process.execPath, [BIN, 'serve', '--root', root, '--port', '0'], { stdio: ['ignore', 'pipe', 'pipe'] });
   procs.add(p);
+  let err = '';
+  let fail;
+  const failed = new Promise((r) => (fail = r));
+  p.stderr.on('data', (d) => {
+    process.stderr.write(d);
+    err += d;
+    const m = /^.*reader thread.*$/m.exec(err);
+    if (m) fail(m[0].trim());
+  });
+  p.on('exit', (code, sig) => fail(`serve exited (code ${code}, signal ${sig})`));
   return new Promise((resolve) => {
     let out = '';
     p.stdout.on('data', (d) => {
       out += d;
       const m = /(http:\/\/\S+\/)/.exec(out);
-      if (m) resolve({ proc: p, url: m[1] });
+      if (m) resolve({ proc: p, url: m[1], failed });
     });
   });
 }
@@ -243,7 +258,13 @@ function cpuTicks(pid) {
 }
 /** A /proc/<pid>/status memory line (VmRSS, VmHWM) in bytes. */
 function vm(pid, key) {
-  const m = new RegExp(`${key}:\\s+(\\d+) kB`).exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  let text;
+  try {
+    text = readFileSync(`/proc/${pid}/status`, 'utf8');
+  } catch {
+    return NaN; // the process is gone
+  }
+  const m = new RegExp(`${key}:\\s+(\\d+) kB`).exec(text);
   return m ? Number(m[1]) * 1024 : NaN;
 }
 const rssMiB = (pid) => vm(pid, 'VmRSS') / 2 ** 20;
@@ -320,7 +341,7 @@ async function measure(n) {
   log(`size ${n}: serve at ${serve.url} after ${addrMs.toFixed(0)} ms`);
   // Complete: every in-flight card drawn and the tallies counting every run (not "Loading…", not a part).
   await page.goto(serve.url);
-  await page.waitForFunction(
+  const complete = page.waitForFunction(
     ([k, total]) => {
       if (document.body.classList.contains('is-loading')) return false;
       if (document.querySelectorAll('section[data-section="in-flight"] article.card').length !== k) return false;
@@ -331,6 +352,17 @@ async function measure(n) {
     [live.length, n - IN_FLIGHT + live.length],
     { timeout: MILLION ? 3_600_000 : 600_000, polling: 20 },
   );
+  const failure = await Promise.race([complete.then(() => undefined), serve.failed]);
+  if (failure !== undefined) {
+    // No complete page: say why, with the memory it took to get there.
+    log(`size ${n}: no complete page: ${failure}`);
+    const row = { n, failure, listMs, listings, addrMs, firstPageMs: NaN, hwmStart: NaN, hwm: vm(pid, 'VmHWM'), steady: NaN, rssEnd: vm(pid, 'VmRSS'), bytes: NaN, coldMs: NaN, settleMs: NaN, warm: NaN, cpu1: NaN, cpu20: NaN, rss: NaN, appendMs: [], deathMs: [], parts: [], clock: { offset: NaN, err: NaN }, load0, load1: loadavg() };
+    await browser.close();
+    serve.proc.kill('SIGKILL');
+    for (const h of holders.values()) h.kill('SIGKILL');
+    rmSync(root, { recursive: true, force: true });
+    return row;
+  }
   const firstPageMs = performance.now() - t0;
   log(`size ${n}: first complete page ${(firstPageMs / 1000).toFixed(2)} s after serve was spawned (${(firstPageMs / listMs).toFixed(2)}x runs --json)`);
   const hwmStart = vm(pid, 'VmHWM');
@@ -506,6 +538,7 @@ for (const r of rows) {
   const p99 = pct(r.deathMs, 99);
   out += `| ${r.n.toLocaleString('en')} | ${MB(r.hwm)}${judged(r, r.hwm < 250e6)} | ${MB(r.steady)}${judged(r, r.steady < 150e6)} | ${f(r.listMs / 1000, 2)} s | ${f(r.firstPageMs / 1000, 2)} s | ${f(ratio, 2)}×${judged(r, ratio <= 2)} | ${f(r.cpu20, 1)} %${judged(r, Number.isFinite(r.cpu20) ? r.cpu20 < 2 : undefined)} | ${f(p99)} ms${judged(r, Number.isFinite(p99) ? p99 < 100 : undefined)} |\n`;
 }
+for (const r of rows.filter((x) => x.failure !== undefined)) out += `\nAt ${r.n.toLocaleString('en')} runs no complete page came: ${r.failure}.\n`;
 out += `\nMemory beside those: VmHWM when the first complete page was shown${rows.map((r) => ` ${MB(r.hwmStart)} (${r.n.toLocaleString('en')})`).join(',')}; VmRSS at the end${rows.map((r) => ` ${MB(r.rssEnd)} (${r.n.toLocaleString('en')})`).join(',')}. Each \`runs --json\`: ${rows.map((r) => `${r.listings.map((x) => f(x.ms / 1000, 2)).join(', ')} s (${r.n.toLocaleString('en')}, ${f(r.listings[0].bytes / 2 ** 20, 1)} MiB)`).join('; ')}. serve printed its address ${rows.map((r) => `${f(r.addrMs)} ms`).join(', ')} after it was spawned.\n\n`;
 
 out += `| runs | /api/dashboard bytes | /api/dashboard after the first page | first complete page (from spawn) | settled after | CPU ${WARMUP_S} s after start-up, 1 page | idle CPU, 1 page | idle CPU, 20 pages | RSS, 20 pages | append → page p50 / max | death → page p50 / p99 / max |\n|---|---|---|---|---|---|---|---|---|---|---|\n`;
