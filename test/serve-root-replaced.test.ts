@@ -136,12 +136,17 @@ describe('serve: a root removed, replaced or back again', () => {
     const goneRuns = await o.runs();
     expect([goneRuns.root, goneRuns.runs]).toEqual(['missing', []]);
     expect(o.serve.proc.exitCode).toBeNull();
+    // The open page is told too: a patch that removes the runs and says the root is missing.
+    await o.sse.next((e) => e.event === 'patch' && e.data.root_missing === true);
 
     // Made again, empty: present (no engine event announces an empty directory), and replaced.
     mkdirSync(root);
     const empty = await o.until({}, false);
     expect(empty.root_replaced_at).not.toBeNull();
     expect((await o.runs()).root).toBe('present');
+    // An empty directory changes nothing the model follows: the hub derives because the root's identity changed.
+    const told = await o.sse.next((e) => e.event === 'patch' && e.data.root_missing === false && typeof e.data.root_replaced_at === 'string');
+    expect(told.data.upsert).toEqual([]);
 
     // Another directory renamed over the empty one (rename(2) replaces an empty directory): its runs.
     const next = join(parent, 'next');
