@@ -4,13 +4,15 @@
  * (1,000 / 10,000 / 100,000 runs: all settled but 20 in flight, each of
  * those held by its own real holder process), against `runwarden serve`
  * as a child process:
- *   - GET /api/dashboard: bytes, and wall time of the first (cold) request;
  *   - time to the first complete page in Debian's chromium (every in-flight
- *     card drawn), from navigation start;
+ *     card drawn, the tallies counting every run), from spawning serve, with
+ *     the browser already up; and `runs --json` over the same root, before;
+ *   - GET /api/dashboard after that page: bytes and wall time;
  *   - server CPU (utime + stime from /proc) over an idle window with 1 page
  *     open and with 20 pages open, as a percentage of one core; server RSS;
  *   - death-to-page latency: a holder is SIGKILLed and the time until the
  *     open page shows its card abandoned (K kills, p50 / p99 / max);
+ *   - serve's peak (VmHWM) and steady (VmRSS) resident memory;
  *   - append-to-page latency: an event appended to a live run's stream
  *     until the open page's card shows its node as started.
  *
@@ -32,8 +34,37 @@
  * and its 5 ms poll of every card loaded the page's main thread while the
  * frame was being handled; --with-poll still runs it, as an extra column.
  *
+ * Issue 23's targets (printed for every size, judged at 100,000 runs): peak
+ * RSS (the serve process's VmHWM at the end of its size, every thread, start-up
+ * included) under 250 MB; steady RSS (VmRSS once start-up has settled and its
+ * aftermath window has passed, 1 page open) under 150 MB; the first complete
+ * page (from spawning `serve` until Chromium shows every in-flight card and
+ * the tallies count every run) within 2x the wall time of `runwarden runs
+ * --json` over the same root, timed in the same run just before serve starts
+ * (the median of 3 runs; each a fresh process, as serve is); idle CPU with 20
+ * pages open under 2 % of a core; death to page p99 under 100 ms. MB here is
+ * 10^6 bytes, as in the issue.
+ *
  * usage: node bench/serve-scale.mjs [--quick] [--sizes 1000,10000] [--no-write]
  *          [--latency-only] [--with-poll] [--gap MS] [--dump FILE]
+ *          [--targets | --million]
+ *   --targets   issue 23's measurement: 100,000 runs (unless --sizes), full
+ *               mode, written to its own section "## Issue 23: the dashboard at
+ *               100,000 runs, the last --targets run" of bench/RESULTS.md
+ *   --million   1,000,000 runs (unless --sizes): serve starts, one page in
+ *               Chromium is waited for, /api/dashboard fetched; start-up
+ *               time, runs --json time (once) and memory are reported, nothing
+ *               is judged; no idle windows and no kills. Its own section too.
+ *               Needs about 3 million inodes and 12 GB under os.tmpdir(), and
+ *               (with inotify) the serve takes watches up to the user's
+ *               fs.inotify.max_user_watches while it runs: on a shared
+ *               machine add --serve-as nobody, so that budget is nobody's.
+ *   --serve-as U   run serve (only serve) as user U, through setpriv (needs
+ *               root): the root is made readable to U and each in-flight
+ *               run's lock file is made 0644 before its holder takes it, so
+ *               U probes it as any reader would. inotify's watch budget is
+ *               per user: a million-run serve then cannot starve this user's
+ *               other programs of watches.
  *   --latency-only  skip the idle windows and the 20 pages (latencies only)
  *   --with-poll     also time each death with the old playwright 5 ms poll
  *   --warmup S      after start-up settles, measure S s on their own before the
@@ -51,12 +82,13 @@
  * bench/out/RESULTS-quick.md (quick); progress goes to stderr. Data lives
  * under os.tmpdir() and is deleted afterwards.
  */
-import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync, appendFileSync } from 'node:fs';
+import { execFileSync, spawn } from 'node:child_process';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync, appendFileSync } from 'node:fs';
 import http from 'node:http';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { line, MARKED } from './lib/runs.js';
 import { writeSection } from './lib/sections.js';
 import { onFrames } from './lib/sse.js';
 
@@ -65,33 +97,47 @@ const repo = dirname(benchDir);
 const BIN = join(repo, 'bin', 'runwarden.js');
 const HOLDER = join(repo, 'test', 'fixtures', 'holder.mjs');
 const CHROMIUM = '/usr/bin/chromium';
-/**
- * The section this bench writes: its own, beside the hand-kept "## Dashboard at scale" history (which
- * compares runs of it over time and is never overwritten).
- */
-const HEADING = `## Dashboard at scale: the last ${process.argv.includes('--quick') ? 'quick' : 'full'} run`;
-const HISTORY = '## Dashboard at scale';
-
 const args = process.argv.slice(2);
 if (args.includes('--help')) {
-  process.stdout.write(readFileSync(fileURLToPath(import.meta.url), 'utf8').split("\n").slice(2, 52).map((l) => l.replace(/^ \*\/? ?/, '')).join('\n') + '\n');
+  const src = readFileSync(fileURLToPath(import.meta.url), 'utf8').split('\n');
+  process.stdout.write(src.slice(2, src.indexOf(' */')).map((l) => l.replace(/^ \*\/? ?/, '')).join('\n') + '\n');
   process.exit(0);
 }
 const quick = args.includes('--quick');
+const TARGETS = args.includes('--targets');
+const MILLION = args.includes('--million');
+if (TARGETS && MILLION) {
+  console.error('bench: --targets and --million are separate runs; give one');
+  process.exit(2);
+}
+/**
+ * The section this bench writes: its own, beside the hand-kept "## Dashboard at scale" history (which
+ * compares runs of it over time and is never overwritten). --targets and --million have their own.
+ */
+const HEADING = TARGETS
+  ? '## Issue 23: the dashboard at 100,000 runs, the last --targets run'
+  : MILLION
+    ? '## Issue 23: the dashboard at 1,000,000 runs, the last --million run'
+    : `## Dashboard at scale: the last ${quick ? 'quick' : 'full'} run`;
+const HISTORY = '## Dashboard at scale';
 const noWrite = args.includes('--no-write');
 const sizesArg = args.indexOf('--sizes');
-const SIZES = sizesArg >= 0 ? args[sizesArg + 1].split(',').map(Number) : quick ? [1000, 10000] : [1000, 10000, 100000];
+const SIZES = sizesArg >= 0 ? args[sizesArg + 1].split(',').map(Number) : TARGETS ? [100000] : MILLION ? [1000000] : quick ? [1000, 10000] : [1000, 10000, 100000];
 const IDLE_S = quick ? 10 : 60;
 const warmArg = args.indexOf('--warmup');
 const WARMUP_S = warmArg >= 0 ? Number(args[warmArg + 1]) : quick ? 0 : 120;
-const KILLS = quick ? 10 : 50;
+const KILLS = MILLION ? 0 : quick ? 10 : 50;
+/** How many times `runs --json` is timed per size (the median is the ratio's base). */
+const LISTINGS = MILLION || quick ? 1 : 3;
 const WITH_POLL = args.includes('--with-poll');
-const LATENCY_ONLY = args.includes('--latency-only');
+const LATENCY_ONLY = args.includes('--latency-only') || MILLION;
 const gapArg = args.indexOf('--gap');
 const dumpArg = args.indexOf('--dump');
 const DUMP = dumpArg >= 0 ? args[dumpArg + 1] : '';
 const GAP_MS = gapArg >= 0 ? Number(args[gapArg + 1]) : 0;
 const IN_FLIGHT = 20;
+const asArg = args.indexOf('--serve-as');
+const SERVE_AS = asArg >= 0 ? args[asArg + 1] : '';
 const CLK = 100; // USER_HZ on linux
 
 const log = (s) => process.stderr.write(s + '\n');
@@ -122,18 +168,26 @@ function cleanup() {
 process.on('exit', cleanup);
 process.on('SIGINT', () => process.exit(130));
 
-function ev(id, event, extra = {}) {
-  return JSON.stringify({ schema: 3, ts: '2026-11-30T08:00:00Z', run_id: id, event, ...extra }) + '\n';
-}
+/** One event line (bench/lib/runs.js, the scale benches' one builder). */
+const ev = (id, event, extra = {}) => line(id, event, extra);
 
+/**
+ * A root of n − IN_FLIGHT settled runs as issue 23 measured them: a 3-line
+ * stream (start, one node passed, finish), a marked lock nobody holds, no
+ * snapshot. Written directly (a million runs take minutes, not hours).
+ */
 function makeRoot(n) {
   const root = mkdtempSync(join(tmpdir(), 'rw-serve-scale-'));
+  if (SERVE_AS) chmodSync(root, 0o755);
   cleanups.push(() => rmSync(root, { recursive: true, force: true }));
   const settled = n - IN_FLIGHT;
   for (let i = 0; i < settled; i++) {
     const id = `20261130-${String(i).padStart(9, '0')}-1`;
-    mkdirSync(join(root, id));
-    writeFileSync(join(root, id, 'events.jsonl'), ev(id, 'run_started') + ev(id, 'node_passed', { node_id: 'a', verdict: 'PASS' }) + ev(id, 'run_finished', { outcome: 'passed' }));
+    const dir = join(root, id);
+    mkdirSync(dir);
+    writeFileSync(join(dir, 'events.jsonl'), ev(id, 'run_started') + ev(id, 'node_passed', { node_id: 'a', verdict: 'PASS' }) + ev(id, 'run_finished', { outcome: 'passed' }));
+    writeFileSync(join(dir, 'resume.lock'), MARKED);
+    if (i > 0 && i % 100000 === 0) log(`  ${i.toLocaleString('en')} runs written`);
   }
   return root;
 }
@@ -142,6 +196,8 @@ function liveRun(root, k) {
   const id = `20261201-${String(k).padStart(9, '0')}-1`;
   mkdirSync(join(root, id));
   writeFileSync(join(root, id, 'events.jsonl'), ev(id, 'run_started') + ev(id, 'node_started', { node_id: 'a' }));
+  // Readable to a serve of another user (--serve-as): the holder keeps the mode of a lock file that exists.
+  if (SERVE_AS) writeFileSync(join(root, id, 'resume.lock'), '', { mode: 0o644 });
   return id;
 }
 
@@ -158,15 +214,54 @@ function hold(root, id) {
   });
 }
 
+/**
+ * `runwarden runs --json` over the root, as a fresh process (serve is one too):
+ * wall ms from spawn to exit, and the bytes it printed (read and dropped).
+ */
+function runsJson(root) {
+  return new Promise((resolve, reject) => {
+    const t0 = performance.now();
+    const p = spawn(process.execPath, [BIN, 'runs', '--json', '--root', root], { stdio: ['ignore', 'pipe', 'inherit'] });
+    procs.add(p);
+    let bytes = 0;
+    p.stdout.on('data', (d) => (bytes += d.length));
+    p.on('error', reject);
+    p.on('close', (code) => {
+      procs.delete(p);
+      const ms = performance.now() - t0;
+      if (bytes < 100 || code !== 0) reject(new Error(`runs --json exited ${code} after ${bytes} bytes`));
+      else resolve({ ms, bytes, code });
+    });
+  });
+}
+
+/**
+ * Spawns `runwarden serve` over the root. `failed` resolves with the reason
+ * if serve exits or says its reader thread failed (at a million runs it may
+ * run out of heap): the bench then reports what it has, memory included.
+ */
 function startServe(root) {
-  const p = spawn(process.execPath, [BIN, 'serve', '--root', root, '--port', '0'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const argv = [BIN, 'serve', '--root', root, '--port', '0'];
+  const p = SERVE_AS
+    ? spawn('setpriv', [`--reuid=${SERVE_AS}`, `--regid=${execFileSync('id', ['-g', SERVE_AS], { encoding: 'utf8' }).trim()}`, '--clear-groups', process.execPath, ...argv], { stdio: ['ignore', 'pipe', 'pipe'] })
+    : spawn(process.execPath, argv, { stdio: ['ignore', 'pipe', 'pipe'] });
   procs.add(p);
+  let err = '';
+  let fail;
+  const failed = new Promise((r) => (fail = r));
+  p.stderr.on('data', (d) => {
+    process.stderr.write(d);
+    err += d;
+    const m = /^.*reader thread.*$/m.exec(err);
+    if (m) fail(m[0].trim());
+  });
+  p.on('exit', (code, sig) => fail(`serve exited (code ${code}, signal ${sig})`));
   return new Promise((resolve) => {
     let out = '';
     p.stdout.on('data', (d) => {
       out += d;
       const m = /(http:\/\/\S+\/)/.exec(out);
-      if (m) resolve({ proc: p, url: m[1] });
+      if (m) resolve({ proc: p, url: m[1], failed });
     });
   });
 }
@@ -176,10 +271,18 @@ function cpuTicks(pid) {
   const rest = f.slice(f.lastIndexOf(')') + 2).split(' ');
   return Number(rest[11]) + Number(rest[12]);
 }
-function rssMiB(pid) {
-  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-  return m ? Number(m[1]) / 1024 : NaN;
+/** A /proc/<pid>/status memory line (VmRSS, VmHWM) in bytes. */
+function vm(pid, key) {
+  let text;
+  try {
+    text = readFileSync(`/proc/${pid}/status`, 'utf8');
+  } catch {
+    return NaN; // the process is gone
+  }
+  const m = new RegExp(`${key}:\\s+(\\d+) kB`).exec(text);
+  return m ? Number(m[1]) * 1024 : NaN;
 }
+const rssMiB = (pid) => vm(pid, 'VmRSS') / 2 ** 20;
 async function idleCpu(pid, seconds) {
   const t0 = cpuTicks(pid);
   const w0 = performance.now();
@@ -235,21 +338,54 @@ async function measure(n) {
   for (let k = 0; k < IN_FLIGHT + KILLS; k++) live.push(liveRun(root, k));
   const holders = new Map();
   for (const id of live) holders.set(id, await hold(root, id));
-  const serve = await startServe(root);
-  const pid = serve.proc.pid;
-  log(`size ${n}: serve at ${serve.url}`);
+  // The listing the first page is compared with: `runs --json` over the same root, now, LISTINGS times.
+  const listings = [];
+  for (let i = 0; i < LISTINGS; i++) {
+    listings.push(await runsJson(root));
+    log(`size ${n}: runs --json ${(listings[i].ms / 1000).toFixed(2)} s, ${(listings[i].bytes / 2 ** 20).toFixed(1)} MiB`);
+  }
+  const listMs = pct(listings.map((x) => x.ms), 50);
 
-  const t0 = performance.now();
-  const body = await (await fetch(new URL('/api/dashboard', serve.url))).text();
-  const coldMs = performance.now() - t0;
-  const bytes = Buffer.byteLength(body);
-
+  // The browser is up before serve starts, so its own start is not counted.
   const browser = await playwright.chromium.launch({ executablePath: CHROMIUM, args: LAUNCH });
   const page = await browser.newPage();
-  const n0 = performance.now();
+  const t0 = performance.now();
+  const serve = await startServe(root);
+  const pid = serve.proc.pid;
+  const addrMs = performance.now() - t0;
+  log(`size ${n}: serve at ${serve.url} after ${addrMs.toFixed(0)} ms`);
+  // Complete: every in-flight card drawn and the tallies counting every run (not "Loading…", not a part).
   await page.goto(serve.url);
-  await page.waitForFunction((k) => document.querySelectorAll('section[data-section="in-flight"] article.card').length === k, live.length, { timeout: 300_000, polling: 20 });
-  const firstPageMs = performance.now() - n0;
+  const complete = page.waitForFunction(
+    ([k, total]) => {
+      if (document.body.classList.contains('is-loading')) return false;
+      if (document.querySelectorAll('section[data-section="in-flight"] article.card').length !== k) return false;
+      let sum = 0;
+      for (const b of document.querySelectorAll('#tallies [data-tally] b')) sum += Number(b.textContent);
+      return sum === total;
+    },
+    [live.length, n - IN_FLIGHT + live.length],
+    { timeout: MILLION ? 3_600_000 : 600_000, polling: 20 },
+  );
+  const failure = await Promise.race([complete.then(() => undefined), serve.failed]);
+  if (failure !== undefined) {
+    // No complete page: say why, with the memory it took to get there.
+    log(`size ${n}: no complete page: ${failure}`);
+    const row = { n, failure, listMs, listings, addrMs, firstPageMs: NaN, hwmStart: NaN, hwm: vm(pid, 'VmHWM'), steady: NaN, rssEnd: vm(pid, 'VmRSS'), bytes: NaN, coldMs: NaN, settleMs: NaN, warm: NaN, cpu1: NaN, cpu20: NaN, rss: NaN, appendMs: [], deathMs: [], parts: [], clock: { offset: NaN, err: NaN }, load0, load1: loadavg() };
+    await browser.close();
+    serve.proc.kill('SIGKILL');
+    for (const h of holders.values()) h.kill('SIGKILL');
+    rmSync(root, { recursive: true, force: true });
+    return row;
+  }
+  const firstPageMs = performance.now() - t0;
+  log(`size ${n}: first complete page ${(firstPageMs / 1000).toFixed(2)} s after serve was spawned (${(firstPageMs / listMs).toFixed(2)}x runs --json)`);
+  const hwmStart = vm(pid, 'VmHWM');
+
+  const c0 = performance.now();
+  const body = await (await fetch(new URL('/api/dashboard', serve.url))).text();
+  const coldMs = performance.now() - c0;
+  const bytes = Buffer.byteLength(body);
 
   // "Idle" begins when the server's start-up work is done: at 100,000 runs the engine's own first pass over
   // every run outlasts the first page. Wait (at most 5 min) for a 2 s slice under 10 % of a core.
@@ -262,6 +398,8 @@ async function measure(n) {
   let cpu20 = NaN;
   let warm = NaN;
   let rss = rssMiB(pid);
+  /** VmRSS once start-up has settled and (full mode) its aftermath window has passed, 1 page open. */
+  let steady = vm(pid, 'VmRSS');
   if (!LATENCY_ONLY) {
     // The start-up's aftermath: V8 compacts the heap the first pass left (its
     // memory reducer, a few full collections in the first minutes; at 100,000
@@ -270,6 +408,7 @@ async function measure(n) {
       log(`size ${n}: after start-up, 1 page, ${WARMUP_S} s…`);
       warm = await idleCpu(pid, WARMUP_S);
     }
+    steady = vm(pid, 'VmRSS');
     log(`size ${n}: idle, 1 page, ${IDLE_S} s…`);
     cpu1 = await idleCpu(pid, IDLE_S);
     const pages = [page];
@@ -369,32 +508,61 @@ async function measure(n) {
     if (GAP_MS) await sleep(GAP_MS);
   }
   sse.close();
+  // Peak: the high-water mark over the whole size (start-up, 20 pages, the kills), every thread of serve.
+  const hwm = vm(pid, 'VmHWM');
+  const rssEnd = vm(pid, 'VmRSS');
   await browser.close();
   serve.proc.kill('SIGKILL');
   for (const h of holders.values()) h.kill('SIGKILL');
   rmSync(root, { recursive: true, force: true });
-  return { n, bytes, coldMs, firstPageMs, settleMs, warm, cpu1, cpu20, rss, appendMs, deathMs, parts, clock, load0, load1: loadavg() };
+  return { n, bytes, coldMs, listMs, listings, addrMs, firstPageMs, hwmStart, hwm, steady, rssEnd, settleMs, warm, cpu1, cpu20, rss, appendMs, deathMs, parts, clock, load0, load1: loadavg() };
 }
 
-const rows = [];
-for (const n of SIZES) rows.push(await measure(n));
-
+/** The commit measured, and whether the work tree differed from it (tracked files only). */
 const commit = (() => {
   try {
-    return readFileSync(join(repo, '.git', 'HEAD'), 'utf8').trim();
+    const head = execFileSync('git', ['-C', repo, 'rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).trim();
+    const dirty = execFileSync('git', ['-C', repo, 'status', '--porcelain', '--untracked-files=no'], { encoding: 'utf8' }).trim() !== '';
+    return dirty ? `${head} with uncommitted changes` : head;
   } catch {
     return '?';
   }
 })();
+const command = `node bench/serve-scale.mjs ${args.filter((a) => a !== '--no-write').join(' ')}`.trim();
+const startedAt = new Date().toISOString().slice(0, 16).replace('T', ' ');
+const loadStart = loadavg();
+
+const rows = [];
+for (const n of SIZES) rows.push(await measure(n));
+
 const f = (x, d = 0) => (Number.isFinite(x) ? x.toFixed(d) : '–');
-let out = `${HEADING}\n\n\`node bench/serve-scale.mjs${quick ? ' --quick' : ''}\`, ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC, ${cpus().length} × ${cpus()[0]?.model ?? '?'}, node ${process.version}. `;
-out += `Each root: settled runs with 3-line streams, plus ${IN_FLIGHT + KILLS} in flight, each held by its own holder process (${KILLS} of them are killed one by one for the latency rows). Idle windows ${IDLE_S} s, begun once the server's start-up work is done (the first 2 s slice under 10 % of a core after the first page; the wait is the \"settled\" column), then ${WARMUP_S} s of its aftermath measured on their own (V8 compacting the heap the first pass left: the \"after start-up\" column). Latencies are from the moment of the kill or append to the moment the page's DOM shows it, stamped in the page by a MutationObserver installed before the kill (see the script's header; the older rows polled the page from playwright every 5 ms).\n\n`;
-out += `| runs | /api/dashboard bytes | cold /api/dashboard | first complete page (chromium) | settled after | CPU ${WARMUP_S} s after start-up, 1 page | idle CPU, 1 page | idle CPU, 20 pages | RSS | append → page p50 / max | death → page p50 / p99 / max |\n|---|---|---|---|---|---|---|---|---|---|---|\n`;
+const MB = (b) => `${f(b / 1e6)} MB (${f(b / 2 ** 20)} MiB)`;
+const loads = (l) => l.map((x) => x.toFixed(2)).join(' ');
+let out = `${HEADING}\n\n\`${command}\`, commit ${commit}, ${startedAt} UTC, ${cpus().length} × ${cpus()[0]?.model ?? '?'}, node ${process.version}, load average ${loads(loadStart)} at the start, ${loads(loadavg())} at the end. `;
+if (SERVE_AS) out += `serve ran as user ${SERVE_AS} (setpriv), everything else as ${process.getuid?.() === 0 ? 'root' : 'this user'}. `;
+out += `Each root: settled runs with 3-line streams and a marked lock nobody holds, no snapshot, plus ${IN_FLIGHT + KILLS} in flight, each held by its own holder process${KILLS ? ` (${KILLS} of them are killed one by one for the latency rows)` : ''}. `;
+out += LATENCY_ONLY
+  ? `No idle windows; steady RSS is read once start-up has settled (the first 2 s slice under 10 % of a core after the first page).\n\n`
+  : `Idle windows ${IDLE_S} s, begun once the server's start-up work is done (the first 2 s slice under 10 % of a core after the first page; the wait is the \"settled\" column), then ${WARMUP_S} s of its aftermath measured on their own (V8 compacting the heap the first pass left: the \"after start-up\" column). Latencies are from the moment of the kill or append to the moment the page's DOM shows it, stamped in the page by a MutationObserver installed before the kill (see the script's header; the older rows polled the page from playwright every 5 ms).\n\n`;
+
+// Issue 23's targets first: judged at 100,000 runs, shown for every size.
+const judged = (r, ok) => (r.n === 100000 && ok !== undefined ? (ok ? ' ✓' : ' **missed**') : '');
+out += `Issue 23's targets (judged at 100,000 runs; MB = 10^6 bytes). First complete page: from spawning \`serve\` to Chromium showing every in-flight card and tallies that count every run; \`runs --json\`: ${LISTINGS === 1 ? 'one fresh process' : `the median of ${LISTINGS} fresh processes`} over the same root, just before serve started.\n\n`;
+out += `| runs | peak RSS (VmHWM), target < 250 MB | steady RSS, target < 150 MB | \`runs --json\` | first complete page | page ÷ runs --json, target ≤ 2× | idle CPU, 20 pages, target < 2 % | death → page p99, target < 100 ms |\n|---|---|---|---|---|---|---|---|\n`;
+for (const r of rows) {
+  const ratio = r.firstPageMs / r.listMs;
+  const p99 = pct(r.deathMs, 99);
+  out += `| ${r.n.toLocaleString('en')} | ${MB(r.hwm)}${judged(r, r.hwm < 250e6)} | ${MB(r.steady)}${judged(r, r.steady < 150e6)} | ${f(r.listMs / 1000, 2)} s | ${f(r.firstPageMs / 1000, 2)} s | ${f(ratio, 2)}×${judged(r, ratio <= 2)} | ${f(r.cpu20, 1)} %${judged(r, Number.isFinite(r.cpu20) ? r.cpu20 < 2 : undefined)} | ${f(p99)} ms${judged(r, Number.isFinite(p99) ? p99 < 100 : undefined)} |\n`;
+}
+for (const r of rows.filter((x) => x.failure !== undefined)) out += `\nAt ${r.n.toLocaleString('en')} runs no complete page came: ${r.failure}.\n`;
+out += `\nMemory beside those: VmHWM when the first complete page was shown${rows.map((r) => ` ${MB(r.hwmStart)} (${r.n.toLocaleString('en')})`).join(',')}; VmRSS at the end${rows.map((r) => ` ${MB(r.rssEnd)} (${r.n.toLocaleString('en')})`).join(',')}. Each \`runs --json\`: ${rows.map((r) => `${r.listings.map((x) => f(x.ms / 1000, 2)).join(', ')} s (${r.n.toLocaleString('en')}, ${f(r.listings[0].bytes / 2 ** 20, 1)} MiB)`).join('; ')}. serve printed its address ${rows.map((r) => `${f(r.addrMs)} ms`).join(', ')} after it was spawned.\n\n`;
+
+out += `| runs | /api/dashboard bytes | /api/dashboard after the first page | first complete page (from spawn) | settled after | CPU ${WARMUP_S} s after start-up, 1 page | idle CPU, 1 page | idle CPU, 20 pages | RSS, 20 pages | append → page p50 / max | death → page p50 / p99 / max |\n|---|---|---|---|---|---|---|---|---|---|---|\n`;
 for (const r of rows) {
   out += `| ${r.n.toLocaleString('en')} | ${(r.bytes / 1024).toFixed(0)} KiB | ${f(r.coldMs)} ms | ${f(r.firstPageMs)} ms | ${f(r.settleMs / 1000)} s | ${f(r.warm, 1)} % | ${f(r.cpu1, 1)} % | ${f(r.cpu20, 1)} % | ${f(r.rss)} MiB | ${f(pct(r.appendMs, 50))} / ${f(Math.max(...r.appendMs))} ms | ${f(pct(r.deathMs, 50))} / ${f(pct(r.deathMs, 99))} / ${f(Math.max(...r.deathMs))} ms |\n`;
 }
 out += '\n';
-for (const r of rows) {
+for (const r of rows.filter((x) => x.parts.length > 0)) {
   const col = (k) => r.parts.map((x) => x[k]).filter(Number.isFinite);
   const q = (k) => { const xs = col(k); return xs.length ? `${f(pct(xs, 50), 1)} / ${f(pct(xs, 99), 1)} / ${f(Math.max(...xs), 1)}` : '–'; };
   out += `${r.n.toLocaleString('en')} runs, ${r.parts.length} kills${GAP_MS ? `, ${GAP_MS} ms apart` : ', back to back'}; page clock − node clock ${f(r.clock.offset, 2)} ms ± ${f(r.clock.err, 2)}; load average ${r.load0.map((x) => x.toFixed(2)).join(' ')} at the start, ${r.load1.map((x) => x.toFixed(2)).join(' ')} at the end. ms after the kill, p50 / p99 / max:\n\n`;
@@ -404,10 +572,9 @@ for (const r of rows) {
 if (DUMP) writeFileSync(DUMP, JSON.stringify(rows.map((r) => ({ n: r.n, clock: r.clock, load0: r.load0, load1: r.load1, parts: r.parts, appendMs: r.appendMs })), null, 1));
 process.stdout.write(out);
 if (!noWrite) {
-  const file = quick ? join(benchDir, 'out', 'RESULTS-quick.md') : join(benchDir, 'RESULTS.md');
+  const file = quick && !TARGETS && !MILLION ? join(benchDir, 'out', 'RESULTS-quick.md') : join(benchDir, 'RESULTS.md');
   mkdirSync(dirname(file), { recursive: true });
   writeSection(file, HEADING, out, { before: HISTORY });
   log(`wrote ${file}`);
 }
-void commit;
 process.exit(0);

@@ -103,6 +103,7 @@ import { DENSE_BYTES, TailStepper, type TailFacts } from '../read/tail.js';
 import { inspectRun } from '../status/inspect.js';
 import { buildReport } from '../status/report.js';
 import { RootRelistGate } from './relist.js';
+import { RootFollower, rootIdentity } from './rootwatch.js';
 
 /** Runs the safety re-check compares per turn of the event loop (two lstats each, one native call per slice). */
 const SAFETY_SLICE = 1000;
@@ -533,6 +534,9 @@ export class LiveEngine {
   private closed = false;
   private noticed = false;
   private rootMissing = false;
+  /** The identity of the directory the runs were listed from, and its follower (live/rootwatch.ts). */
+  private rootId: string | undefined;
+  private rootFollow: RootFollower | undefined;
   /** Whether a safety pass lists the root again (live/relist.ts). */
   private readonly rootGate = new RootRelistGate();
   /** A safety re-check is under way (it runs in slices). */
@@ -607,7 +611,11 @@ export class LiveEngine {
     this.timer(() => this.safety(), this.safetyMs);
     this.timer(() => this.recheckOpen(false), this.openRecheckMs);
     this.timer(() => this.recheckOpen(true), this.pollMs);
-    if (this.root !== undefined) this.watchRoot();
+    if (this.root !== undefined) {
+      // A root removed, replaced or back again is listed again within ROOT_RECHECK_MS (live/rootwatch.ts).
+      this.rootFollow = new RootFollower(this.root, () => this.scanRoot(), { ref: this.ref });
+      this.watchRoot();
+    }
     const initial = [...this.runsByDir.values()];
     // The loop below derives each of these, yielding as it goes; the flush
     // queued when the root's listing marked them must not derive them a
@@ -719,6 +727,7 @@ export class LiveEngine {
     this.closed = true;
     for (const t of this.timers) clearInterval(t);
     this.timers = [];
+    this.rootFollow?.close();
     if (this.borrowed) {
       // Not ours to close: release only our watches on it.
       for (const r of this.runsByDir.values()) r.watch?.close();
@@ -820,6 +829,13 @@ export class LiveEngine {
   /** Lists the root: tracks new run directories, drops vanished ones. Symlinks are never followed. */
   private scanRoot(): void {
     const root = this.root as string;
+    const id = rootIdentity(root);
+    if (id !== this.rootId) this.rootMoved(id);
+    // Watched before it is listed, so an entry made in between is told, not lost.
+    if (id !== undefined && this.rootWatch === undefined && this.watcher !== undefined) {
+      const a = this.watcher.watch(root, (e) => this.onRootEvent(e));
+      if (a.ok) this.rootWatch = a.watch;
+    }
     let names: string[];
     try {
       names = readdirSync(root, { withFileTypes: true })
@@ -837,6 +853,22 @@ export class LiveEngine {
     const present = new Set(names.map((n) => join(root, n)));
     for (const r of [...this.runsByDir.values()]) if (!present.has(r.dir)) this.drop(r, true);
     for (const d of present) this.track(d);
+  }
+
+  /**
+   * The directory at the root is another one, or none: every run followed
+   * was under the old one (which may live on elsewhere, renamed), so each is
+   * dropped and announced, and the listing that follows tracks the new
+   * directory's runs afresh, a run of the same name included. The old
+   * directory's watch goes too: it follows the old directory, not the path.
+   */
+  private rootMoved(id: string | undefined): void {
+    if (this.rootId !== undefined) {
+      for (const r of [...this.runsByDir.values()]) this.drop(r, true);
+      this.rootWatch?.close();
+      this.rootWatch = undefined;
+    }
+    this.rootId = id;
   }
 
   private watchRun(r: RunState): void {

@@ -68,9 +68,9 @@ export function sendBody(req: IncomingMessage, res: ServerResponse, status: numb
   else res.end(buf);
 }
 
-/** Sends a value as JSON (indented, like `--json` on the CLI). */
-export function sendJson(req: IncomingMessage, res: ServerResponse, status: number, value: unknown): void {
-  sendBody(req, res, status, 'application/json; charset=utf-8', JSON.stringify(value, null, 2) + '\n');
+/** Sends a value as JSON (indented, like `--json` on the CLI), with any extra headers. */
+export function sendJson(req: IncomingMessage, res: ServerResponse, status: number, value: unknown, extra?: Record<string, string>): void {
+  sendBody(req, res, status, 'application/json; charset=utf-8', JSON.stringify(value, null, 2) + '\n', extra);
 }
 
 /** Sends the stable error document. */

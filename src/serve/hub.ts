@@ -14,6 +14,9 @@
  *   so the page can tell "nothing changed" from "updates stopped".
  * - A client is sent a full `snapshot` (or `run` document) when it connects,
  *   then `patch` events relative to exactly what it was sent.
+ * - With `rootKey`, a tick whose root is not the one of the last derivation
+ *   (removed, back, replaced) derives even when the model saw no change, so
+ *   an empty root removed or made again reaches open pages within a beat.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { monotonicMs } from '../kernel/clock.js';
@@ -33,6 +36,13 @@ export interface HubSources {
   subscribe?(onChange: () => void): () => void;
   /** Optional, with `subscribe`: a number that changes whenever something changed. Equal: nothing to derive. */
   version?(): number | undefined;
+  /** Optional: a text naming the root's state and identity now (one stat); a different one is a change. */
+  rootKey?(): string;
+}
+
+/** What the server adds to the document about its root (server.ts ServedDashboard). */
+interface RootFields {
+  root_replaced_at?: string | null;
 }
 
 /** With a live source, a full derivation is still made at least this often (ms): the safety net. */
@@ -93,6 +103,7 @@ export class LiveHub {
   private pending = false;
   /** The source's version at the last derivation, and when that was (monotonic). */
   private derivedVersion: number | undefined;
+  private derivedRoot: string | undefined;
   private derivedAt = -Infinity;
   /** When the last derivation ended and how long it took (monotonic ms). */
   private lastEnd = -Infinity;
@@ -228,10 +239,12 @@ export class LiveHub {
     // With a live source, nothing changed and every page has its picture:
     // only the beat goes out (an idle dashboard reads nothing).
     const version = this.sources.version?.();
+    const rootKey = this.sources.rootKey?.();
     const now = monotonicMs();
     const quiet =
       version !== undefined &&
       version === this.derivedVersion &&
+      rootKey === this.derivedRoot &&
       now - this.derivedAt < HUB_FULL_MS &&
       clients.every((c) => (c.runId === undefined ? c.primed : c.lastRun !== undefined));
     if (quiet) {
@@ -241,6 +254,7 @@ export class LiveHub {
       return false;
     }
     this.derivedVersion = version;
+    this.derivedRoot = rootKey;
     this.derivedAt = now;
     if (clients.some((c) => c.runId === undefined)) {
       try {
@@ -293,7 +307,7 @@ export class LiveHub {
   }
 
   /** Diffs a fresh dashboard against the last one and sends each page what it lacks. */
-  private pushDashboard(doc: DashboardDoc): void {
+  private pushDashboard(doc: DashboardDoc & RootFields): void {
     const next = new Map<string, string>();
     const upsert = [];
     for (const card of doc.runs) {
@@ -302,7 +316,7 @@ export class LiveHub {
       if (this.cardJson.get(card.run_id) !== json) upsert.push(card);
     }
     const remove = [...this.cardJson.keys()].filter((id) => !next.has(id));
-    const prev = this.current;
+    const prev: (DashboardDoc & RootFields) | undefined = this.current;
     const orderChanged = prev === undefined || prev.order.length !== doc.order.length || prev.order.some((id, i) => doc.order[i] !== id);
     this.current = doc;
     this.cardJson = next;
@@ -311,11 +325,13 @@ export class LiveHub {
     const metaChanged =
       prev !== undefined &&
       (prev.root_missing !== doc.root_missing ||
+        prev.root_replaced_at !== doc.root_replaced_at ||
         prev.skipped.length !== doc.skipped.length ||
         JSON.stringify([prev.tallies, prev.cost, prev.more]) !== JSON.stringify([doc.tallies, doc.cost, doc.more]));
     if (upsert.length > 0 || remove.length > 0 || orderChanged || metaChanged) {
       patch = { root: doc.root, root_missing: doc.root_missing, skipped_count: doc.skipped.length, generated_at: doc.generated_at, tallies: doc.tallies, cost: doc.cost, more: doc.more, upsert, remove };
       if (orderChanged) patch.order = doc.order;
+      if (doc.root_replaced_at !== undefined) (patch as DashboardPatch & RootFields).root_replaced_at = doc.root_replaced_at;
     }
     for (const c of this.clients) {
       if (c.runId !== undefined) continue;

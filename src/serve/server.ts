@@ -19,8 +19,16 @@
  * - The browser app (src/serve/public/, see static.ts) is read once when the
  *   server starts; answering a page or an asset never touches the disk. The
  *   page's list of run states is /assets/states.js, written from CARD_STATES.
+ * - The root is followed by its identity (device and inode), not its path
+ *   ({@link RootTracker}): a root removed, replaced (another directory put at
+ *   the path, by a rename or by removing and making it again) or back again
+ *   is said so by the dashboard document (`root_missing`,
+ *   `root_replaced_at`) and by /api/runs' `Runwarden-Root` and
+ *   `Runwarden-Root-Replaced-At` headers, whose body stays exactly the
+ *   `runs --json` document. One stat per answer and per beat; nothing more.
  */
 import { parseLimit, parseStatusFilter, type RunSelection } from '../status/select.js';
+import { statSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { LiveHub } from './hub.js';
@@ -75,6 +83,73 @@ export interface DashboardServer {
 }
 
 const HTML = 'text/html; charset=utf-8';
+
+/** What the root's path names now: a directory (with its identity), nothing, or something that cannot be listed. */
+export type RootState = 'present' | 'missing' | 'not-a-directory' | 'unreadable';
+
+/** The dashboard document as served: the model's, plus what the server itself knows of the root. */
+export type ServedDashboard = DashboardDoc & {
+  /**
+   * When the directory at the root was first seen to be another one than the
+   * directory served before it (replaced by a rename, or removed and made
+   * again), as ISO wall-clock time; null while it has always been the same
+   * one. A root renamed away and back is the same directory, not a new one.
+   */
+  root_replaced_at: string | null;
+};
+
+/**
+ * The root's state as one stat sees it, and whether the directory there was
+ * ever replaced while served. Identity is device and inode: the path is not
+ * the directory (a rename swaps what it names without a trace in the path).
+ */
+export class RootTracker {
+  /** The identity of the last directory seen at the root (kept while it is missing). */
+  private seen: string | undefined;
+  private replacedAt: string | null = null;
+  private last: { state: RootState; id: string | undefined };
+
+  constructor(readonly root: string) {
+    this.last = this.stat();
+    this.seen = this.last.id;
+  }
+
+  /** Looks at the root now (one stat): its state, and when it was last replaced. */
+  look(): { state: RootState; replacedAt: string | null; key: string } {
+    this.last = this.stat();
+    const id = this.last.id;
+    if (id !== undefined) {
+      // Wall clock on purpose: a time for people, like generated_at.
+      if (this.seen !== undefined && id !== this.seen) this.replacedAt = new Date().toISOString();
+      this.seen = id;
+    }
+    return { state: this.last.state, replacedAt: this.replacedAt, key: `${this.last.state}:${id ?? ''}` };
+  }
+
+  /**
+   * The model's document with what the server knows of the root. A document
+   * with no runs in it takes the root's presence from this stat, which is
+   * newer than the model's last listing (an empty root made again lists
+   * nothing the engine would announce); one with runs keeps the model's word,
+   * since its cards come from that same listing.
+   */
+  decorate(doc: DashboardDoc): ServedDashboard {
+    const { state, replacedAt } = this.look();
+    const empty = doc.runs.length === 0 && doc.skipped.length === 0;
+    const missing = empty && (state === 'missing' || state === 'present') ? state === 'missing' : doc.root_missing;
+    return { ...doc, root_missing: missing, root_replaced_at: replacedAt };
+  }
+
+  private stat(): { state: RootState; id: string | undefined } {
+    try {
+      const st = statSync(this.root, { bigint: true });
+      return st.isDirectory() ? { state: 'present', id: `${st.dev}:${st.ino}` } : { state: 'not-a-directory', id: undefined };
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code;
+      return { state: code === 'ENOENT' || code === 'ENOTDIR' ? 'missing' : 'unreadable', id: undefined };
+    }
+  }
+}
 
 /** Formats host:port for a URL (brackets around IPv6). */
 export function urlFor(host: string, port: number): string {
@@ -162,7 +237,7 @@ function selectionFromQuery(query: URLSearchParams): RunSelection | undefined | 
 }
 
 /** Builds the request handler (exported for tests that want no socket). */
-function handler(opts: ServeOptions, hub: LiveHub, boundHost: string, files: PublicFiles) {
+function handler(opts: ServeOptions, hub: LiveHub, boundHost: string, files: PublicFiles, tracker: RootTracker, dashboard: () => Promise<ServedDashboard>) {
   const { root, sources } = opts;
   return async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     if (req.method !== 'GET' && req.method !== 'HEAD') {
@@ -211,7 +286,10 @@ function handler(opts: ServeOptions, hub: LiveHub, boundHost: string, files: Pub
           sendError(req, res, 400, 'bad-request', select);
           return;
         }
-        sendJson(req, res, 200, await sources.runsJson(select));
+        const doc = await sources.runsJson(select);
+        // The body is exactly `runs --json`'s document; what the server knows of the root goes beside it.
+        const { state, replacedAt } = tracker.look();
+        sendJson(req, res, 200, doc, { 'Runwarden-Root': state, ...(replacedAt === null ? {} : { 'Runwarden-Root-Replaced-At': replacedAt }) });
         return;
       }
       if (b === 'runs' && c !== undefined) {
@@ -224,7 +302,7 @@ function handler(opts: ServeOptions, hub: LiveHub, boundHost: string, files: Pub
         return;
       }
       if (b === 'dashboard' && c === undefined) {
-        sendJson(req, res, 200, await sources.dashboard());
+        sendJson(req, res, 200, await dashboard());
         return;
       }
       if (b === 'events' && c === undefined) {
@@ -250,9 +328,12 @@ export async function startServer(opts: ServeOptions): Promise<DashboardServer> 
   const log = opts.log ?? ((line: string) => process.stderr.write(line + '\n'));
   // The browser app is read here, once; no request reads the disk for it.
   const files = await loadPublicFiles();
+  const tracker = new RootTracker(opts.root);
+  const dashboard = async (): Promise<ServedDashboard> => tracker.decorate(await opts.sources.dashboard());
   const hub = new LiveHub(
     {
-      dashboard: () => opts.sources.dashboard(),
+      dashboard,
+      rootKey: () => tracker.look().key,
       run: async (id: string): Promise<RunPage | ErrorBody> => {
         const found = resolveRunDir(opts.root, id);
         if (!found.ok) return { error: { code: found.code, message: found.message } };
@@ -263,7 +344,7 @@ export async function startServer(opts: ServeOptions): Promise<DashboardServer> 
     },
     { intervalMs: opts.intervalMs ?? 1000, log },
   );
-  const handle = handler(opts, hub, host, files);
+  const handle = handler(opts, hub, host, files, tracker, dashboard);
   const server = createServer(limitedServerOptions(), (req, res) => {
     // Refused by the connection cap (limits.ts), which already answered 503.
     if (wasRefused(req.socket)) return;
