@@ -14,7 +14,7 @@
 /** @typedef {import('../view.js').Beat} Beat */
 /**
  * What the header is drawn from: a snapshot, a patch, or the two merged.
- * @typedef {import('../view.js').Totals & { root?: string, root_missing: boolean, skipped_count?: number, skipped?: readonly unknown[] }} HeaderDoc
+ * @typedef {import('../view.js').Totals & { root?: string, root_missing: boolean, root_replaced_at?: string | null, skipped_count?: number, skipped?: readonly unknown[] }} HeaderDoc
  */
 
 (function () {
@@ -50,8 +50,9 @@
     var unknown = doc.tallies.unknown || 0;
     var strays = skipped - unknown;
     var noteText = '';
-    if (doc.root_missing) noteText = 'The runs root does not exist yet. Runs will appear here as soon as it does.';
-    else if (strays > 0) noteText = strays + ' entr' + (strays === 1 ? 'y' : 'ies') + ' under the root ' + (strays === 1 ? 'is' : 'are') + ' not a run directory (a stray file or a symlink, never followed); /api/runs lists ' + (strays === 1 ? 'it' : 'them') + '.';
+    if (doc.root_missing) noteText = 'The runs root is not there (not made yet, or removed). Runs will appear here as soon as it is.';
+    else if (doc.root_replaced_at) noteText = 'The runs root was replaced by another directory at ' + doc.root_replaced_at + '; the cards are the new directory’s runs.';
+    if (!doc.root_missing && strays > 0) noteText += (noteText ? ' ' : '') + strays + ' entr' + (strays === 1 ? 'y' : 'ies') + ' under the root ' + (strays === 1 ? 'is' : 'are') + ' not a run directory (a stray file or a symlink, never followed); /api/runs lists ' + (strays === 1 ? 'it' : 'them') + '.';
     setText(note, noteText);
     if (note.hidden !== (noteText === '')) note.hidden = noteText === '';
     var t = RW.byId('tallies');
