@@ -47,6 +47,7 @@ import { lstatSync, readdirSync, statSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { EVENTS_FILE, STATE_FILE } from '../contract/files.js';
 import { monotonicMs } from '../kernel/clock.js';
+import { native } from '../kernel/native.js';
 import { runDirPath, runFilePath } from '../kernel/dirfd.js';
 import { LiveEngine } from '../live/engine.js';
 import { RootRelistGate } from '../live/relist.js';
@@ -392,6 +393,9 @@ export class DashboardModel {
     readonly root: string,
     options: ModelOptions = {},
   ) {
+    // The addon first, as the CLI does (cli/main.ts): an install whose addon cannot load is that
+    // (AddonLoadError, ERR_RUNWARDEN_NATIVE), never a root the model then reports as unreadable.
+    native();
     this.cardStreamMax = options.cardStreamMax ?? CARD_STREAM_MAX;
     this.expensiveMs = options.expensiveMs ?? EXPENSIVE_MS;
     this.expensiveFactor = options.expensiveFactor ?? EXPENSIVE_FACTOR;
