@@ -102,6 +102,7 @@ import { openStream, readStreamBytes, shrank } from '../read/stream.js';
 import { DENSE_BYTES, TailStepper, type TailFacts } from '../read/tail.js';
 import { inspectRun } from '../status/inspect.js';
 import { buildReport } from '../status/report.js';
+import { compactReport } from '../status/compact.js';
 import { RootRelistGate } from './relist.js';
 
 /** Runs the safety re-check compares per turn of the event loop (two lstats each, one native call per slice). */
@@ -392,7 +393,6 @@ export interface LiveStats {
 interface RunState {
   id: string;
   dir: string;
-  eventsPath: string;
   fold: StreamFold;
   /**
    * Cuts the stream into lines while a read is under way or a partial last
@@ -468,10 +468,30 @@ export function takeTurns(total: number, cursor: number, budget: number): { rang
 /** The files whose identities tell that a run changed (RunState.sig). */
 const RUN_FILES: readonly string[] = [EVENTS_FILE, STATE_FILE];
 
+/**
+ * The empty lists every run holds while it has nothing to tell (frozen: a
+ * run's own list is made at its first push). At 100,000 runs two empty
+ * arrays per run were about 3 MB.
+ */
+const NO_EVENTS: { event: StreamEvent; offset: number }[] = Object.freeze([]) as unknown as { event: StreamEvent; offset: number }[];
+const NO_LINES: LiveLine[] = Object.freeze([]) as unknown as LiveLine[];
+
+function pushEvent(r: RunState, e: { event: StreamEvent; offset: number }): void {
+  if (r.newEvents === NO_EVENTS) r.newEvents = [];
+  r.newEvents.push(e);
+}
+function pushLine(r: RunState, l: LiveLine): void {
+  if (r.newLines === NO_LINES) r.newLines = [];
+  r.newLines.push(l);
+}
+
 /** The empty print every run starts with (never written to: a print is replaced, not filled). */
 const NO_BYTES = Buffer.alloc(0);
 
-// The run's snapshot and lock paths, made when needed: kept per run, they cost ~200 bytes each at 100,000 runs.
+// The run's stream, snapshot and lock paths, made when needed: kept per run, they cost ~200 bytes each at 100,000 runs.
+function eventsOf(r: RunState): string {
+  return join(r.dir, EVENTS_FILE);
+}
 function stateOf(r: RunState): string {
   return join(r.dir, STATE_FILE);
 }
@@ -636,7 +656,6 @@ export class LiveEngine {
     const r: RunState = {
       id: basename(dir),
       dir,
-      eventsPath: join(dir, EVENTS_FILE),
       fold: new StreamFold(),
       splitter: undefined,
       offset: 0,
@@ -657,8 +676,8 @@ export class LiveEngine {
       dirtySnapshot: true,
       dirtyProbe: true,
       announce: false,
-      newEvents: [],
-      newLines: [],
+      newEvents: NO_EVENTS,
+      newLines: NO_LINES,
       newer: false,
       held: false,
       behind: false,
@@ -1090,7 +1109,7 @@ export class LiveEngine {
     r.skipsSinceRestart = 0;
     r.streamError = null;
     r.newer = false;
-    r.newLines = [];
+    r.newLines = NO_LINES;
     r.splitter = undefined;
   }
 
@@ -1098,7 +1117,7 @@ export class LiveEngine {
   private splitterOf(r: RunState): LineSplitter {
     if (r.splitter !== undefined) return r.splitter;
     const fold = r.fold;
-    const folded = foldLines(fold, r.eventsPath, {
+    const folded = foldLines(fold, eventsOf(r), {
         onEvent: (event, offset) => {
           // The tail reader's restart point (read/tail.ts): the last run_started before the last run_finished.
           if (event.event === 'run_started') {
@@ -1108,13 +1127,13 @@ export class LiveEngine {
             r.restart = r.lastStart >= 0 ? r.lastStart : 0;
             if (r.lastStart >= 0) r.skipsSinceRestart = r.skipsSinceLastStart;
           }
-          if (this.emitEvents) r.newEvents.push({ event, offset });
-          if (this.emitLines && r.told === undefined) r.newLines.push({ kind: 'event', event, offset });
+          if (this.emitEvents) pushEvent(r, { event, offset });
+          if (this.emitLines && r.told === undefined) pushLine(r, { kind: 'event', event, offset });
         },
         onSkip: (offset) => {
           r.skipsSinceLastStart++;
           r.skipsSinceRestart++;
-          if (this.emitLines && r.told === undefined) r.newLines.push({ kind: 'skipped', offset });
+          if (this.emitLines && r.told === undefined) pushLine(r, { kind: 'skipped', offset });
         },
       });
     // A follower keeps going past a newer-schema line (told once); every
@@ -1128,11 +1147,11 @@ export class LiveEngine {
             // parseLine throws before anything is folded: skip the line as the follower does.
             if (!(e instanceof StreamError) || e.code !== 'ENEWERSCHEMA') throw e;
             fold.skip();
-            if (!r.newer && r.told === undefined) r.newLines.push({ kind: 'newer-schema', error: e, offset });
+            if (!r.newer && r.told === undefined) pushLine(r, { kind: 'newer-schema', error: e, offset });
             r.newer = true;
           }
         };
-    r.splitter = new LineSplitter(r.eventsPath, sink, r.offset);
+    r.splitter = new LineSplitter(eventsOf(r), sink, r.offset);
     return r.splitter;
   }
 
@@ -1142,7 +1161,7 @@ export class LiveEngine {
     // Lines read before the fault in this pass were whole and in order: tell them first.
     if (r.newLines.length > 0) {
       const lines = r.newLines;
-      r.newLines = [];
+      r.newLines = NO_LINES;
       this.emit({ type: 'lines', runId: r.id, runDir: r.dir, lines, behind: false });
     }
     r.told = error;
@@ -1162,7 +1181,7 @@ export class LiveEngine {
     }
     let file;
     try {
-      file = openStream(r.eventsPath);
+      file = openStream(eventsOf(r));
     } catch (e) {
       r.streamError = e;
       if (e instanceof StreamError) this.streamFault(r, e);
@@ -1170,7 +1189,7 @@ export class LiveEngine {
     }
     if (file === undefined) {
       if (r.ident !== undefined) {
-        this.streamFault(r, new StreamError('events.jsonl was removed while it was followed', 'EREAD', r.eventsPath));
+        this.streamFault(r, new StreamError('events.jsonl was removed while it was followed', 'EREAD', eventsOf(r)));
         r.ident = undefined;
         this.resetFold(r);
         this.stats.rereads++;
@@ -1185,12 +1204,12 @@ export class LiveEngine {
       if (reread === undefined && size < r.offset) reread = 'shrank';
       if (reread === undefined && r.print.length > 0) {
         const here = Buffer.allocUnsafe(r.print.length);
-        const n = readStreamBytes(fd, here, r.print.length, r.offset - r.print.length, r.eventsPath);
+        const n = readStreamBytes(fd, here, r.print.length, r.offset - r.print.length, eventsOf(r));
         if (n !== r.print.length || !here.equals(r.print)) reread = 'rewritten in place';
       }
       if (reread !== undefined) {
         const what = reread === 'shrank' ? 'shrank while it was followed (it should only ever grow)' : `was ${reread} while it was followed`;
-        this.streamFault(r, new StreamError(`events.jsonl ${what}`, 'EREAD', r.eventsPath));
+        this.streamFault(r, new StreamError(`events.jsonl ${what}`, 'EREAD', eventsOf(r)));
         this.resetFold(r);
         this.stats.rereads++;
       } else if (r.streamError !== null) {
@@ -1206,7 +1225,7 @@ export class LiveEngine {
       }
       if (!this.emitLines && r.offset === 0 && size > LIVE_FIRST_READ_WHOLE_MAX) {
         // A long stream's first read is the tail reader's, in steps (LIVE_FIRST_READ_WHOLE_MAX).
-        r.tail = new TailStepper(file, r.eventsPath);
+        r.tail = new TailStepper(file, eventsOf(r));
         handed = true;
         this.stats.tailReads++;
         this.firstReads.add(r);
@@ -1226,7 +1245,7 @@ export class LiveEngine {
           this.later(r);
           break;
         }
-        const n = readStreamBytes(fd, chunk, Math.min(CHUNK, size - pos), pos, r.eventsPath);
+        const n = readStreamBytes(fd, chunk, Math.min(CHUNK, size - pos), pos, eventsOf(r));
         if (n === 0) break;
         step += n;
         this.counted(n);
@@ -1296,7 +1315,7 @@ export class LiveEngine {
         // The bytes just before the offset, to recognise a stream rewritten in place (as the forward read keeps them).
         const keep = Math.min(PRINT, t.size);
         const buf = Buffer.allocUnsafe(keep);
-        if (readStreamBytes(t.fd, buf, keep, t.size - keep, r.eventsPath) !== keep) throw shrank(r.eventsPath);
+        if (readStreamBytes(t.fd, buf, keep, t.size - keep, eventsOf(r)) !== keep) throw shrank(eventsOf(r));
         step += keep;
         print = buf;
       }
@@ -1342,12 +1361,12 @@ export class LiveEngine {
     }
     if (this.emitEvents && r.newEvents.length > 0) {
       const events = r.newEvents;
-      r.newEvents = [];
+      r.newEvents = NO_EVENTS;
       this.emit({ type: 'events', runId: r.id, runDir: r.dir, events });
     }
     if (this.emitLines && r.newLines.length > 0) {
       const lines = r.newLines;
-      r.newLines = [];
+      r.newLines = NO_LINES;
       this.emit({ type: 'lines', runId: r.id, runDir: r.dir, lines, behind: r.behind });
     }
     // Never derived ahead of the lines told: it is, once the follower has read the rest.
@@ -1355,6 +1374,8 @@ export class LiveEngine {
     r.dirtyProbe = false;
     this.derive(r);
     this.firstReads.delete(r);
+    // A settled run keeps no snapshot: it is read again when one of its files changes (the only time it is derived again).
+    if (!r.fold.open && r.tail === undefined) r.snapshot = undefined;
   }
 
   private derive(r: RunState): void {
@@ -1385,8 +1406,10 @@ export class LiveEngine {
     }
     // Compared with the last one told by their JSON, made again here rather
     // than kept: at 100,000 runs the kept strings were a tenth of the heap.
+    if (report !== null) compactReport(report, r.id);
     const same = r.reported && JSON.stringify([report, error]) === JSON.stringify([r.report, r.error]);
-    r.report = report;
+    // The same report keeps its object: a subscriber (the dashboard's model) may hold it, shared rather than copied.
+    if (!same) r.report = report;
     r.error = error;
     if (r.fold.open && report?.liveness === 'held') this.watchHolder(r);
     else this.unwatchHolder(r);
