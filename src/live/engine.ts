@@ -80,7 +80,7 @@ import { EVENTS_FILE, LOCK_FILE, STATE_FILE } from '../contract/files.js';
 import { StreamFold } from '../contract/fold.js';
 import { compareNewestFirst } from '../contract/runid.js';
 import type { RunReport } from '../contract/types.js';
-import { identityBuffer, identityStride, readIdentities, takeIfChanged } from '../kernel/identity.js';
+import { identityStride, readIdentities, takeIfChanged } from '../kernel/identity.js';
 import { closeQuietly } from '../kernel/open.js';
 import { descriptorHolders, likelyHolder } from '../kernel/holders.js';
 import {
@@ -346,6 +346,29 @@ export interface LiveEngineOptions {
    * `openRecheckMs` re-probe.
    */
   holderWatches?: number;
+  /**
+   * Keep nothing of a settled run's stream: once a run whose last leg is
+   * closed is derived, its fold, offset and print are let go, and its
+   * stream is read again from the start (the tail reader for a long one)
+   * when one of its files next changes. For a follower of very many runs
+   * that are mostly settled (the dashboard): about 700 bytes less per run,
+   * for one read of the stream per change of a settled run. Ignored with
+   * `events` or `lines`, which tell each line once. Default false.
+   */
+  settledForget?: boolean;
+  /**
+   * With `settledForget`: the caller's own first reports, asked for once by
+   * `start()` after every run of the root is tracked and watched (run
+   * directory → its report, as `inspectRun` or `listRuns` made it). A
+   * settled, watched run whose report is given is taken as is instead of
+   * being read: one inspection per run at start for a caller that inspects
+   * every run anyway (the dashboard's first listing). Its file identities
+   * are taken when it is taken; a change between the caller's read and then
+   * is one the run's watch, already there, announces. Such a run is not
+   * announced (the report is the caller's own); every other run is read and
+   * announced as without a seed.
+   */
+  seed?: () => ReadonlyMap<string, RunReport> | undefined;
 }
 
 /** Counters, for tests and benchmarks. */
@@ -485,6 +508,47 @@ function pushLine(r: RunState, l: LiveLine): void {
   r.newLines.push(l);
 }
 
+/**
+ * The fold a run holds while it is let go (`settledForget`): closed, and
+ * never applied to (process() gives the run a fold of its own before any read).
+ */
+const FORGOTTEN = new StreamFold();
+
+/** Seeded runs taken per turn of the event loop in start() (each costs one native call of two lstats). */
+const ADOPT_SLICE = 1024;
+
+/** Runs whose identities one slab holds (see SigSlots). */
+const SIG_SLAB_RUNS = 4096;
+
+/**
+ * The runs' identity buffers (RunState.sig), carved from shared slabs: a
+ * Float64Array of its own per run cost an ArrayBuffer and a backing store
+ * besides the view (about 260 bytes at 100,000 runs). A dropped run's slot
+ * is zeroed and reused, so the slabs do not grow with churn.
+ */
+class SigSlots {
+  private slab: Float64Array | undefined;
+  private used = 0;
+  private readonly free: Float64Array[] = [];
+  constructor(private readonly len: number) {}
+
+  take(): Float64Array {
+    const reused = this.free.pop();
+    if (reused !== undefined) return reused;
+    if (this.slab === undefined || this.used === SIG_SLAB_RUNS) {
+      this.slab = new Float64Array(SIG_SLAB_RUNS * this.len);
+      this.used = 0;
+    }
+    const at = this.used++ * this.len;
+    return this.slab.subarray(at, at + this.len);
+  }
+
+  give(v: Float64Array): void {
+    v.fill(0); // zero never equals a real identity (identityBuffer)
+    this.free.push(v);
+  }
+}
+
 /** The empty print every run starts with (never written to: a print is replaced, not filled). */
 const NO_BYTES = Buffer.alloc(0);
 
@@ -567,6 +631,10 @@ export class LiveEngine {
    * backlog, so a death told by the kernel never waits behind a long read.
    */
   private readonly stepping = new Set<RunState>();
+  /** Where the runs' identity buffers come from. */
+  private readonly sigs = new SigSlots(RUN_FILES.length * identityStride());
+  /** `settledForget`, when it applies (neither `events` nor `lines`). */
+  private readonly forget: boolean;
 
   constructor(private readonly options: LiveEngineOptions = {}) {
     this.root = options.root === undefined ? undefined : resolve(options.root);
@@ -578,6 +646,7 @@ export class LiveEngine {
     this.emitEvents = options.events === true;
     this.emitLines = options.lines === true;
     this.borrowed = options.shared === true;
+    this.forget = options.settledForget === true && !this.emitEvents && !this.emitLines;
     this.ref = options.ref !== false;
     const budget = options.holderWatches ?? EXIT_WATCH_BUDGET;
     if (typeof budget !== 'number' || !Number.isFinite(budget) || budget < 0) throw new RangeError('holderWatches must be a finite number of at least 0');
@@ -633,12 +702,20 @@ export class LiveEngine {
     // queued when the root's listing marked them must not derive them a
     // second time meanwhile. A run marked again by an event is still flushed.
     for (const r of initial) this.dirty.delete(r);
+    // The caller's own first reports (seed), asked for now that every run is watched.
+    const seeded = this.forget ? this.options.seed?.() : undefined;
     let n = 0;
+    let adopted = 0;
     this.turnBytes = 0;
     for (const r of initial) {
       if (this.closed) return;
       if (this.runsByDir.get(r.dir) !== r) continue;
       this.dirty.delete(r); // derived here, not again by the flush
+      const report = seeded?.get(r.dir);
+      if (report !== undefined && this.adopt(r, report)) {
+        if (++adopted % ADOPT_SLICE === 0) await new Promise((res) => setImmediate(res));
+        continue;
+      }
       this.process(r);
       if (++n % 64 === 0 || this.turnBytes >= LIVE_STEP_BYTES) {
         await new Promise((res) => setImmediate(res));
@@ -671,7 +748,7 @@ export class LiveEngine {
       error: null,
       reported: false,
       watch: undefined,
-      sig: identityBuffer(RUN_FILES.length),
+      sig: this.sigs.take(),
       dirtyStream: true,
       dirtySnapshot: true,
       dirtyProbe: true,
@@ -931,6 +1008,10 @@ export class LiveEngine {
     r.watch?.close();
     r.watch = undefined;
     this.unwatchHolder(r);
+    // Its identity slot goes to the next run; a late look at this one (none should come) writes to a buffer of its own.
+    const slot = r.sig;
+    r.sig = new Float64Array(slot.length);
+    this.sigs.give(slot);
     this.stats.runs = this.runsByDir.size;
     if (announce) this.emit({ type: 'removed', runId: r.id, runDir: r.dir });
   }
@@ -1347,6 +1428,12 @@ export class LiveEngine {
   }
 
   private process(r: RunState): void {
+    if (r.fold === FORGOTTEN) {
+      // A settled run let go (settledForget): its stream is read again from the start.
+      this.resetFold(r);
+      r.ident = undefined;
+      r.dirtyStream = true;
+    }
     // Taken before reading, so what is read is at least as new as the identities kept.
     readIdentities([r.dir], RUN_FILES, r.sig);
     if (r.dirtyStream) {
@@ -1376,6 +1463,44 @@ export class LiveEngine {
     this.firstReads.delete(r);
     // A settled run keeps no snapshot: it is read again when one of its files changes (the only time it is derived again).
     if (!r.fold.open && r.tail === undefined) r.snapshot = undefined;
+    if (this.forget && !r.fold.open && r.tail === undefined && r.splitter === undefined && r.streamError === null && !r.newer) this.letGo(r);
+  }
+
+  /**
+   * A seeded report taken instead of a first read (LiveEngineOptions.seed):
+   * only for a watched run whose last leg is closed (no probe to repeat, and
+   * any change from now on is announced). False: the run is read as usual.
+   */
+  private adopt(r: RunState, report: RunReport): boolean {
+    if (r.watch === undefined || report.liveness !== null || report.run_id !== r.id) return false;
+    readIdentities([r.dir], RUN_FILES, r.sig);
+    r.report = compactReport(report, r.id);
+    r.error = null;
+    r.reported = true;
+    r.dirtyStream = r.dirtySnapshot = r.dirtyProbe = false;
+    r.snapshot = undefined;
+    this.open.delete(r);
+    this.letGo(r);
+    return true;
+  }
+
+  /**
+   * settledForget: a settled run keeps its report, its identities and its
+   * watch, and nothing of its stream (the fold, the offset, the print, the
+   * tail's facts); process() reads the stream again from the start when the
+   * run next changes, which gives the very fold the incremental read would
+   * have (a fold is a function of the stream's bytes).
+   */
+  private letGo(r: RunState): void {
+    r.fold = FORGOTTEN;
+    r.offset = 0;
+    r.ident = undefined;
+    r.print = NO_BYTES;
+    r.tailFacts = undefined;
+    r.lastStart = -1;
+    r.skipsSinceLastStart = 0;
+    r.restart = 0;
+    r.skipsSinceRestart = 0;
   }
 
   private derive(r: RunState): void {

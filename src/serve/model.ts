@@ -58,7 +58,7 @@ import type { Liveness, RunReport, RunsDocument, Status } from '../contract/type
 import type { SnapshotRead } from '../read/snapshot.js';
 import { detailOf, type DetailLeg, type RunDetail } from '../status/detail.js';
 import { inspectRun, type Inspection, type RunStatusOptions } from '../status/inspect.js';
-import { listRuns, rootEntries, runsDocument, shownName, strayEntry, type SkippedEntry } from '../status/list.js';
+import { listRuns, rootEntries, runsDocument, shownName, strayEntry, type RunList, type SkippedEntry } from '../status/list.js';
 import { compactReport } from '../status/compact.js';
 import { readSnapshot } from '../read/snapshot.js';
 import { noStreamFacts } from '../read/tail.js';
@@ -433,6 +433,8 @@ export class DashboardModel {
   private closed = false;
   /** The engine's first pass (every run under the root derived once). */
   private engineStarted: Promise<void> | undefined;
+  /** The first listing (firstListing), until the indexes are made from it: the list, or why the root could not be listed. */
+  private first: RunList | { error: unknown } | undefined;
   /** Root entries that are not run directories (stray files, sockets, symlinks): counted only. */
   private strays = 0;
   /** Runs whose card the last live document showed. */
@@ -479,7 +481,9 @@ export class DashboardModel {
     // Each probe an inspection makes, timed by the inspection itself (the kernel's own probe, through the run's descriptor).
     this.onProbe = observer === undefined ? undefined : (seconds, answer) => observer.probed(seconds, answer.liveness);
     if (options.live === true) {
-      this.engine = new LiveEngine({ root, events: true, ref: false, announceFiles: true });
+      // settledForget and seed: the engine keeps nothing of a settled run's stream, and takes the
+      // reports of this model's first listing instead of reading every run a second time.
+      this.engine = new LiveEngine({ root, ref: false, announceFiles: true, settledForget: true, seed: () => this.firstListing() });
       this.engine.subscribe((c) => {
         if (c.type === 'notice') {
           process.stderr.write(`runwarden serve: ${c.message}\n`);
@@ -491,7 +495,9 @@ export class DashboardModel {
         this.bump();
       });
       // The engine's first pass, which the first listing waits for (LiveEngine.start resolves once, for its first caller).
-      this.engineStarted = this.engine.start();
+      // Begun on the next turn, so the constructor returns before the listing it asks for.
+      const engine = this.engine;
+      this.engineStarted = new Promise<void>((r) => setImmediate(r)).then(() => (this.closed ? undefined : engine.start()));
     }
   }
 
@@ -655,54 +661,79 @@ export class DashboardModel {
   // adds a root listing and a retry of unreadable runs per LIVE_TRUST_MS.
 
   /**
-   * The first listing, made once the engine's first pass is over: each run
-   * directory's entry takes the report the engine derived for it (one
-   * inspection per run at start, shared); only a run the engine has no
-   * report for (it could not read it, or it appeared since) is inspected
-   * here. Entries that are not runs are counted, not kept. Yields to the
-   * event loop every {@link INIT_SLICE} entries; nothing reads the indexes
-   * before it ends (`ready`).
+   * The first listing, asked for by the engine (LiveEngineOptions.seed) once
+   * it watches every run: listRuns, the very listing of `runs --json` (its
+   * batched inspections), one inspection per run. The engine takes these
+   * reports for its settled runs instead of reading them; every change it
+   * announces from here on is kept, since it may be newer than this listing.
+   */
+  private firstListing(): ReadonlyMap<string, RunReport> | undefined {
+    this.listening = true;
+    let list: RunList;
+    try {
+      list = listRuns(this.absRoot);
+    } catch (e) {
+      this.first = { error: e };
+      return undefined;
+    }
+    this.first = list;
+    const byDir = new Map<string, RunReport>();
+    for (const r of list.runs) byDir.set(join(list.root, r.run_id), r);
+    return byDir;
+  }
+
+  /**
+   * The indexes, made from the first listing once the engine's first pass
+   * is over: each run's entry holds the listing's report (for a settled run
+   * the very object the engine took), runs that could not be read are
+   * `unreadable` entries, and entries that are not runs are counted, not
+   * kept. Then the changes the engine announced since the listing are
+   * applied, except those whose report the engine now holds equal to the
+   * entry's (its own first read of a run it did not take: nothing new).
+   * Yields to the event loop every {@link INIT_SLICE} runs; nothing reads the
+   * indexes before it ends (`ready`).
    */
   private async initLive(): Promise<void> {
     const engine = this.engine as LiveEngine;
     await this.engineStarted;
     if (this.closed) return;
-    // From here on, every change the engine announces is one this listing may not have seen.
-    this.listening = true;
-    this.changed.clear();
+    if (this.first === undefined) this.firstListing(); // (not asked for by the engine: a listing now)
+    const first = this.first as RunList | { error: unknown };
+    this.first = undefined;
     const entries = new Map<string, LiveEntry>();
     this.entries = entries;
-    let listed;
-    try {
-      listed = rootEntries(this.absRoot);
-    } catch (e) {
-      this.liveError = e;
+    if ('error' in first) {
+      this.liveError = first.error;
       this.startSafety();
       this.ready = true;
       return;
     }
     this.liveError = undefined;
-    this.liveMissing = listed === undefined;
-    let strays = 0;
-    if (listed !== undefined) {
-      const { names, kinds } = listed;
-      for (let i = 0; i < names.length; i++) {
-        if (kinds[i] !== 'd') {
-          strays++;
-          continue;
-        }
-        const id = shownName(names[i] as string);
-        const dir = join(this.absRoot, id);
-        const known = engine.get(dir)?.report;
-        if (known !== undefined && known !== null && known.run_id === id) this.addEntry(this.runEntry(id, compactReport(known, id), NaN));
-        else this.refresh(dir, true);
-        if (i % INIT_SLICE === INIT_SLICE - 1) {
-          await new Promise((r) => setImmediate(r));
-          if (this.closed) return;
-        }
+    this.liveMissing = first.missing;
+    let i = 0;
+    for (const report of first.runs) {
+      const id = report.run_id;
+      this.addEntry(this.runEntry(id, compactReport(report, id), NaN));
+      if (++i % INIT_SLICE === 0) {
+        await new Promise((r) => setImmediate(r));
+        if (this.closed) return;
       }
     }
+    let strays = 0;
+    for (const skip of first.skipped) {
+      if (NOT_RUNS.has(skip.kind)) strays++;
+      else this.addEntry(this.skipEntry(skip, NaN));
+    }
     this.strays = strays;
+    for (const dir of [...this.changed]) {
+      const e = entries.get(basename(dir));
+      const known = engine.get(dir)?.report;
+      if (e?.report === undefined || known == null || join(this.absRoot, e.id) !== dir) continue;
+      if (known === e.report || JSON.stringify(known) === JSON.stringify(e.report)) {
+        this.changed.delete(dir);
+        if (known.liveness === null) e.report = compactReport(known, e.id); // one object for both
+      }
+    }
     this.ready = true;
     this.startSafety();
   }
