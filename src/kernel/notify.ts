@@ -86,7 +86,54 @@ export interface DirWatcherStats {
 interface Entry {
   wd: number;
   dir: string;
-  listeners: Set<DirListener>;
+  /** Other names the same directory was watched by (the kernel gave the same descriptor), if any. */
+  aliases: string[] | undefined;
+  /**
+   * One listener is kept as itself, more as a Set: almost every directory
+   * has exactly one (a run's engine), and a Set per directory cost about
+   * 150 bytes at 100,000 runs.
+   */
+  listeners: DirListener | Set<DirListener> | undefined;
+}
+
+/** The listeners of `e`, copied (a listener may close its watch while it is told). */
+function listenersOf(e: Entry): DirListener[] {
+  const l = e.listeners;
+  return l === undefined ? [] : l instanceof Set ? [...l] : [l];
+}
+
+function addListener(e: Entry, l: DirListener): void {
+  const had = e.listeners;
+  if (had === undefined) e.listeners = l;
+  else if (had instanceof Set) had.add(l);
+  else if (had !== l) e.listeners = new Set([had, l]);
+}
+
+/** Removes `l` from `e`; answers how many listeners are left. */
+function removeListener(e: Entry, l: DirListener): number {
+  const had = e.listeners;
+  if (had === l) {
+    e.listeners = undefined;
+    return 0;
+  }
+  if (had instanceof Set) {
+    had.delete(l);
+    return had.size;
+  }
+  return had === undefined ? 0 : 1;
+}
+
+/** A watch on one directory for one listener (a class: a closure per watch cost about 100 bytes more). */
+class DirWatchOf implements DirWatch {
+  constructor(
+    private readonly owner: DirWatcher,
+    private readonly entry: Entry,
+    private readonly listener: DirListener,
+  ) {}
+
+  close(): void {
+    this.owner.release(this.entry, this.listener);
+  }
 }
 
 /** The notification backend this platform has: `inotify`, `kqueue` (untested), or `unsupported`. */
@@ -133,7 +180,7 @@ export class DirWatcher {
         // Events were lost. An owner that rescans is told; otherwise every
         // listener hears that its directory changed in some way.
         if (this.options.onOverflow !== undefined) this.options.onOverflow();
-        else for (const entry of [...this.byWd.values()]) for (const l of [...entry.listeners]) l({ kind: 'changed', name: '', isDir: false });
+        else for (const entry of [...this.byWd.values()]) for (const l of listenersOf(entry)) l({ kind: 'changed', name: '', isDir: false });
         continue;
       }
       const entry = this.byWd.get(e.wd);
@@ -150,7 +197,7 @@ export class DirWatcher {
         if ((e.mask & (bit('delete') | bit('movedFrom'))) !== 0) kinds.push('vanished');
       }
       if ((e.mask & bit('ignored')) !== 0 || kinds.includes('gone')) this.forget(entry);
-      for (const kind of kinds) for (const l of [...entry.listeners]) l({ kind, name: e.name, isDir });
+      for (const kind of kinds) for (const l of listenersOf(entry)) l({ kind, name: e.name, isDir });
     }
   }
 
@@ -167,24 +214,22 @@ export class DirWatcher {
       const wd = this.notifier.add(dir, this.dirMask);
       if (wd < 0) return { ok: false, code: errnoName(-wd) };
       // The same directory under another name gets the same descriptor.
-      entry = this.byWd.get(wd) ?? { wd, dir, listeners: new Set() };
+      const known = this.byWd.get(wd);
+      if (known !== undefined) (known.aliases ??= []).push(dir);
+      entry = known ?? { wd, dir, aliases: undefined, listeners: undefined };
       this.byWd.set(wd, entry);
       this.byDir.set(dir, entry);
       this.stats.watches = this.byWd.size;
     }
-    const e = entry;
-    e.listeners.add(listener);
-    return {
-      ok: true,
-      watch: {
-        close: () => {
-          e.listeners.delete(listener);
-          if (e.listeners.size > 0 || this.byWd.get(e.wd) !== e) return;
-          this.forget(e);
-          if (!this.closed) this.notifier.remove(e.wd);
-        },
-      },
-    };
+    addListener(entry, listener);
+    return { ok: true, watch: new DirWatchOf(this, entry, listener) };
+  }
+
+  /** A watch closed (DirWatchOf): the kernel watch goes with its last listener. */
+  release(e: Entry, listener: DirListener): void {
+    if (removeListener(e, listener) > 0 || this.byWd.get(e.wd) !== e) return;
+    this.forget(e);
+    if (!this.closed) this.notifier.remove(e.wd);
   }
 
   /** How many kernel watches are held. */
@@ -201,9 +246,10 @@ export class DirWatcher {
     this.notifier.close();
   }
 
+  /** Drops an entry from both maps: by its names, not by a walk of every directory watched (which made each removal O(runs)). */
   private forget(entry: Entry): void {
     if (this.byWd.get(entry.wd) === entry) this.byWd.delete(entry.wd);
-    for (const [dir, e] of this.byDir) if (e === entry) this.byDir.delete(dir);
+    for (const dir of [entry.dir, ...(entry.aliases ?? [])]) if (this.byDir.get(dir) === entry) this.byDir.delete(dir);
     this.stats.watches = this.byWd.size;
   }
 }

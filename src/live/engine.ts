@@ -1474,7 +1474,10 @@ export class LiveEngine {
   private adopt(r: RunState, report: RunReport): boolean {
     if (r.watch === undefined || report.liveness !== null || report.run_id !== r.id) return false;
     readIdentities([r.dir], RUN_FILES, r.sig);
-    r.report = compactReport(report, r.id);
+    // Kept as given (the dashboard gives compacted ones, status/compact.ts), shared with the caller, with
+    // the name made the engine's own string: the caller's was a slice of a path that then stays alive.
+    report.run_id = r.id;
+    r.report = report;
     r.error = null;
     r.reported = true;
     r.dirtyStream = r.dirtySnapshot = r.dirtyProbe = false;
@@ -1531,7 +1534,7 @@ export class LiveEngine {
     }
     // Compared with the last one told by their JSON, made again here rather
     // than kept: at 100,000 runs the kept strings were a tenth of the heap.
-    if (report !== null) compactReport(report, r.id);
+    if (report !== null) report = compactReport(report, r.id);
     const same = r.reported && JSON.stringify([report, error]) === JSON.stringify([r.report, r.error]);
     // The same report keeps its object: a subscriber (the dashboard's model) may hold it, shared rather than copied.
     if (!same) r.report = report;

@@ -378,10 +378,15 @@ interface LiveEntry {
  * What the live model and its engine keep per settled run, at most (heap
  * bytes, both together): the bound test/serve-memory.test.ts asserts on the
  * growth from 10,000 to 50,000 settled runs of the benchmark's shape (a
- * 3-line stream, a marked lock, no snapshot). Measured: see that test and
- * the report of issue 23.
+ * 3-line stream, a marked lock, no snapshot). Measured there (Node 20, no
+ * pointer compression): 1,131 bytes per run, against 3,800 to 4,000 before
+ * issue 23. Where they go, at 10,000 runs: the engine's RunState 304 (35
+ * fields of 8 bytes), its run directory's path ~64 and name slice 32, its
+ * identity view 96, its watch (kernel/notify.ts) ~120 and the listener
+ * closure ~120, the shared report 120, the model's LiveEntry 88, and the
+ * maps and arrays that index them (~150).
  */
-export const BYTES_PER_SETTLED_RUN = 1500;
+export const BYTES_PER_SETTLED_RUN = 1800;
 
 /** A 53-bit FNV-1a hash of a file-identity string (two 32-bit halves): equal identities, equal hashes. */
 function sigHash(s: string): number {
@@ -676,6 +681,8 @@ export class DashboardModel {
       this.first = { error: e };
       return undefined;
     }
+    // Compacted here, once: the engine takes these very objects, and so do the indexes.
+    for (let i = 0; i < list.runs.length; i++) list.runs[i] = compactReport(list.runs[i] as RunReport);
     this.first = list;
     const byDir = new Map<string, RunReport>();
     for (const r of list.runs) byDir.set(join(list.root, r.run_id), r);
@@ -713,7 +720,7 @@ export class DashboardModel {
     let i = 0;
     for (const report of first.runs) {
       const id = report.run_id;
-      this.addEntry(this.runEntry(id, compactReport(report, id), NaN));
+      this.addEntry(this.runEntry(id, report, NaN));
       if (++i % INIT_SLICE === 0) {
         await new Promise((r) => setImmediate(r));
         if (this.closed) return;
@@ -731,7 +738,7 @@ export class DashboardModel {
       if (e?.report === undefined || known == null || join(this.absRoot, e.id) !== dir) continue;
       if (known === e.report || JSON.stringify(known) === JSON.stringify(e.report)) {
         this.changed.delete(dir);
-        if (known.liveness === null) e.report = compactReport(known, e.id); // one object for both
+        if (known.liveness === null) e.report = known; // one object for both (the engine's is compacted)
       }
     }
     this.ready = true;
