@@ -676,7 +676,8 @@ export class DashboardModel {
     this.listening = true;
     let list: RunList;
     try {
-      list = listRuns(this.absRoot);
+      // Its probes are the model's (counted for /metrics through the observer).
+      list = listRuns(this.absRoot, this.onProbe === undefined ? {} : { onProbe: this.onProbe });
     } catch (e) {
       this.first = { error: e };
       return undefined;
