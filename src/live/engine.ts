@@ -23,7 +23,12 @@
  *   before the offset differ) is read again from scratch. A partial last
  *   line is held back until its newline arrives.
  * - Settled runs cost nothing: a run whose last leg is closed is not probed
- *   and not read until one of its files changes.
+ *   and not read until one of its files changes. With `settledForget` it
+ *   keeps no more than its report, identities and watch (its stream is read
+ *   again from the start when it changes), and with `seed` its first report
+ *   may be the caller's own inspection, made after its watch was set, so a
+ *   caller that lists every run anyway does not make the engine read them
+ *   all a second time.
  * - The same answers as every other surface: a report is built by the same
  *   derivation (status/report.ts buildReport) from the same last-leg facts
  *   the tail reader would find (the restart point and the skipped lines from

@@ -37,6 +37,18 @@
  *   the safety re-check re-stats instead of re-deriving ("the live model"
  *   below). Its document is the one a whole derivation gives (a test
  *   compares them after real changes).
+ * - With `live`, one inspection per run at start: the first listing is
+ *   listRuns (the batched listing of `runs --json`), made when the engine
+ *   asks for it once it watches every run, and the engine takes those
+ *   reports for its settled runs instead of reading them
+ *   (LiveEngineOptions.seed); until the indexes are made from it, the
+ *   document waits and the server answers meanwhile (the page says
+ *   "Loading…"). Per run the model then keeps a compact record (LiveEntry:
+ *   its report, shared with the engine, and a few words), never an
+ *   inspection; a card is built from it only while a document shows the
+ *   run. Entries that are not runs are counted, not kept.
+ *   {@link BYTES_PER_SETTLED_RUN} bounds what model and engine keep per
+ *   settled run (test/serve-memory.test.ts).
  * - Each derivation's list of reports is kept (`currentReports`), so that
  *   /metrics reads what the last derivation learned instead of making its
  *   own pass; an observer (`ModelOptions.observer`) is told of each probe and
