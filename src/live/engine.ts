@@ -638,6 +638,8 @@ export class LiveEngine {
    * backlog, so a death told by the kernel never waits behind a long read.
    */
   private readonly stepping = new Set<RunState>();
+  /** Every run's watch listener (the run is its context). */
+  private readonly runListener = (e: DirEvent, r: RunState): void => this.onRunEvent(r, e);
   /** Where the runs' identity buffers come from. */
   private readonly sigs = new SigSlots(RUN_FILES.length * identityStride());
   /** `settledForget`, when it applies (neither `events` nor `lines`). */
@@ -956,7 +958,8 @@ export class LiveEngine {
   private rewatch(r: RunState): void {
     if (this.watcher === undefined) return;
     this.stats.unwatched--;
-    const a = this.watcher.watch(r.dir, (e) => this.onRunEvent(r, e));
+    // One listener for every run, the run as its context (no closure per run).
+    const a = this.watcher.watch(r.dir, this.runListener, r);
     if (a.ok) {
       r.watch = a.watch;
       return;
