@@ -369,9 +369,9 @@ class NewestFirst {
  * No inspection (snapshot, tail facts) and no path are kept: a card or a
  * page reads the snapshot again when it is built (`cardInspection`), and the
  * directory is `<root>/<id>`.
- * Measured at 100,000 settled runs (test/serve-memory.test.ts): the model's
- * and engine's heap together grow by a bounded number of bytes per run (see
- * {@link BYTES_PER_SETTLED_RUN}).
+ * The model's and engine's heap together grow by a bounded number of bytes
+ * per run ({@link BYTES_PER_SETTLED_RUN}, asserted by
+ * test/serve-memory.test.ts from 10,000 to 50,000 settled runs).
  */
 interface LiveEntry {
   id: string;
@@ -391,14 +391,15 @@ interface LiveEntry {
  * bytes, both together): the bound test/serve-memory.test.ts asserts on the
  * growth from 10,000 to 50,000 settled runs of the benchmark's shape (a
  * 3-line stream, a marked lock, no snapshot). Measured there (Node 20, no
- * pointer compression): 1,131 bytes per run, against 3,800 to 4,000 before
- * issue 23. Where they go, at 10,000 runs: the engine's RunState 304 (35
+ * pointer compression): 986 bytes per run, against 3,800 to 4,000 before
+ * issue 23; the bound leaves half as much again for other Node versions
+ * and shapes. Where they go, at 10,000 runs: the engine's RunState 304 (35
  * fields of 8 bytes), its run directory's path ~64 and name slice 32, its
- * identity view 96, its watch (kernel/notify.ts) ~120 and the listener
- * closure ~120, the shared report 120, the model's LiveEntry 88, and the
- * maps and arrays that index them (~150).
+ * identity view 96, its watch (kernel/notify.ts: an entry and a watch
+ * object, no closure) ~110, the shared report 120, the model's LiveEntry
+ * 88, and the maps and arrays that index them (~150).
  */
-export const BYTES_PER_SETTLED_RUN = 1800;
+export const BYTES_PER_SETTLED_RUN = 1500;
 
 /** A 53-bit FNV-1a hash of a file-identity string (two 32-bit halves): equal identities, equal hashes. */
 function sigHash(s: string): number {
