@@ -521,7 +521,7 @@ function pushLine(r: RunState, l: LiveLine): void {
  */
 const FORGOTTEN = new StreamFold();
 
-/** Seeded runs taken per turn of the event loop in start() (each costs one native call of two lstats). */
+/** Seeded runs taken per turn of the event loop in start(), their identities read in one native call (two lstats each). */
 const ADOPT_SLICE = 1024;
 
 /** Runs whose identities one slab holds (see SigSlots). */
@@ -713,18 +713,48 @@ export class LiveEngine {
     for (const r of initial) this.dirty.delete(r);
     // The caller's own first reports (seed), asked for now that every run is watched.
     const seeded = this.forget ? this.options.seed?.() : undefined;
+    let runs = initial;
+    if (seeded !== undefined) {
+      // The seeded runs first, ADOPT_SLICE at a time: one native call takes the identities of a slice.
+      runs = [];
+      const stride = RUN_FILES.length * identityStride();
+      const scratch = new Float64Array(ADOPT_SLICE * stride);
+      const batch: RunState[] = [];
+      const dirs: string[] = [];
+      const take = (): void => {
+        readIdentities(dirs, RUN_FILES, scratch);
+        for (let k = 0; k < batch.length; k++) {
+          const r = batch[k] as RunState;
+          r.sig.set(scratch.subarray(k * stride, (k + 1) * stride));
+          this.adopt(r, seeded.get(r.dir) as RunReport);
+        }
+        batch.length = 0;
+        dirs.length = 0;
+      };
+      for (const r of initial) {
+        if (this.closed) return;
+        if (this.runsByDir.get(r.dir) !== r || r.reported) continue; // gone, or derived already (an event's flush)
+        const report = seeded.get(r.dir);
+        // A run an event marked since the listing may have changed after it: read, never taken.
+        if (report === undefined || this.dirty.has(r) || !this.adoptable(r, report)) {
+          runs.push(r);
+          continue;
+        }
+        batch.push(r);
+        dirs.push(r.dir);
+        if (batch.length === ADOPT_SLICE) {
+          take();
+          await new Promise((res) => setImmediate(res));
+        }
+      }
+      if (batch.length > 0) take();
+    }
     let n = 0;
-    let adopted = 0;
     this.turnBytes = 0;
-    for (const r of initial) {
+    for (const r of runs) {
       if (this.closed) return;
       if (this.runsByDir.get(r.dir) !== r) continue;
       this.dirty.delete(r); // derived here, not again by the flush
-      const report = seeded?.get(r.dir);
-      if (report !== undefined && this.adopt(r, report)) {
-        if (++adopted % ADOPT_SLICE === 0) await new Promise((res) => setImmediate(res));
-        continue;
-      }
       this.process(r);
       if (++n % 64 === 0 || this.turnBytes >= LIVE_STEP_BYTES) {
         await new Promise((res) => setImmediate(res));
@@ -1478,13 +1508,17 @@ export class LiveEngine {
   }
 
   /**
-   * A seeded report taken instead of a first read (LiveEngineOptions.seed):
-   * only for a watched run whose last leg is closed (no probe to repeat, and
-   * any change from now on is announced). False: the run is read as usual.
+   * Whether a seeded report may be taken instead of a first read
+   * (LiveEngineOptions.seed): only for a watched run whose last leg is
+   * closed (no probe to repeat, and any change from now on is announced).
+   * Otherwise the run is read as usual.
    */
-  private adopt(r: RunState, report: RunReport): boolean {
-    if (r.watch === undefined || report.liveness !== null || report.run_id !== r.id) return false;
-    readIdentities([r.dir], RUN_FILES, r.sig);
+  private adoptable(r: RunState, report: RunReport): boolean {
+    return r.watch !== undefined && report.liveness === null && report.run_id === r.id;
+  }
+
+  /** Takes an adoptable report (its identities are already in `r.sig`, taken after the caller's read). */
+  private adopt(r: RunState, report: RunReport): void {
     // Kept as given (the dashboard gives compacted ones, status/compact.ts), shared with the caller, with
     // the name made the engine's own string: the caller's was a slice of a path that then stays alive.
     report.run_id = r.id;
@@ -1495,7 +1529,6 @@ export class LiveEngine {
     r.snapshot = undefined;
     this.open.delete(r);
     this.letGo(r);
-    return true;
   }
 
   /**
