@@ -40,7 +40,7 @@ function seedOf(root: string, settled: string, open: string): Map<string, RunRep
   const truth = runStatus(join(root, settled));
   expect(truth.status).toBe('PASS');
   return new Map<string, RunReport>([
-    [join(root, settled), { ...truth, status: 'FAIL' }],
+    [join(root, settled), { ...truth, status: 'FAIL' } as RunReport],
     [join(root, open), runStatus(join(root, open))],
   ]);
 }
