@@ -40,8 +40,8 @@ function seedOf(root: string, settled: string, open: string): Map<string, RunRep
   const truth = runStatus(join(root, settled));
   expect(truth.status).toBe('PASS');
   return new Map<string, RunReport>([
-    [join(root, settled), { ...truth, status: 'FAIL' } as RunReport],
-    [join(root, open), runStatus(join(root, open))],
+    [settled, { ...truth, status: 'FAIL' } as RunReport],
+    [open, runStatus(join(root, open))],
   ]);
 }
 

@@ -363,9 +363,10 @@ export interface LiveEngineOptions {
   settledForget?: boolean;
   /**
    * With `settledForget`: the caller's own first reports, asked for once by
-   * `start()` after every run of the root is tracked and watched (run
-   * directory → its report, as `inspectRun` or `listRuns` made it). A
-   * settled, watched run whose report is given is taken as is instead of
+   * `start()` after every run of the root is tracked and watched (run id,
+   * the directory's name → its report, as `inspectRun` or `listRuns` made
+   * it; keyed by name, so a caller need not build a path per run). A
+   * settled, watched run of the root whose report is given is taken as is instead of
    * being read: one inspection per run at start for a caller that inspects
    * every run anyway (the dashboard's first listing). Its file identities
    * are taken when it is taken; a change between the caller's read and then
@@ -726,7 +727,7 @@ export class LiveEngine {
         for (let k = 0; k < batch.length; k++) {
           const r = batch[k] as RunState;
           r.sig.set(scratch.subarray(k * stride, (k + 1) * stride));
-          this.adopt(r, seeded.get(r.dir) as RunReport);
+          this.adopt(r, seeded.get(r.id) as RunReport);
         }
         batch.length = 0;
         dirs.length = 0;
@@ -734,7 +735,7 @@ export class LiveEngine {
       for (const r of initial) {
         if (this.closed) return;
         if (this.runsByDir.get(r.dir) !== r || r.reported) continue; // gone, or derived already (an event's flush)
-        const report = seeded.get(r.dir);
+        const report = seeded.get(r.id);
         // A run an event marked since the listing may have changed after it: read, never taken.
         if (report === undefined || this.dirty.has(r) || !this.adoptable(r, report)) {
           runs.push(r);
@@ -1514,7 +1515,8 @@ export class LiveEngine {
    * Otherwise the run is read as usual.
    */
   private adoptable(r: RunState, report: RunReport): boolean {
-    return r.watch !== undefined && report.liveness === null && report.run_id === r.id;
+    // Keyed by name: only the root's own runs (a run tracked from elsewhere may share a name).
+    return r.watch !== undefined && report.liveness === null && report.run_id === r.id && this.root !== undefined && join(this.root, r.id) === r.dir;
   }
 
   /** Takes an adoptable report (its identities are already in `r.sig`, taken after the caller's read). */

@@ -698,9 +698,9 @@ export class DashboardModel {
     // Compacted here, once: the engine takes these very objects, and so do the indexes.
     for (let i = 0; i < list.runs.length; i++) list.runs[i] = compactReport(list.runs[i] as RunReport);
     this.first = list;
-    const byDir = new Map<string, RunReport>();
-    for (const r of list.runs) byDir.set(join(list.root, r.run_id), r);
-    return byDir;
+    const byId = new Map<string, RunReport>();
+    for (const r of list.runs) byId.set(r.run_id, r);
+    return byId;
   }
 
   /**
