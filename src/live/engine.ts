@@ -713,43 +713,10 @@ export class LiveEngine {
     // second time meanwhile. A run marked again by an event is still flushed.
     for (const r of initial) this.dirty.delete(r);
     // The caller's own first reports (seed), asked for now that every run is watched.
-    const seeded = this.forget ? this.options.seed?.() : undefined;
-    let runs = initial;
-    if (seeded !== undefined) {
-      // The seeded runs first, ADOPT_SLICE at a time: one native call takes the identities of a slice.
-      runs = [];
-      const stride = RUN_FILES.length * identityStride();
-      const scratch = new Float64Array(ADOPT_SLICE * stride);
-      const batch: RunState[] = [];
-      const dirs: string[] = [];
-      const take = (): void => {
-        readIdentities(dirs, RUN_FILES, scratch);
-        for (let k = 0; k < batch.length; k++) {
-          const r = batch[k] as RunState;
-          r.sig.set(scratch.subarray(k * stride, (k + 1) * stride));
-          this.adopt(r, seeded.get(r.id) as RunReport);
-        }
-        batch.length = 0;
-        dirs.length = 0;
-      };
-      for (const r of initial) {
-        if (this.closed) return;
-        if (this.runsByDir.get(r.dir) !== r || r.reported) continue; // gone, or derived already (an event's flush)
-        const report = seeded.get(r.id);
-        // A run an event marked since the listing may have changed after it: read, never taken.
-        if (report === undefined || this.dirty.has(r) || !this.adoptable(r, report)) {
-          runs.push(r);
-          continue;
-        }
-        batch.push(r);
-        dirs.push(r.dir);
-        if (batch.length === ADOPT_SLICE) {
-          take();
-          await new Promise((res) => setImmediate(res));
-        }
-      }
-      if (batch.length > 0) take();
-    }
+    // The caller's own first reports (seed), taken in a method of its own: a closure made here (the
+    // timers above) keeps this function's scope, and the seed's map with it, for the engine's life.
+    const runs = this.forget && this.options.seed !== undefined ? await this.adoptSeeded(initial) : initial;
+    if (runs === undefined) return;
     let n = 0;
     this.turnBytes = 0;
     for (const r of runs) {
@@ -764,6 +731,49 @@ export class LiveEngine {
     }
     // Long streams are read a step per turn by the flush: wait until each has its first report.
     while (!this.closed && this.firstReads.size > 0) await new Promise((res) => setImmediate(res));
+  }
+
+  /**
+   * start()'s seeded runs (LiveEngineOptions.seed), ADOPT_SLICE at a time,
+   * one native call taking the identities of a slice. Answers the runs left
+   * to read, or undefined when the engine was closed meanwhile.
+   */
+  private async adoptSeeded(initial: RunState[]): Promise<RunState[] | undefined> {
+    const seeded = this.options.seed?.();
+    if (seeded === undefined) return initial;
+    const runs: RunState[] = [];
+    const stride = RUN_FILES.length * identityStride();
+    const scratch = new Float64Array(ADOPT_SLICE * stride);
+    const batch: RunState[] = [];
+    const dirs: string[] = [];
+    const take = (): void => {
+      readIdentities(dirs, RUN_FILES, scratch);
+      for (let k = 0; k < batch.length; k++) {
+        const r = batch[k] as RunState;
+        r.sig.set(scratch.subarray(k * stride, (k + 1) * stride));
+        this.adopt(r, seeded.get(r.id) as RunReport);
+      }
+      batch.length = 0;
+      dirs.length = 0;
+    };
+    for (const r of initial) {
+      if (this.closed) return undefined;
+      if (this.runsByDir.get(r.dir) !== r || r.reported) continue; // gone, or derived already (an event's flush)
+      const report = seeded.get(r.id);
+      // A run an event marked since the listing may have changed after it: read, never taken.
+      if (report === undefined || this.dirty.has(r) || !this.adoptable(r, report)) {
+        runs.push(r);
+        continue;
+      }
+      batch.push(r);
+      dirs.push(r.dir);
+      if (batch.length === ADOPT_SLICE) {
+        take();
+        await new Promise((res) => setImmediate(res));
+      }
+    }
+    if (batch.length > 0) take();
+    return runs;
   }
 
   /** Follows one run directory (with or without a root). Its first report comes with the next flush. */
