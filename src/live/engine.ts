@@ -23,7 +23,12 @@
  *   before the offset differ) is read again from scratch. A partial last
  *   line is held back until its newline arrives.
  * - Settled runs cost nothing: a run whose last leg is closed is not probed
- *   and not read until one of its files changes.
+ *   and not read until one of its files changes. With `settledForget` it
+ *   keeps no more than its report, identities and watch (its stream is read
+ *   again from the start when it changes), and with `seed` its first report
+ *   may be the caller's own inspection, made after its watch was set, so a
+ *   caller that lists every run anyway does not make the engine read them
+ *   all a second time.
  * - The same answers as every other surface: a report is built by the same
  *   derivation (status/report.ts buildReport) from the same last-leg facts
  *   the tail reader would find (the restart point and the skipped lines from
@@ -80,7 +85,7 @@ import { EVENTS_FILE, LOCK_FILE, STATE_FILE } from '../contract/files.js';
 import { StreamFold } from '../contract/fold.js';
 import { compareNewestFirst } from '../contract/runid.js';
 import type { RunReport } from '../contract/types.js';
-import { identityBuffer, identityStride, readIdentities, takeIfChanged } from '../kernel/identity.js';
+import { identityStride, readIdentities, takeIfChanged } from '../kernel/identity.js';
 import { closeQuietly } from '../kernel/open.js';
 import { descriptorHolders, likelyHolder } from '../kernel/holders.js';
 import {
@@ -102,6 +107,7 @@ import { openStream, readStreamBytes, shrank } from '../read/stream.js';
 import { DENSE_BYTES, TailStepper, type TailFacts } from '../read/tail.js';
 import { inspectRun } from '../status/inspect.js';
 import { buildReport } from '../status/report.js';
+import { compactReport } from '../status/compact.js';
 import { RootRelistGate } from './relist.js';
 import { RootFollower, rootIdentity } from './rootwatch.js';
 
@@ -346,6 +352,30 @@ export interface LiveEngineOptions {
    * `openRecheckMs` re-probe.
    */
   holderWatches?: number;
+  /**
+   * Keep nothing of a settled run's stream: once a run whose last leg is
+   * closed is derived, its fold, offset and print are let go, and its
+   * stream is read again from the start (the tail reader for a long one)
+   * when one of its files next changes. For a follower of very many runs
+   * that are mostly settled (the dashboard): about 700 bytes less per run,
+   * for one read of the stream per change of a settled run. Ignored with
+   * `events` or `lines`, which tell each line once. Default false.
+   */
+  settledForget?: boolean;
+  /**
+   * With `settledForget`: the caller's own first reports, asked for once by
+   * `start()` after every run of the root is tracked and watched (run id,
+   * the directory's name → its report, as `inspectRun` or `listRuns` made
+   * it; keyed by name, so a caller need not build a path per run). A
+   * settled, watched run of the root whose report is given is taken as is instead of
+   * being read: one inspection per run at start for a caller that inspects
+   * every run anyway (the dashboard's first listing). Its file identities
+   * are taken when it is taken; a change between the caller's read and then
+   * is one the run's watch, already there, announces. Such a run is not
+   * announced (the report is the caller's own); every other run is read and
+   * announced as without a seed.
+   */
+  seed?: () => ReadonlyMap<string, RunReport> | undefined;
 }
 
 /** Counters, for tests and benchmarks. */
@@ -393,7 +423,6 @@ export interface LiveStats {
 interface RunState {
   id: string;
   dir: string;
-  eventsPath: string;
   fold: StreamFold;
   /**
    * Cuts the stream into lines while a read is under way or a partial last
@@ -469,10 +498,73 @@ export function takeTurns(total: number, cursor: number, budget: number): { rang
 /** The files whose identities tell that a run changed (RunState.sig). */
 const RUN_FILES: readonly string[] = [EVENTS_FILE, STATE_FILE];
 
+/**
+ * The empty lists every run holds while it has nothing to tell (frozen: a
+ * run's own list is made at its first push). At 100,000 runs two empty
+ * arrays per run were about 3 MB.
+ */
+const NO_EVENTS: { event: StreamEvent; offset: number }[] = Object.freeze([]) as unknown as { event: StreamEvent; offset: number }[];
+const NO_LINES: LiveLine[] = Object.freeze([]) as unknown as LiveLine[];
+
+function pushEvent(r: RunState, e: { event: StreamEvent; offset: number }): void {
+  if (r.newEvents === NO_EVENTS) r.newEvents = [];
+  r.newEvents.push(e);
+}
+function pushLine(r: RunState, l: LiveLine): void {
+  if (r.newLines === NO_LINES) r.newLines = [];
+  r.newLines.push(l);
+}
+
+/**
+ * The fold a run holds before its first read and while it is let go
+ * (`settledForget`): closed, and never applied to (process() gives the run a
+ * fold of its own, and reads its stream from the start, before anything
+ * else).
+ */
+const FORGOTTEN = new StreamFold();
+
+/** Seeded runs taken per turn of the event loop in start(), their identities read in one native call (two lstats each). */
+const ADOPT_SLICE = 1024;
+
+/** Runs whose identities one slab holds (see SigSlots). */
+const SIG_SLAB_RUNS = 4096;
+
+/**
+ * The runs' identity buffers (RunState.sig), carved from shared slabs: a
+ * Float64Array of its own per run cost an ArrayBuffer and a backing store
+ * besides the view (about 260 bytes at 100,000 runs). A dropped run's slot
+ * is zeroed and reused, so the slabs do not grow with churn.
+ */
+class SigSlots {
+  private slab: Float64Array | undefined;
+  private used = 0;
+  private readonly free: Float64Array[] = [];
+  constructor(private readonly len: number) {}
+
+  take(): Float64Array {
+    const reused = this.free.pop();
+    if (reused !== undefined) return reused;
+    if (this.slab === undefined || this.used === SIG_SLAB_RUNS) {
+      this.slab = new Float64Array(SIG_SLAB_RUNS * this.len);
+      this.used = 0;
+    }
+    const at = this.used++ * this.len;
+    return this.slab.subarray(at, at + this.len);
+  }
+
+  give(v: Float64Array): void {
+    v.fill(0); // zero never equals a real identity (identityBuffer)
+    this.free.push(v);
+  }
+}
+
 /** The empty print every run starts with (never written to: a print is replaced, not filled). */
 const NO_BYTES = Buffer.alloc(0);
 
-// The run's snapshot and lock paths, made when needed: kept per run, they cost ~200 bytes each at 100,000 runs.
+// The run's stream, snapshot and lock paths, made when needed: kept per run, they cost ~200 bytes each at 100,000 runs.
+function eventsOf(r: RunState): string {
+  return join(r.dir, EVENTS_FILE);
+}
 function stateOf(r: RunState): string {
   return join(r.dir, STATE_FILE);
 }
@@ -551,6 +643,12 @@ export class LiveEngine {
    * backlog, so a death told by the kernel never waits behind a long read.
    */
   private readonly stepping = new Set<RunState>();
+  /** Every run's watch listener (the run is its context). */
+  private readonly runListener = (e: DirEvent, r: RunState): void => this.onRunEvent(r, e);
+  /** Where the runs' identity buffers come from. */
+  private readonly sigs = new SigSlots(RUN_FILES.length * identityStride());
+  /** `settledForget`, when it applies (neither `events` nor `lines`). */
+  private readonly forget: boolean;
 
   constructor(private readonly options: LiveEngineOptions = {}) {
     this.root = options.root === undefined ? undefined : resolve(options.root);
@@ -562,6 +660,7 @@ export class LiveEngine {
     this.emitEvents = options.events === true;
     this.emitLines = options.lines === true;
     this.borrowed = options.shared === true;
+    this.forget = options.settledForget === true && !this.emitEvents && !this.emitLines;
     this.ref = options.ref !== false;
     const budget = options.holderWatches ?? EXIT_WATCH_BUDGET;
     if (typeof budget !== 'number' || !Number.isFinite(budget) || budget < 0) throw new RangeError('holderWatches must be a finite number of at least 0');
@@ -621,9 +720,14 @@ export class LiveEngine {
     // queued when the root's listing marked them must not derive them a
     // second time meanwhile. A run marked again by an event is still flushed.
     for (const r of initial) this.dirty.delete(r);
+    // The caller's own first reports (seed), asked for now that every run is watched.
+    // The caller's own first reports (seed), taken in a method of its own: a closure made here (the
+    // timers above) keeps this function's scope, and the seed's map with it, for the engine's life.
+    const runs = this.forget && this.options.seed !== undefined ? await this.adoptSeeded(initial) : initial;
+    if (runs === undefined) return;
     let n = 0;
     this.turnBytes = 0;
-    for (const r of initial) {
+    for (const r of runs) {
       if (this.closed) return;
       if (this.runsByDir.get(r.dir) !== r) continue;
       this.dirty.delete(r); // derived here, not again by the flush
@@ -637,6 +741,49 @@ export class LiveEngine {
     while (!this.closed && this.firstReads.size > 0) await new Promise((res) => setImmediate(res));
   }
 
+  /**
+   * start()'s seeded runs (LiveEngineOptions.seed), ADOPT_SLICE at a time,
+   * one native call taking the identities of a slice. Answers the runs left
+   * to read, or undefined when the engine was closed meanwhile.
+   */
+  private async adoptSeeded(initial: RunState[]): Promise<RunState[] | undefined> {
+    const seeded = this.options.seed?.();
+    if (seeded === undefined) return initial;
+    const runs: RunState[] = [];
+    const stride = RUN_FILES.length * identityStride();
+    const scratch = new Float64Array(ADOPT_SLICE * stride);
+    const batch: RunState[] = [];
+    const dirs: string[] = [];
+    const take = (): void => {
+      readIdentities(dirs, RUN_FILES, scratch);
+      for (let k = 0; k < batch.length; k++) {
+        const r = batch[k] as RunState;
+        r.sig.set(scratch.subarray(k * stride, (k + 1) * stride));
+        this.adopt(r, seeded.get(r.id) as RunReport);
+      }
+      batch.length = 0;
+      dirs.length = 0;
+    };
+    for (const r of initial) {
+      if (this.closed) return undefined;
+      if (this.runsByDir.get(r.dir) !== r || r.reported) continue; // gone, or derived already (an event's flush)
+      const report = seeded.get(r.id);
+      // A run an event marked since the listing may have changed after it: read, never taken.
+      if (report === undefined || this.dirty.has(r) || !this.adoptable(r, report)) {
+        runs.push(r);
+        continue;
+      }
+      batch.push(r);
+      dirs.push(r.dir);
+      if (batch.length === ADOPT_SLICE) {
+        take();
+        await new Promise((res) => setImmediate(res));
+      }
+    }
+    if (batch.length > 0) take();
+    return runs;
+  }
+
   /** Follows one run directory (with or without a root). Its first report comes with the next flush. */
   track(runDir: string): void {
     const dir = resolve(runDir);
@@ -644,8 +791,9 @@ export class LiveEngine {
     const r: RunState = {
       id: basename(dir),
       dir,
-      eventsPath: join(dir, EVENTS_FILE),
-      fold: new StreamFold(),
+      // No fold until the run is first read (process() makes it): at 100,000 runs the folds made
+      // here, most of them let go or replaced at once, were ~45 MB of start-up garbage.
+      fold: FORGOTTEN,
       splitter: undefined,
       offset: 0,
       ident: undefined,
@@ -660,13 +808,13 @@ export class LiveEngine {
       error: null,
       reported: false,
       watch: undefined,
-      sig: identityBuffer(RUN_FILES.length),
+      sig: this.sigs.take(),
       dirtyStream: true,
       dirtySnapshot: true,
       dirtyProbe: true,
       announce: false,
-      newEvents: [],
-      newLines: [],
+      newEvents: NO_EVENTS,
+      newLines: NO_LINES,
       newer: false,
       held: false,
       behind: false,
@@ -679,7 +827,6 @@ export class LiveEngine {
       followUp: undefined,
       sought: false,
     };
-    this.resetFold(r);
     this.runsByDir.set(dir, r);
     this.stats.runs = this.runsByDir.size;
     this.watchRun(r);
@@ -884,7 +1031,8 @@ export class LiveEngine {
   private rewatch(r: RunState): void {
     if (this.watcher === undefined) return;
     this.stats.unwatched--;
-    const a = this.watcher.watch(r.dir, (e) => this.onRunEvent(r, e));
+    // One listener for every run, the run as its context (no closure per run).
+    const a = this.watcher.watch(r.dir, this.runListener, r);
     if (a.ok) {
       r.watch = a.watch;
       return;
@@ -944,6 +1092,10 @@ export class LiveEngine {
     r.watch?.close();
     r.watch = undefined;
     this.unwatchHolder(r);
+    // Its identity slot goes to the next run; a late look at this one (none should come) writes to a buffer of its own.
+    const slot = r.sig;
+    r.sig = new Float64Array(slot.length);
+    this.sigs.give(slot);
     this.stats.runs = this.runsByDir.size;
     if (announce) this.emit({ type: 'removed', runId: r.id, runDir: r.dir });
   }
@@ -1122,7 +1274,7 @@ export class LiveEngine {
     r.skipsSinceRestart = 0;
     r.streamError = null;
     r.newer = false;
-    r.newLines = [];
+    r.newLines = NO_LINES;
     r.splitter = undefined;
   }
 
@@ -1130,7 +1282,7 @@ export class LiveEngine {
   private splitterOf(r: RunState): LineSplitter {
     if (r.splitter !== undefined) return r.splitter;
     const fold = r.fold;
-    const folded = foldLines(fold, r.eventsPath, {
+    const folded = foldLines(fold, eventsOf(r), {
         onEvent: (event, offset) => {
           // The tail reader's restart point (read/tail.ts): the last run_started before the last run_finished.
           if (event.event === 'run_started') {
@@ -1140,13 +1292,13 @@ export class LiveEngine {
             r.restart = r.lastStart >= 0 ? r.lastStart : 0;
             if (r.lastStart >= 0) r.skipsSinceRestart = r.skipsSinceLastStart;
           }
-          if (this.emitEvents) r.newEvents.push({ event, offset });
-          if (this.emitLines && r.told === undefined) r.newLines.push({ kind: 'event', event, offset });
+          if (this.emitEvents) pushEvent(r, { event, offset });
+          if (this.emitLines && r.told === undefined) pushLine(r, { kind: 'event', event, offset });
         },
         onSkip: (offset) => {
           r.skipsSinceLastStart++;
           r.skipsSinceRestart++;
-          if (this.emitLines && r.told === undefined) r.newLines.push({ kind: 'skipped', offset });
+          if (this.emitLines && r.told === undefined) pushLine(r, { kind: 'skipped', offset });
         },
       });
     // A follower keeps going past a newer-schema line (told once); every
@@ -1160,11 +1312,11 @@ export class LiveEngine {
             // parseLine throws before anything is folded: skip the line as the follower does.
             if (!(e instanceof StreamError) || e.code !== 'ENEWERSCHEMA') throw e;
             fold.skip();
-            if (!r.newer && r.told === undefined) r.newLines.push({ kind: 'newer-schema', error: e, offset });
+            if (!r.newer && r.told === undefined) pushLine(r, { kind: 'newer-schema', error: e, offset });
             r.newer = true;
           }
         };
-    r.splitter = new LineSplitter(r.eventsPath, sink, r.offset);
+    r.splitter = new LineSplitter(eventsOf(r), sink, r.offset);
     return r.splitter;
   }
 
@@ -1174,7 +1326,7 @@ export class LiveEngine {
     // Lines read before the fault in this pass were whole and in order: tell them first.
     if (r.newLines.length > 0) {
       const lines = r.newLines;
-      r.newLines = [];
+      r.newLines = NO_LINES;
       this.emit({ type: 'lines', runId: r.id, runDir: r.dir, lines, behind: false });
     }
     r.told = error;
@@ -1194,7 +1346,7 @@ export class LiveEngine {
     }
     let file;
     try {
-      file = openStream(r.eventsPath);
+      file = openStream(eventsOf(r));
     } catch (e) {
       r.streamError = e;
       if (e instanceof StreamError) this.streamFault(r, e);
@@ -1202,7 +1354,7 @@ export class LiveEngine {
     }
     if (file === undefined) {
       if (r.ident !== undefined) {
-        this.streamFault(r, new StreamError('events.jsonl was removed while it was followed', 'EREAD', r.eventsPath));
+        this.streamFault(r, new StreamError('events.jsonl was removed while it was followed', 'EREAD', eventsOf(r)));
         r.ident = undefined;
         this.resetFold(r);
         this.stats.rereads++;
@@ -1217,12 +1369,12 @@ export class LiveEngine {
       if (reread === undefined && size < r.offset) reread = 'shrank';
       if (reread === undefined && r.print.length > 0) {
         const here = Buffer.allocUnsafe(r.print.length);
-        const n = readStreamBytes(fd, here, r.print.length, r.offset - r.print.length, r.eventsPath);
+        const n = readStreamBytes(fd, here, r.print.length, r.offset - r.print.length, eventsOf(r));
         if (n !== r.print.length || !here.equals(r.print)) reread = 'rewritten in place';
       }
       if (reread !== undefined) {
         const what = reread === 'shrank' ? 'shrank while it was followed (it should only ever grow)' : `was ${reread} while it was followed`;
-        this.streamFault(r, new StreamError(`events.jsonl ${what}`, 'EREAD', r.eventsPath));
+        this.streamFault(r, new StreamError(`events.jsonl ${what}`, 'EREAD', eventsOf(r)));
         this.resetFold(r);
         this.stats.rereads++;
       } else if (r.streamError !== null) {
@@ -1238,7 +1390,7 @@ export class LiveEngine {
       }
       if (!this.emitLines && r.offset === 0 && size > LIVE_FIRST_READ_WHOLE_MAX) {
         // A long stream's first read is the tail reader's, in steps (LIVE_FIRST_READ_WHOLE_MAX).
-        r.tail = new TailStepper(file, r.eventsPath);
+        r.tail = new TailStepper(file, eventsOf(r));
         handed = true;
         this.stats.tailReads++;
         this.firstReads.add(r);
@@ -1258,7 +1410,7 @@ export class LiveEngine {
           this.later(r);
           break;
         }
-        const n = readStreamBytes(fd, chunk, Math.min(CHUNK, size - pos), pos, r.eventsPath);
+        const n = readStreamBytes(fd, chunk, Math.min(CHUNK, size - pos), pos, eventsOf(r));
         if (n === 0) break;
         step += n;
         this.counted(n);
@@ -1328,7 +1480,7 @@ export class LiveEngine {
         // The bytes just before the offset, to recognise a stream rewritten in place (as the forward read keeps them).
         const keep = Math.min(PRINT, t.size);
         const buf = Buffer.allocUnsafe(keep);
-        if (readStreamBytes(t.fd, buf, keep, t.size - keep, r.eventsPath) !== keep) throw shrank(r.eventsPath);
+        if (readStreamBytes(t.fd, buf, keep, t.size - keep, eventsOf(r)) !== keep) throw shrank(eventsOf(r));
         step += keep;
         print = buf;
       }
@@ -1360,6 +1512,12 @@ export class LiveEngine {
   }
 
   private process(r: RunState): void {
+    if (r.fold === FORGOTTEN) {
+      // A settled run let go (settledForget): its stream is read again from the start.
+      this.resetFold(r);
+      r.ident = undefined;
+      r.dirtyStream = true;
+    }
     // Taken before reading, so what is read is at least as new as the identities kept.
     readIdentities([r.dir], RUN_FILES, r.sig);
     if (r.dirtyStream) {
@@ -1374,12 +1532,12 @@ export class LiveEngine {
     }
     if (this.emitEvents && r.newEvents.length > 0) {
       const events = r.newEvents;
-      r.newEvents = [];
+      r.newEvents = NO_EVENTS;
       this.emit({ type: 'events', runId: r.id, runDir: r.dir, events });
     }
     if (this.emitLines && r.newLines.length > 0) {
       const lines = r.newLines;
-      r.newLines = [];
+      r.newLines = NO_LINES;
       this.emit({ type: 'lines', runId: r.id, runDir: r.dir, lines, behind: r.behind });
     }
     // Never derived ahead of the lines told: it is, once the follower has read the rest.
@@ -1387,6 +1545,53 @@ export class LiveEngine {
     r.dirtyProbe = false;
     this.derive(r);
     this.firstReads.delete(r);
+    // A settled run keeps no snapshot: it is read again when one of its files changes (the only time it is derived again).
+    if (!r.fold.open && r.tail === undefined) r.snapshot = undefined;
+    if (this.forget && !r.fold.open && r.tail === undefined && r.splitter === undefined && r.streamError === null && !r.newer) this.letGo(r);
+  }
+
+  /**
+   * Whether a seeded report may be taken instead of a first read
+   * (LiveEngineOptions.seed): only for a watched run whose last leg is
+   * closed (no probe to repeat, and any change from now on is announced).
+   * Otherwise the run is read as usual.
+   */
+  private adoptable(r: RunState, report: RunReport): boolean {
+    // Keyed by name: only the root's own runs (a run tracked from elsewhere may share a name).
+    return r.watch !== undefined && report.liveness === null && report.run_id === r.id && this.root !== undefined && join(this.root, r.id) === r.dir;
+  }
+
+  /** Takes an adoptable report (its identities are already in `r.sig`, taken after the caller's read). */
+  private adopt(r: RunState, report: RunReport): void {
+    // Kept as given (the dashboard gives compacted ones, status/compact.ts), shared with the caller, with
+    // the name made the engine's own string: the caller's was a slice of a path that then stays alive.
+    report.run_id = r.id;
+    r.report = report;
+    r.error = null;
+    r.reported = true;
+    r.dirtyStream = r.dirtySnapshot = r.dirtyProbe = false;
+    r.snapshot = undefined;
+    this.open.delete(r);
+    this.letGo(r);
+  }
+
+  /**
+   * settledForget: a settled run keeps its report, its identities and its
+   * watch, and nothing of its stream (the fold, the offset, the print, the
+   * tail's facts); process() reads the stream again from the start when the
+   * run next changes, which gives the very fold the incremental read would
+   * have (a fold is a function of the stream's bytes).
+   */
+  private letGo(r: RunState): void {
+    r.fold = FORGOTTEN;
+    r.offset = 0;
+    r.ident = undefined;
+    r.print = NO_BYTES;
+    r.tailFacts = undefined;
+    r.lastStart = -1;
+    r.skipsSinceLastStart = 0;
+    r.restart = 0;
+    r.skipsSinceRestart = 0;
   }
 
   private derive(r: RunState): void {
@@ -1417,8 +1622,10 @@ export class LiveEngine {
     }
     // Compared with the last one told by their JSON, made again here rather
     // than kept: at 100,000 runs the kept strings were a tenth of the heap.
+    if (report !== null) report = compactReport(report, r.id);
     const same = r.reported && JSON.stringify([report, error]) === JSON.stringify([r.report, r.error]);
-    r.report = report;
+    // The same report keeps its object: a subscriber (the dashboard's model) may hold it, shared rather than copied.
+    if (!same) r.report = report;
     r.error = error;
     if (r.fold.open && report?.liveness === 'held') this.watchHolder(r);
     else this.unwatchHolder(r);

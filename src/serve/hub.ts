@@ -326,10 +326,10 @@ export class LiveHub {
       prev !== undefined &&
       (prev.root_missing !== doc.root_missing ||
         prev.root_replaced_at !== doc.root_replaced_at ||
-        prev.skipped.length !== doc.skipped.length ||
+        prev.skipped_count !== doc.skipped_count ||
         JSON.stringify([prev.tallies, prev.cost, prev.more]) !== JSON.stringify([doc.tallies, doc.cost, doc.more]));
     if (upsert.length > 0 || remove.length > 0 || orderChanged || metaChanged) {
-      patch = { root: doc.root, root_missing: doc.root_missing, skipped_count: doc.skipped.length, generated_at: doc.generated_at, tallies: doc.tallies, cost: doc.cost, more: doc.more, upsert, remove };
+      patch = { root: doc.root, root_missing: doc.root_missing, skipped_count: doc.skipped_count, generated_at: doc.generated_at, tallies: doc.tallies, cost: doc.cost, more: doc.more, upsert, remove };
       if (orderChanged) patch.order = doc.order;
       if (doc.root_replaced_at !== undefined) (patch as DashboardPatch & RootFields).root_replaced_at = doc.root_replaced_at;
     }

@@ -37,6 +37,18 @@
  *   the safety re-check re-stats instead of re-deriving ("the live model"
  *   below). Its document is the one a whole derivation gives (a test
  *   compares them after real changes).
+ * - With `live`, one inspection per run at start: the first listing is
+ *   listRuns (the batched listing of `runs --json`), made when the engine
+ *   asks for it once it watches every run, and the engine takes those
+ *   reports for its settled runs instead of reading them
+ *   (LiveEngineOptions.seed); until the indexes are made from it, the
+ *   document waits and the server answers meanwhile (the page says
+ *   "Loading…"). Per run the model then keeps a compact record (LiveEntry:
+ *   its report, shared with the engine, and a few words), never an
+ *   inspection; a card is built from it only while a document shows the
+ *   run. Entries that are not runs are counted, not kept.
+ *   {@link BYTES_PER_SETTLED_RUN} bounds what model and engine keep per
+ *   settled run (test/serve-memory.test.ts).
  * - Each derivation's list of reports is kept (`currentReports`), so that
  *   /metrics reads what the last derivation learned instead of making its
  *   own pass; an observer (`ModelOptions.observer`) is told of each probe and
@@ -44,7 +56,7 @@
  *   are all that serve/metrics.ts depends on.
  */
 import { lstatSync, readdirSync, statSync } from 'node:fs';
-import { basename, join } from 'node:path';
+import { basename, join, resolve } from 'node:path';
 import { EVENTS_FILE, STATE_FILE } from '../contract/files.js';
 import { monotonicMs } from '../kernel/clock.js';
 import { native } from '../kernel/native.js';
@@ -58,7 +70,10 @@ import type { Liveness, RunReport, RunsDocument, Status } from '../contract/type
 import type { SnapshotRead } from '../read/snapshot.js';
 import { detailOf, type DetailLeg, type RunDetail } from '../status/detail.js';
 import { inspectRun, type Inspection, type RunStatusOptions } from '../status/inspect.js';
-import { listRuns, runsDocument, strayEntry, type SkippedEntry } from '../status/list.js';
+import { forEachRun, listRuns, rootEntries, runsDocument, shownName, strayEntry, type RunList, type SkippedEntry } from '../status/list.js';
+import { compactReport } from '../status/compact.js';
+import { readSnapshot } from '../read/snapshot.js';
+import { noStreamFacts } from '../read/tail.js';
 import type { RunSelection } from '../status/select.js';
 import {
   CARD_STATES,
@@ -167,6 +182,12 @@ const NOT_RUNS: ReadonlySet<SkippedEntry['kind']> = new Set(['not-a-directory', 
 
 const EMPTY_TIMES: RunTimes = { started_at: null, ended_at: null, last_event_at: null };
 
+/** Root entries the first live listing takes per turn of the event loop. */
+const INIT_SLICE = 4096;
+
+/** The tail facts of a card's inspection (cardInspection): nothing a card or page reads, so one for all. */
+const NO_TAIL = noStreamFacts();
+
 function clip(v: unknown, depth = 0): unknown {
   if (typeof v === 'string') return v.length > FIELD_MAX ? v.slice(0, FIELD_MAX) + '…' : v;
   if (depth > 6) return null;
@@ -269,44 +290,58 @@ function recordsOf(s: SnapshotRead): Map<string, { cost_usd: number | null; cost
   return s.kind === 'ok' ? s.snapshot.records : new Map();
 }
 
+/** A string that orders as the name's bytes do: the id itself when it is plain ASCII (no copy), else its bytes as latin1. */
+function byteKey(id: string): string {
+  return /^[\x00-\x7f]*$/.test(id) ? id : nameBytes(id).toString('latin1');
+}
+
 /**
  * Run ids kept newest first (descending byte order of the names, as
  * listRuns orders them), with insertion and removal by binary search: a
- * change costs O(log n) comparisons and one array move, never a sort.
+ * change costs O(log n) comparisons and one array move, never a sort. The
+ * keys are strings whose UTF-16 order is the names' byte order
+ * ({@link byteKey}): for a plain id the id itself, so a run costs two array
+ * slots here, not a Buffer (about 100 bytes each at 100,000 runs).
  */
 class NewestFirst {
   private readonly ids: string[] = [];
-  private readonly keys: Buffer[] = [];
+  private readonly keys: string[] = [];
 
   get size(): number {
     return this.ids.length;
   }
 
   /** Where `key` is, or would go. */
-  private find(key: Buffer): number {
+  private find(key: string): number {
     let lo = 0;
     let hi = this.keys.length;
     while (lo < hi) {
       const mid = (lo + hi) >>> 1;
       // Newest first: larger names come first.
-      if (Buffer.compare(this.keys[mid] as Buffer, key) > 0) lo = mid + 1;
+      if ((this.keys[mid] as string) > key) lo = mid + 1;
       else hi = mid;
     }
     return lo;
   }
 
   add(id: string): void {
-    const key = nameBytes(id);
+    const key = byteKey(id);
     const i = this.find(key);
-    if (i < this.keys.length && (this.keys[i] as Buffer).equals(key)) return;
+    if (i < this.keys.length && this.keys[i] === key) return;
+    if (i === this.ids.length) {
+      // The first listing adds newest first: each one at the end.
+      this.ids.push(id);
+      this.keys.push(key);
+      return;
+    }
     this.ids.splice(i, 0, id);
     this.keys.splice(i, 0, key);
   }
 
   delete(id: string): void {
-    const key = nameBytes(id);
+    const key = byteKey(id);
     const i = this.find(key);
-    if (i < this.keys.length && (this.keys[i] as Buffer).equals(key)) {
+    if (i < this.keys.length && this.keys[i] === key) {
       this.ids.splice(i, 1);
       this.keys.splice(i, 1);
     }
@@ -318,23 +353,64 @@ class NewestFirst {
 }
 
 /**
- * One root entry as the live model knows it: a run and its inspection, a
- * run that could not be read (an `unknown` card), or an entry that is not a
- * run (a stray file, a symlink: counted in `skipped`, never drawn).
+ * One run directory of the root as the live model keeps it: its compact
+ * record. What it keeps, and why that is all:
+ * - `report`: the run's report, compacted (status/compact.ts: graph names
+ *   and warnings interned, no per-run empty array). After the first listing
+ *   it is the very object the live engine holds for the run, so the two
+ *   share it until the run changes.
+ * - `state`, `section`: string constants, nothing per run.
+ * - `sig`: a 53-bit hash of the run's file identities (runFilesSig) taken
+ *   before it was inspected, or NaN when unknown (runs taken from the
+ *   engine's first pass): NaN equals nothing, so such a run is inspected at
+ *   its first announced change, never skipped.
+ * - `card`: built only when a document shows the run, dropped when the run
+ *   changes or leaves the shown pages.
+ * No inspection (snapshot, tail facts) and no path are kept: a card or a
+ * page reads the snapshot again when it is built (`cardInspection`), and the
+ * directory is `<root>/<id>`.
+ * The model's and engine's heap together grow by a bounded number of bytes
+ * per run ({@link BYTES_PER_SETTLED_RUN}, asserted by
+ * test/serve-memory.test.ts from 10,000 to 50,000 settled runs).
  */
 interface LiveEntry {
   id: string;
-  dir: string;
-  kind: 'run' | 'unreadable' | 'stray';
-  inspection: Inspection | undefined;
-  /** For `unreadable` and `stray`: the skip listRuns would give. */
+  kind: 'run' | 'unreadable';
+  /** For `run`: the compacted report. */
+  report: RunReport | undefined;
+  /** For `unreadable`: the skip listRuns would give. */
   skip: SkippedEntry | undefined;
   state: CardState;
   section: Section;
-  /** The run's file identities (runFilesSig) taken just before it was inspected. */
-  sig: string;
-  /** The card, built when first shown, dropped when the run is inspected again. */
+  sig: number;
   card: RunCard | undefined;
+}
+
+/**
+ * What the live model and its engine keep per settled run, at most (heap
+ * bytes, both together): the bound test/serve-memory.test.ts asserts on the
+ * growth from 10,000 to 50,000 settled runs of the benchmark's shape (a
+ * 3-line stream, a marked lock, no snapshot). Measured there (Node 20, no
+ * pointer compression): 986 bytes per run, against 3,800 to 4,000 before
+ * issue 23; the bound leaves half as much again for other Node versions
+ * and shapes. Where they go, at 10,000 runs: the engine's RunState 304 (35
+ * fields of 8 bytes), its run directory's path ~64 and name slice 32, its
+ * identity view 96, its watch (kernel/notify.ts: an entry and a watch
+ * object, no closure) ~110, the shared report 120, the model's LiveEntry
+ * 88, and the maps and arrays that index them (~150).
+ */
+export const BYTES_PER_SETTLED_RUN = 1500;
+
+/** A 53-bit FNV-1a hash of a file-identity string (two 32-bit halves): equal identities, equal hashes. */
+function sigHash(s: string): number {
+  let a = 0x811c9dc5;
+  let b = 0x01000193 ^ s.length;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    a = Math.imul(a ^ c, 0x01000193);
+    b = Math.imul(b ^ c, 0x5bd1e995);
+  }
+  return (a >>> 0) * 0x200000 + ((b >>> 0) & 0x1fffff);
 }
 
 /** The dashboard's reading side, with the per-run bounds described above. */
@@ -364,6 +440,23 @@ export class DashboardModel {
   // --- the live model's incremental state (with `live` only; see liveDashboard) ---
   /** Every root entry by run id, once the first listing is made. */
   private entries: Map<string, LiveEntry> | undefined;
+  /** The root, absolute: run directories are `<absRoot>/<id>`, as the engine and listRuns name them. */
+  private readonly absRoot: string;
+  /** The first listing is done (the indexes may be read). */
+  private ready = false;
+  /** The first listing under way. */
+  private initing: Promise<void> | undefined;
+  /** The first listing has begun: changes the engine announces from now on are kept. */
+  private listening = false;
+  private closed = false;
+  /** The engine's first pass (every run under the root derived once). */
+  private engineStarted: Promise<void> | undefined;
+  /** The first listing (firstListing), until the indexes are made from it: the list, or why the root could not be listed. */
+  private first: RunList | { error: unknown } | undefined;
+  /** Root entries that are not run directories (stray files, sockets, symlinks): counted only. */
+  private strays = 0;
+  /** Runs whose card the last live document showed. */
+  private shown = new Set<string>();
   private liveMissing = false;
   /** Why the root could not be listed at the last look (the listing's own error), if it could not. */
   private liveError: unknown;
@@ -396,6 +489,7 @@ export class DashboardModel {
     // The addon first, as the CLI does (cli/main.ts): an install whose addon cannot load is that
     // (AddonLoadError, ERR_RUNWARDEN_NATIVE), never a root the model then reports as unreadable.
     native();
+    this.absRoot = resolve(root);
     this.cardStreamMax = options.cardStreamMax ?? CARD_STREAM_MAX;
     this.expensiveMs = options.expensiveMs ?? EXPENSIVE_MS;
     this.expensiveFactor = options.expensiveFactor ?? EXPENSIVE_FACTOR;
@@ -405,16 +499,23 @@ export class DashboardModel {
     // Each probe an inspection makes, timed by the inspection itself (the kernel's own probe, through the run's descriptor).
     this.onProbe = observer === undefined ? undefined : (seconds, answer) => observer.probed(seconds, answer.liveness);
     if (options.live === true) {
-      this.engine = new LiveEngine({ root, events: true, ref: false, announceFiles: true });
+      // settledForget and seed: the engine keeps nothing of a settled run's stream, and takes the
+      // reports of this model's first listing instead of reading every run a second time.
+      this.engine = new LiveEngine({ root, ref: false, announceFiles: true, settledForget: true, seed: () => this.firstListing() });
       this.engine.subscribe((c) => {
         if (c.type === 'notice') {
           process.stderr.write(`runwarden serve: ${c.message}\n`);
           return;
         }
+        // Before the first listing, nothing is kept: it takes each run's latest report from the engine.
+        if (!this.listening) return;
         this.changed.add(c.runDir);
         this.bump();
       });
-      void this.engine.start();
+      // The engine's first pass, which the first listing waits for (LiveEngine.start resolves once, for its first caller).
+      // Begun on the next turn, so the constructor returns before the listing it asks for.
+      const engine = this.engine;
+      this.engineStarted = new Promise<void>((r) => setImmediate(r)).then(() => (this.closed ? undefined : engine.start()));
     }
   }
 
@@ -434,6 +535,7 @@ export class DashboardModel {
 
   /** Stops the live engine, if any. */
   close(): void {
+    this.closed = true;
     this.engine?.close();
     this.listeners.clear();
     if (this.sliceTimer !== undefined) clearInterval(this.sliceTimer);
@@ -543,7 +645,9 @@ export class DashboardModel {
       const cost = t1 - t0;
       // Half the threshold to stop being expensive, so a run near it does not flap.
       const expensive = cost >= this.expensiveMs || (old?.expensive === true && cost >= this.expensiveMs / 2);
-      this.reports.set(dir, { inspection, error, startedIso, at: t1, cost, expensive });
+      // Kept for expensive runs only (the reuse above): a cheap run's answer is never reused, so it is not kept.
+      if (expensive) this.reports.set(dir, { inspection, error, startedIso, at: t1, cost, expensive });
+      else this.reports.delete(dir);
       // An expensive run always carries its "as of" time (not only when its
       // report is reused), so its card does not change every cycle.
       if (expensive) this.asOf.set(dir, startedIso);
@@ -574,51 +678,103 @@ export class DashboardModel {
   // files changed even when its report did not (announceFiles); this model
   // adds a root listing and a retry of unreadable runs per LIVE_TRUST_MS.
 
-  /** The first listing: every entry inspected once, the indexes built. */
-  private initLive(): Map<string, LiveEntry> {
+  /**
+   * The first listing, asked for by the engine (LiveEngineOptions.seed) once
+   * it watches every run: listRuns, the very listing of `runs --json` (its
+   * batched inspections), one inspection per run. The engine takes these
+   * reports for its settled runs instead of reading them; every change it
+   * announces from here on is kept, since it may be newer than this listing.
+   */
+  private firstListing(): ReadonlyMap<string, RunReport> | undefined {
+    this.listening = true;
+    let list: RunList;
+    try {
+      // Its probes are the model's (counted for /metrics through the observer). Each report is
+      // compacted as it comes (forEachRun), so the listing's own objects die young: kept to the end,
+      // then copied, they were ~30 MB of old generation at 100,000 runs, all at the peak.
+      const runs: RunReport[] = [];
+      const rest = forEachRun(this.absRoot, this.onProbe === undefined ? {} : { onProbe: this.onProbe }, (r) => runs.push(compactReport(r)));
+      list = { ...rest, runs };
+    } catch (e) {
+      this.first = { error: e };
+      return undefined;
+    }
+    // The engine takes these very objects, and so do the indexes.
+    this.first = list;
+    const byId = new Map<string, RunReport>();
+    for (const r of list.runs) byId.set(r.run_id, r);
+    return byId;
+  }
+
+  /**
+   * The indexes, made from the first listing once the engine's first pass
+   * is over: each run's entry holds the listing's report (for a settled run
+   * the very object the engine took), runs that could not be read are
+   * `unreadable` entries, and entries that are not runs are counted, not
+   * kept. Then the changes the engine announced since the listing are
+   * applied, except those whose report the engine now holds equal to the
+   * entry's (its own first read of a run it did not take: nothing new).
+   * Yields to the event loop every {@link INIT_SLICE} runs; nothing reads the
+   * indexes before it ends (`ready`).
+   */
+  private async initLive(): Promise<void> {
+    const engine = this.engine as LiveEngine;
+    await this.engineStarted;
+    if (this.closed) return;
+    if (this.first === undefined) this.firstListing(); // (not asked for by the engine: a listing now)
+    const first = this.first as RunList | { error: unknown };
+    this.first = undefined;
     const entries = new Map<string, LiveEntry>();
     this.entries = entries;
-    // Everything seen changing so far is older than this listing.
-    this.changed.clear();
-    const sigs = new Map<string, string>();
-    let list;
-    try {
-      list = listRuns(this.root, {
-        report: (dir) => {
-          const sig = runFilesSig(dir);
-          sigs.set(dir, sig);
-          return this.derive(dir, monotonicMs()).report;
-        },
-      });
-    } catch (e) {
-      this.liveError = e;
+    if ('error' in first) {
+      this.liveError = first.error;
       this.startSafety();
-      return entries;
+      this.ready = true;
+      return;
     }
     this.liveError = undefined;
-    this.liveMissing = list.missing;
-    for (const report of list.runs) {
-      const dir = join(list.root, report.run_id);
-      const inspection = this.reports.get(dir)?.inspection;
-      if (inspection === undefined) continue; // cannot happen: derive() recorded it
-      this.addEntry(this.runEntry(report.run_id, dir, inspection, sigs.get(dir) ?? ''));
+    this.liveMissing = first.missing;
+    let i = 0;
+    for (const report of first.runs) {
+      const id = report.run_id;
+      this.addEntry(this.runEntry(id, report, NaN));
+      if (++i % INIT_SLICE === 0) {
+        await new Promise((r) => setImmediate(r));
+        if (this.closed) return;
+      }
     }
-    for (const skip of list.skipped) {
-      const dir = join(list.root, skip.run_id);
-      this.addEntry(this.skipEntry(skip, dir, sigs.get(dir) ?? ''));
+    let strays = 0;
+    for (const skip of first.skipped) {
+      if (NOT_RUNS.has(skip.kind)) strays++;
+      else this.addEntry(this.skipEntry(skip, NaN));
     }
+    this.strays = strays;
+    for (const dir of [...this.changed]) {
+      const e = entries.get(basename(dir));
+      const known = engine.get(dir)?.report;
+      if (e?.report === undefined || known == null || join(this.absRoot, e.id) !== dir) continue;
+      if (known === e.report || JSON.stringify(known) === JSON.stringify(e.report)) {
+        this.changed.delete(dir);
+        if (known.liveness === null) e.report = known; // one object for both (the engine's is compacted)
+      }
+    }
+    this.ready = true;
     this.startSafety();
-    return entries;
   }
 
-  private runEntry(id: string, dir: string, inspection: Inspection, sig: string): LiveEntry {
-    const state = cardState(inspection.report);
-    return { id, dir, kind: 'run', inspection, skip: undefined, state, section: sectionOf(state), sig, card: undefined };
+  /** The live indexes, the first listing made if it was not (awaited), and every change seen since applied. */
+  private async live(): Promise<Map<string, LiveEntry>> {
+    if (!this.ready) await (this.initing ??= this.initLive());
+    return this.applyChanges();
   }
 
-  private skipEntry(skip: SkippedEntry, dir: string, sig: string): LiveEntry {
-    const stray = NOT_RUNS.has(skip.kind);
-    return { id: skip.run_id, dir, kind: stray ? 'stray' : 'unreadable', inspection: undefined, skip, state: 'unknown', section: 'other', sig, card: undefined };
+  private runEntry(id: string, report: RunReport, sig: number): LiveEntry {
+    const state = cardState(report);
+    return { id, kind: 'run', report, skip: undefined, state, section: sectionOf(state), sig, card: undefined };
+  }
+
+  private skipEntry(skip: SkippedEntry, sig: number): LiveEntry {
+    return { id: skip.run_id, kind: 'unreadable', report: undefined, skip, state: 'unknown', section: 'other', sig, card: undefined };
   }
 
   private addEntry(e: LiveEntry): void {
@@ -628,9 +784,8 @@ export class DashboardModel {
       this.skips.set(e.id, e.skip);
       this.skipsSorted = undefined;
     }
-    if (e.kind === 'stray') return;
     this.liveTallies[e.state]++;
-    const report = e.inspection?.report;
+    const report = e.report;
     if (report === undefined || report.cost_unknown) this.costUnknown++;
     if (report !== undefined && typeof report.cost_usd === 'number') this.costKnown += report.cost_usd;
     if (e.section === 'in-flight') this.inFlight.add(e.id);
@@ -641,14 +796,14 @@ export class DashboardModel {
 
   private removeEntry(e: LiveEntry): void {
     (this.entries as Map<string, LiveEntry>).delete(e.id);
+    this.shown.delete(e.id);
     this.reportsCache = undefined;
     if (e.skip !== undefined) {
       this.skips.delete(e.id);
       this.skipsSorted = undefined;
     }
-    if (e.kind === 'stray') return;
     this.liveTallies[e.state]--;
-    const report = e.inspection?.report;
+    const report = e.report;
     if (report === undefined || report.cost_unknown) this.costUnknown--;
     if (report !== undefined && typeof report.cost_usd === 'number') this.costKnown -= report.cost_usd;
     if (e.section === 'in-flight') this.inFlight.delete(e.id);
@@ -667,12 +822,13 @@ export class DashboardModel {
   /**
    * Brings one root entry up to date; true when what the page shows of it
    * may have changed. `force` inspects a run even when its files kept their
-   * identity (an open leg, whose liveness no file shows; a retry).
+   * identity (an open leg, whose liveness no file shows; a retry). An entry
+   * that is no longer a directory is forgotten and counted as not a run.
    */
   private refresh(dir: string, force: boolean): boolean {
     const entries = this.entries as Map<string, LiveEntry>;
     const id = basename(dir);
-    if (join(this.root, id) !== dir) return false; // not an entry of the root (the engine follows only the root's)
+    if (join(this.absRoot, id) !== dir) return false; // not an entry of the root (the engine follows only the root's)
     const old = entries.get(id);
     let st;
     try {
@@ -687,35 +843,38 @@ export class DashboardModel {
       }
       st = undefined; // let the inspection say why it cannot be read
     }
-    const stray = st === undefined ? undefined : strayEntry(st, id);
-    if (stray !== undefined) {
-      if (old?.kind === 'stray' && old.skip?.error === stray.error) return false;
-      if (old !== undefined) this.removeEntry(old);
+    if (st !== undefined && strayEntry(st, id) !== undefined) {
+      // Not a run (any more): only counted. One that was not an entry is counted by the next listing.
+      if (old === undefined) return false;
+      this.removeEntry(old);
       this.forget(dir);
-      this.addEntry(this.skipEntry(stray, dir, ''));
+      this.strays++;
       return true;
     }
-    const sig = runFilesSig(dir);
+    const sig = sigHash(runFilesSig(dir));
     // A closed last leg whose files kept their identity: its report cannot have changed.
-    if (!force && old?.kind === 'run' && old.sig === sig && old.inspection?.report.liveness === null) return false;
+    if (!force && old?.kind === 'run' && old.sig === sig && old.report?.liveness === null) return false;
     const asOfBefore = this.asOf.get(dir);
     let next: LiveEntry;
     try {
-      next = this.runEntry(id, dir, this.derive(dir, monotonicMs()), sig);
+      next = this.runEntry(id, compactReport(this.derive(dir, monotonicMs()).report, id), sig);
     } catch (e) {
       const skip: SkippedEntry =
         e instanceof RunUnreadableError ? { run_id: id, error: e.message, kind: e.kind } : { run_id: id, error: e instanceof Error ? e.message : String(e), kind: 'error' };
-      next = this.skipEntry(skip, dir, sig);
+      next = this.skipEntry(skip, sig);
     }
     if (this.reused) this.retryAt(dir);
-    // Same kind, same files, same report (or reason), same "as of": the card stays, and nothing a page shows changed.
-    const same =
+    // Same kind, same report (or reason), same "as of": the card stays, and nothing a page shows changed.
+    // (A change of files alone still drops the card: its strip and times come from the stream.)
+    const sameReport =
       old !== undefined &&
       old.kind === next.kind &&
-      old.sig === next.sig &&
       asOfBefore === this.asOf.get(dir) &&
-      JSON.stringify(old.inspection?.report ?? old.skip) === JSON.stringify(next.inspection?.report ?? next.skip);
+      JSON.stringify(old.report ?? old.skip) === JSON.stringify(next.report ?? next.skip);
+    const same = sameReport && (old as LiveEntry).sig === next.sig;
     if (old !== undefined) this.removeEntry(old);
+    // The same report keeps the old object (it may be the one the engine holds: shared, not copied).
+    if (sameReport && old?.report !== undefined) next.report = old.report;
     if (same) next.card = (old as LiveEntry).card;
     this.addEntry(next);
     return !same;
@@ -753,9 +912,9 @@ export class DashboardModel {
     this.retryTimer.unref();
   }
 
-  /** Applies every change seen since the last call (the first call lists the root). */
+  /** Applies every change seen since the last call (after the first listing). */
   private applyChanges(): Map<string, LiveEntry> {
-    if (this.entries === undefined) return this.initLive();
+    const entries = this.entries as Map<string, LiveEntry>;
     if (this.changed.size > 0) {
       const dirs = [...this.changed];
       this.changed.clear();
@@ -764,7 +923,7 @@ export class DashboardModel {
       // One stat of the root per batch: a root that went away or stopped being a directory is listed again now, not at the next cycle.
       if (this.rootState() !== (this.liveError !== undefined ? 'error' : this.liveMissing ? 'missing' : 'ok')) this.relist();
     }
-    return this.entries;
+    return entries;
   }
 
   /** What one stat says of the root, in the terms of the listing's outcome. */
@@ -778,11 +937,11 @@ export class DashboardModel {
 
   private isOpen(dir: string): boolean {
     const e = this.entries?.get(basename(dir));
-    return e === undefined || e.kind !== 'run' || e.inspection?.report.liveness !== null;
+    return e === undefined || e.kind !== 'run' || e.report?.liveness !== null;
   }
 
   private startSafety(): void {
-    if (this.sliceTimer !== undefined) return;
+    if (this.sliceTimer !== undefined || this.closed) return;
     this.sliceTimer = setInterval(() => this.safety(), LIVE_TRUST_MS);
     this.sliceTimer.unref();
   }
@@ -792,80 +951,91 @@ export class DashboardModel {
    * engine's own re-check re-stats every run and re-probes open legs, and
    * (announceFiles) announces any run whose files changed behind its back,
    * so what is left here is what the engine does not follow: the root is
-   * listed again (stray entries, entries that changed type, the root
-   * itself), and runs that could not be read are tried again (a permission
-   * fixed changes no file identity the engine compares). Subscribers are
-   * told only when something a page shows changed.
+   * listed again (entries that are not runs, entries that changed type, the
+   * root itself), and runs that could not be read are tried again (a
+   * permission fixed changes no file identity the engine compares).
+   * Subscribers are told only when something a page shows changed.
    */
   private safety(): void {
-    if (this.entries === undefined) return;
+    if (!this.ready) return;
     let any = false;
     // Listed again when the root changed, and once an hour anyway.
     const listing = this.rootGate.due(this.root);
     if (listing) any = this.relist();
     // Unreadable runs are among the skipped entries (a handful), not walked out of every run.
     for (const id of [...this.skips.keys()]) {
-      const e = this.entries.get(id);
-      if (e?.kind === 'unreadable' && this.refresh(e.dir, true)) any = true;
+      const e = this.entries?.get(id);
+      if (e?.kind === 'unreadable' && this.refresh(join(this.absRoot, id), true)) any = true;
     }
     // Sums kept by additions and subtractions drift; start again from an exact
     // one whenever the root is listed (a walk of every run, like the listing).
     if (listing) {
       this.costKnown = 0;
-      for (const e of this.entries.values()) if (typeof e.inspection?.report.cost_usd === 'number') this.costKnown += e.inspection.report.cost_usd;
+      for (const e of (this.entries as Map<string, LiveEntry>).values()) if (typeof e.report?.cost_usd === 'number') this.costKnown += e.report.cost_usd;
     }
     if (any) this.bump();
   }
 
-  /** Lists the root again: entries that appeared, vanished or changed type are brought up to date. */
+  /** Lists the root again: entries that appeared, vanished or changed type are brought up to date, and those that are not runs counted again. */
   private relist(): boolean {
     const entries = this.entries as Map<string, LiveEntry>;
-    let names;
+    let listed;
     try {
-      names = readdirSync(this.root, { withFileTypes: true, encoding: 'buffer' });
+      listed = rootEntries(this.absRoot);
     } catch (e) {
-      const missing = (e as NodeJS.ErrnoException).code === 'ENOENT';
-      const changed = missing !== this.liveMissing || entries.size > 0 || (!missing && this.liveError === undefined);
+      const changed = this.liveMissing || entries.size > 0 || this.strays > 0 || this.liveError === undefined;
       for (const x of [...entries.values()]) {
         this.removeEntry(x);
-        this.forget(x.dir);
+        this.forget(join(this.absRoot, x.id));
       }
-      this.liveMissing = missing;
-      this.liveError = missing ? undefined : e;
+      this.strays = 0;
+      this.liveMissing = false;
+      this.liveError = e;
       return changed;
     }
-    let any = this.liveMissing || this.liveError !== undefined;
-    this.liveMissing = false;
+    const missing = listed === undefined;
+    let any = missing !== this.liveMissing || this.liveError !== undefined;
+    this.liveMissing = missing;
     this.liveError = undefined;
     const seen = new Set<string>();
-    for (const d of names) {
-      const id = showName(d.name);
-      seen.add(id);
-      const old = entries.get(id);
-      const isStray = strayEntry(d, id) !== undefined;
-      if (old !== undefined && (old.kind === 'stray') === isStray) continue;
-      if (this.refresh(join(this.root, id), true)) any = true;
+    let strays = 0;
+    if (listed !== undefined) {
+      const { names, kinds } = listed;
+      for (let i = 0; i < names.length; i++) {
+        const id = shownName(names[i] as string);
+        if (kinds[i] !== 'd') {
+          // A run that became something else is forgotten below, with the vanished ones.
+          strays++;
+          continue;
+        }
+        seen.add(id);
+        if (entries.has(id)) continue;
+        if (this.refresh(join(this.absRoot, id), true)) any = true;
+      }
     }
     for (const x of [...entries.values()]) {
       if (seen.has(x.id)) continue;
       this.removeEntry(x);
-      this.forget(x.dir);
+      this.forget(join(this.absRoot, x.id));
       any = true;
     }
+    if (strays !== this.strays) any = true;
+    this.strays = strays;
     return any;
   }
 
   /** The live model's reports list (for /metrics): every run, newest first, kept until something changes. */
-  private liveReports(): ReportsList {
-    const entries = this.applyChanges();
+  private async liveReports(): Promise<ReportsList> {
+    const entries = await this.live();
     if (this.liveError !== undefined) {
       const list: ReportsList = { root: this.root, missing: false, runs: [], skipped: [], error: this.liveError instanceof Error ? this.liveError.message : String(this.liveError) };
       this.remember(list);
       return list;
     }
     if (this.reportsCache === undefined) {
-      const ids = [...entries.values()].filter((e) => e.kind === 'run').map((e) => ({ key: nameBytes(e.id), report: (e.inspection as Inspection).report }));
-      ids.sort((a, b) => Buffer.compare(b.key, a.key));
+      const ids: { key: string; report: RunReport }[] = [];
+      for (const e of entries.values()) if (e.report !== undefined) ids.push({ key: byteKey(e.id), report: e.report });
+      ids.sort((a, b) => (a.key < b.key ? 1 : a.key > b.key ? -1 : 0));
       this.reportsCache = { root: this.root, missing: this.liveMissing, runs: ids.map((x) => x.report), skipped: this.sortedSkips() };
     }
     this.remember(this.reportsCache);
@@ -874,44 +1044,64 @@ export class DashboardModel {
 
   private sortedSkips(): SkippedEntry[] {
     if (this.skipsSorted === undefined) {
-      this.skipsSorted = [...this.skips.values()].map((s) => ({ s, key: nameBytes(s.run_id) })).sort((a, b) => Buffer.compare(b.key, a.key)).map((x) => x.s);
+      this.skipsSorted = [...this.skips.values()].map((s) => ({ s, key: byteKey(s.run_id) })).sort((a, b) => (a.key < b.key ? 1 : a.key > b.key ? -1 : 0)).map((x) => x.s);
     }
     return this.skipsSorted;
   }
 
   /** The dashboard from the live indexes: the cost of the cards it shows, not of the root. */
-  private liveDashboard(): DashboardDoc {
-    const entries = this.applyChanges();
+  private async liveDashboard(): Promise<DashboardDoc> {
+    const entries = await this.live();
     if (this.liveError !== undefined) {
       this.observer?.scanned(1);
       throw this.liveError;
     }
     const skipped = this.sortedSkips();
-    this.observer?.scanned(skipped.filter((s) => !NOT_RUNS.has(s.kind)).length);
+    this.observer?.scanned(skipped.length);
     const ids = [...this.inFlight, ...this.abandoned, ...this.pagedSettled.head(this.sectionPage), ...this.pagedOther.head(this.sectionPage)];
-    const keyed = ids.map((id) => ({ id, key: nameBytes(id) })).sort((a, b) => Buffer.compare(b.key, a.key));
+    const keyed = ids.map((id) => ({ id, key: byteKey(id) })).sort((a, b) => (a.key < b.key ? 1 : a.key > b.key ? -1 : 0));
     const cards: RunCard[] = [];
+    const shown = new Set<string>();
     for (const { id } of keyed) {
       const e = entries.get(id) as LiveEntry;
       if (e.card === undefined) e.card = this.liveCard(e);
       cards.push(e.card);
+      shown.add(id);
     }
+    // A run no document shows any more keeps no card: it is built again if it comes back.
+    for (const id of this.shown) {
+      if (shown.has(id)) continue;
+      const e = entries.get(id);
+      if (e !== undefined) e.card = undefined;
+    }
+    this.shown = shown;
     const more = { settled: Math.max(0, this.pagedSettled.size - this.sectionPage), other: Math.max(0, this.pagedOther.size - this.sectionPage) };
-    return dashboardDoc(this.root, this.liveMissing, cards, more, skipped, {
+    return dashboardDoc(this.root, this.liveMissing, cards, more, skipped, this.strays, {
       tallies: { ...this.liveTallies },
       cost: { known_usd: Math.round(this.costKnown * 1e6) / 1e6, unknown: this.costUnknown > 0 },
     });
   }
 
+  /**
+   * What a card or a page of a live entry is built from: the entry's report
+   * and the snapshot read now (nothing more is kept per run; see LiveEntry).
+   * A snapshot changed since the report was made is one the engine
+   * announces, and the entry is then refreshed and its card dropped.
+   */
+  private cardInspection(dir: string, report: RunReport): Inspection {
+    return { runDir: dir, report, tail: NO_TAIL, snapshot: readSnapshot(join(dir, STATE_FILE)) };
+  }
+
   private liveCard(e: LiveEntry): RunCard {
-    if (e.inspection === undefined) {
-      return { run_id: e.id, state: 'unknown', section: 'other', report: null, error: e.skip?.error ?? null, checked_at: this.asOf.get(e.dir) ?? null, nodes: [], nodes_more: 0, ...EMPTY_TIMES };
+    const dir = join(this.absRoot, e.id);
+    if (e.report === undefined) {
+      return { run_id: e.id, state: 'unknown', section: 'other', report: null, error: e.skip?.error ?? null, checked_at: this.asOf.get(dir) ?? null, nodes: [], nodes_more: 0, ...EMPTY_TIMES };
     }
-    const card = this.card(e.inspection);
+    const card = this.card(this.cardInspection(dir, e.report));
     // A card from a fold that was backed off (its stream changed since; the older fold is shown): look again when the back-off ends.
-    const fold = this.cardFolds.get(e.dir);
-    if (fold !== undefined && fold.sig !== fileSig(e.dir, EVENTS_FILE) + '|' + fileSig(e.dir, STATE_FILE)) {
-      this.retry.set(e.dir, fold.at + BACKOFF * fold.cost + 1);
+    const fold = this.cardFolds.get(dir);
+    if (fold !== undefined && fold.sig !== fileSig(dir, EVENTS_FILE) + '|' + fileSig(dir, STATE_FILE)) {
+      this.retry.set(dir, fold.at + BACKOFF * fold.cost + 1);
       this.armRetry();
     }
     return card;
@@ -963,6 +1153,7 @@ export class DashboardModel {
       await new Promise((r) => setImmediate(r));
     }
     const unreadable = list.skipped.filter((s) => !NOT_RUNS.has(s.kind)).sort((a, b) => compareNewestFirst(a.run_id, b.run_id));
+    const strays = list.skipped.length - unreadable.length;
     for (const s of unreadable) {
       const dir = join(list.root, s.run_id);
       seen.add(dir);
@@ -973,7 +1164,7 @@ export class DashboardModel {
     }
     for (const m of [this.cardFolds, this.reports, this.settled]) for (const k of m.keys()) if (!seen.has(k)) m.delete(k);
     cards.sort((a, b) => compareNewestFirst(a.run_id, b.run_id));
-    return dashboardDoc(list.root, list.missing, cards, more, list.skipped, totals(everyRun));
+    return dashboardDoc(list.root, list.missing, cards, more, unreadable, strays, totals(everyRun));
   }
 
   /** One run's page document; `dir` is `<root>/<id>`, already validated. */
@@ -1043,11 +1234,11 @@ export class DashboardModel {
    * or without `live`, inspectionOf.
    */
   private pageInspection(id: string, dir: string): Inspection {
-    if (this.engine === undefined || this.entries === undefined) return this.inspectionOf(dir);
+    if (this.engine === undefined || !this.ready) return this.inspectionOf(dir);
     const e = this.applyChanges().get(id);
-    if (e === undefined || e.dir !== dir || e.kind === 'stray') return this.inspectionOf(dir);
-    if (e.inspection === undefined) throw new Error(e.skip?.error ?? 'this run cannot be read');
-    return e.inspection;
+    if (e === undefined || join(this.absRoot, id) !== dir) return this.inspectionOf(dir);
+    if (e.report === undefined) throw new Error(e.skip?.error ?? 'this run cannot be read');
+    return this.cardInspection(dir, e.report);
   }
 
   private basePage(id: string, report: RunReport | null, error: string | null = null): RunPage {

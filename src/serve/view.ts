@@ -119,8 +119,16 @@ export interface DashboardDoc extends Totals {
   runs: RunCard[];
   /** The runs each paged section leaves out. */
   more: SectionMore;
-  /** Entries listRuns could not report (each also appears as an `unknown` card). */
+  /** Run directories that could not be read (each also appears as an `unknown` card). */
   skipped: SkippedRun[];
+  /**
+   * How many root entries are not reported: those in `skipped`, and the
+   * entries that are not run directories at all (stray files, sockets,
+   * symlinks), which are counted only, never listed here: a root holding
+   * millions of them costs the document (and the live model) one number.
+   * `GET /api/runs` (`runs --json`) lists them by name.
+   */
+  skipped_count: number;
 }
 
 /**
@@ -128,7 +136,7 @@ export interface DashboardDoc extends Totals {
  * assembled, for the live model and the whole derivation alike.
  * `generated_at` is wall-clock time on purpose: a timestamp for people.
  */
-export function dashboardDoc(root: string, rootMissing: boolean, cards: RunCard[], more: SectionMore, skipped: readonly { run_id: string; error: string }[], sums: Totals): DashboardDoc {
+export function dashboardDoc(root: string, rootMissing: boolean, cards: RunCard[], more: SectionMore, skipped: readonly { run_id: string; error: string }[], strays: number, sums: Totals): DashboardDoc {
   return {
     root,
     root_missing: rootMissing,
@@ -137,6 +145,7 @@ export function dashboardDoc(root: string, rootMissing: boolean, cards: RunCard[
     runs: cards,
     more,
     skipped: skipped.map((s) => ({ run_id: s.run_id, error: s.error })),
+    skipped_count: skipped.length + strays,
     ...sums,
   };
 }
