@@ -2,6 +2,7 @@
  * The dashboard's reading side (src/serve/model.ts) without HTTP: the bound
  * on expensive runs, and how legs are numbered for the run page.
  */
+import { renameSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { DashboardModel, numberLegs } from '../dist/serve/model.js';
@@ -36,6 +37,28 @@ describe('expensive runs', () => {
     const fresh = (await new DashboardModel(root, { expensiveMs: Infinity }).dashboard()).runs.find((c) => c.run_id === id);
     expect(fresh).toMatchObject({ state: 'abandoned', checked_at: null });
     expect(fresh?.report).toEqual(runStatus(join(root, id)));
+  });
+
+  it('never reuses an expensive run’s answer for another stream: a root replaced by one with a run of the same name', async () => {
+    const base = tempDir('rw-model-');
+    const root = join(base, 'runs');
+    const id = '20261130-120000.000000001-3';
+    await killedHolder(openRun(root, id, 'long-leg', DIAMOND, 1));
+    // Every run counts as expensive, and its window never ends.
+    const lazy = new DashboardModel(root, { expensiveMs: 0, expensiveFactor: 1e9 });
+    expect((await lazy.dashboard()).runs.find((c) => c.run_id === id)?.state).toBe('abandoned');
+    // Control: the same stream, still within the window, is the kept answer (checked_at set).
+    const kept = (await lazy.dashboard()).runs.find((c) => c.run_id === id);
+    expect(kept).toMatchObject({ state: 'abandoned' });
+    expect(typeof kept?.checked_at).toBe('string');
+    // Another directory, holding a settled run of that name, is renamed into the root's place.
+    const next = join(base, 'next');
+    passedRun(next, id, 'short', DIAMOND);
+    renameSync(root, join(base, 'old'));
+    renameSync(next, root);
+    const card = (await lazy.dashboard()).runs.find((c) => c.run_id === id);
+    expect(card?.state).toBe('passed');
+    expect(card?.report).toEqual(runStatus(join(root, id)));
   });
 
   it('re-derives an expensive run once its window has passed', async () => {

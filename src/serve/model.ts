@@ -266,6 +266,22 @@ interface ReportEntry {
   cost: number;
   /** Re-derived less often (see {@link EXPENSIVE_MS}). */
   expensive: boolean;
+  /**
+   * The stream's device and inode when it was derived ({@link streamIdentity}): the answer is reused only
+   * for that same file, so a root replaced by another directory holding a run of the same name (or a
+   * stream replaced under it) never shows the old file's answer, a false ABANDONED among them.
+   */
+  stream: string;
+}
+
+/** A run's stream as a file (device and inode; lstat, never followed), or why there is none. */
+function streamIdentity(dir: string): string {
+  try {
+    const st = lstatSync(runFilePath(dir, EVENTS_FILE), { bigint: true, throwIfNoEntry: false });
+    return st === undefined ? 'ENOENT' : `${st.dev}:${st.ino}`;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code ?? 'error';
+  }
 }
 
 /** A report that depends on the run's files only, and the identity of those files when it was derived. */
@@ -631,7 +647,7 @@ export class DashboardModel {
   private derive(dir: string, now: number): Inspection {
     const old = this.reports.get(dir);
     this.reused = false;
-    if (old !== undefined && old.expensive && now - old.at < this.expensiveFactor * Math.max(old.cost, 1)) {
+    if (old !== undefined && old.expensive && now - old.at < this.expensiveFactor * Math.max(old.cost, 1) && streamIdentity(dir) === old.stream) {
       this.reused = true;
       this.asOf.set(dir, old.startedIso);
       if (old.inspection === undefined) throw old.error;
@@ -639,6 +655,8 @@ export class DashboardModel {
     }
     // Wall clock on purpose: "as of" is shown to people. Costs and ages below are monotonic.
     const startedIso = new Date().toISOString();
+    // Taken before the read, as every identity here: a stream replaced during it is not the one kept.
+    const stream = streamIdentity(dir);
     const t0 = monotonicMs();
     const done = (inspection: Inspection | undefined, error: unknown): void => {
       const t1 = monotonicMs();
@@ -646,7 +664,7 @@ export class DashboardModel {
       // Half the threshold to stop being expensive, so a run near it does not flap.
       const expensive = cost >= this.expensiveMs || (old?.expensive === true && cost >= this.expensiveMs / 2);
       // Kept for expensive runs only (the reuse above): a cheap run's answer is never reused, so it is not kept.
-      if (expensive) this.reports.set(dir, { inspection, error, startedIso, at: t1, cost, expensive });
+      if (expensive) this.reports.set(dir, { inspection, error, startedIso, at: t1, cost, expensive, stream });
       else this.reports.delete(dir);
       // An expensive run always carries its "as of" time (not only when its
       // report is reused), so its card does not change every cycle.
