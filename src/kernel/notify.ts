@@ -205,7 +205,12 @@ export class DirWatcher {
         if ((e.mask & bit('closeWrite')) !== 0) kinds.push('written');
         if ((e.mask & (bit('delete') | bit('movedFrom'))) !== 0) kinds.push('vanished');
       }
-      if ((e.mask & bit('ignored')) !== 0 || kinds.includes('gone')) this.forget(entry);
+      if ((e.mask & bit('ignored')) !== 0 || kinds.includes('gone')) {
+        this.forget(entry);
+        // A directory moved away is still watched by the kernel (inotify ends a watch by itself only with
+        // IN_IGNORED; a kqueue descriptor stays open): release it, or each move of a watched root leaks one.
+        if ((e.mask & bit('ignored')) === 0 && !this.closed) this.notifier.remove(entry.wd);
+      }
       for (const kind of kinds) for (const w of watchesOf(entry)) w.tell({ kind, name: e.name, isDir });
     }
   }
