@@ -267,21 +267,18 @@ interface ReportEntry {
   /** Re-derived less often (see {@link EXPENSIVE_MS}). */
   expensive: boolean;
   /**
-   * The stream's device and inode when it was derived ({@link streamIdentity}): the answer is reused only
+   * The stream's device and inode when it was derived ({@link streamOf}): the answer is reused only
    * for that same file, so a root replaced by another directory holding a run of the same name (or a
    * stream replaced under it) never shows the old file's answer, a false ABANDONED among them.
    */
   stream: string;
 }
 
-/** A run's stream as a file (device and inode; lstat, never followed), or why there is none. */
-function streamIdentity(dir: string): string {
-  try {
-    const st = lstatSync(runFilePath(dir, EVENTS_FILE), { bigint: true, throwIfNoEntry: false });
-    return st === undefined ? 'ENOENT' : `${st.dev}:${st.ino}`;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code ?? 'error';
-  }
+/** The stream's device and inode, or why there is none, out of a {@link runFilesSig} (taken before the read). */
+function streamOf(filesSig: string): string {
+  const events = filesSig.slice(0, filesSig.indexOf('|'));
+  const parts = events.split(':');
+  return parts.length > 2 ? `${parts[0]}:${parts[1]}` : events;
 }
 
 /** A report that depends on the run's files only, and the identity of those files when it was derived. */
@@ -633,7 +630,7 @@ export class DashboardModel {
       if (kept.sig === filesSig && now - kept.at < SETTLED_RECHECK_MS) return kept.inspection;
       this.settled.delete(dir);
     }
-    const inspection = this.derive(dir, now);
+    const inspection = this.derive(dir, now, filesSig);
     // The identity was taken before the read: a change during it shows as a different identity next time.
     if (inspection.report.liveness === null) this.settled.set(dir, { sig: filesSig, inspection, at: monotonicMs() });
     return inspection;
@@ -642,12 +639,14 @@ export class DashboardModel {
   /**
    * A fresh inspection of `dir`, except that an expensive run's last answer
    * (or error) is reused within its window (EXPENSIVE_FACTOR × its cost);
-   * `this.reused` says which. Throws what inspectRun throws.
+   * `this.reused` says which, and only for the same stream file as
+   * `filesSig` (the caller's {@link runFilesSig}, taken before this read).
+   * Throws what inspectRun throws.
    */
-  private derive(dir: string, now: number): Inspection {
+  private derive(dir: string, now: number, filesSig: string): Inspection {
     const old = this.reports.get(dir);
     this.reused = false;
-    if (old !== undefined && old.expensive && now - old.at < this.expensiveFactor * Math.max(old.cost, 1) && streamIdentity(dir) === old.stream) {
+    if (old !== undefined && old.expensive && now - old.at < this.expensiveFactor * Math.max(old.cost, 1) && streamOf(filesSig) === old.stream) {
       this.reused = true;
       this.asOf.set(dir, old.startedIso);
       if (old.inspection === undefined) throw old.error;
@@ -655,8 +654,8 @@ export class DashboardModel {
     }
     // Wall clock on purpose: "as of" is shown to people. Costs and ages below are monotonic.
     const startedIso = new Date().toISOString();
-    // Taken before the read, as every identity here: a stream replaced during it is not the one kept.
-    const stream = streamIdentity(dir);
+    // The caller's identity was taken before the read: a stream replaced during it is not the one kept.
+    const stream = streamOf(filesSig);
     const t0 = monotonicMs();
     const done = (inspection: Inspection | undefined, error: unknown): void => {
       const t1 = monotonicMs();
@@ -869,13 +868,14 @@ export class DashboardModel {
       this.strays++;
       return true;
     }
-    const sig = sigHash(runFilesSig(dir));
+    const filesSig = runFilesSig(dir);
+    const sig = sigHash(filesSig);
     // A closed last leg whose files kept their identity: its report cannot have changed.
     if (!force && old?.kind === 'run' && old.sig === sig && old.report?.liveness === null) return false;
     const asOfBefore = this.asOf.get(dir);
     let next: LiveEntry;
     try {
-      next = this.runEntry(id, compactReport(this.derive(dir, monotonicMs()).report, id), sig);
+      next = this.runEntry(id, compactReport(this.derive(dir, monotonicMs(), filesSig).report, id), sig);
     } catch (e) {
       const skip: SkippedEntry =
         e instanceof RunUnreadableError ? { run_id: id, error: e.message, kind: e.kind } : { run_id: id, error: e instanceof Error ? e.message : String(e), kind: 'error' };
