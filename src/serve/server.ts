@@ -90,7 +90,7 @@ export type RootState = 'present' | 'missing' | 'not-a-directory' | 'unreadable'
 /** The dashboard document as served: the model's, plus what the server itself knows of the root. */
 export type ServedDashboard = DashboardDoc & {
   /**
-   * When the directory at the root was first seen to be another one than the
+   * When the directory at the root was last seen to be another one than the
    * directory served before it (replaced by a rename, or removed and made
    * again), as ISO wall-clock time; null while it has always been the same
    * one. A root renamed away and back is the same directory, not a new one.
