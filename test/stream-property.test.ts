@@ -27,6 +27,7 @@ import { readStream } from '../src/read/stream.js';
 import { StreamError } from '../src/contract/errors.js';
 import type { StreamFacts } from '../src/contract/types.js';
 import { cleanup, tempDir } from './helpers/reading-fixtures.js';
+import { referenceLastLeg } from './helpers/tail-reference.js';
 
 afterAll(cleanup);
 
@@ -151,6 +152,9 @@ function attempt<T>(f: () => T): Outcome<T> {
 const dir = tempDir('rw-prop-');
 let counter = 0;
 
+/** Streams where CONTRACT §2.5 rule 7 applied (a closed leg begun before the last CLOSED_LEG_BYTES), and among them those whose answer differs from the forward fold's. */
+const rule7 = { bounded: 0, differs: 0 };
+
 function check(content: Buffer, label: string): 'equal' | 'both-refuse' | 'prefix-refused' {
   const p = join(dir, `p${++counter % 64}.jsonl`);
   writeFileSync(p, content);
@@ -166,9 +170,17 @@ function check(content: Buffer, label: string): 'equal' | 'both-refuse' | 'prefi
     if (!t.ok && !tail.ok) expect(t.err.message, label).toBe(tail.err.message);
   }
   if (tail.ok && fwd.ok) {
-    // 1. same answer
+    // 1. same answer: the forward fold's, or what rule 7 says for a closed leg begun before its bound
     const { legs: _legs, ...leg } = fwd.value.leg;
-    expect(tail.value.leg, label).toEqual(leg);
+    const ref = referenceLastLeg(p);
+    if (!ref.bounded) expect(ref.leg, label).toEqual(leg);
+    expect(tail.value.leg, label).toEqual(ref.leg);
+    // Never a different open or closed: the lock is probed exactly when the forward fold would probe it.
+    expect(tail.value.leg.open, label).toBe(leg.open);
+    if (ref.bounded) {
+      rule7.bounded++;
+      if (ref.leg.lastOutcome !== leg.lastOutcome || ref.leg.started !== leg.started) rule7.differs++;
+    }
     expect(tail.value.skippedLines, label).toBe(skips.filter((o) => o >= tail.value.from).length);
     return 'equal';
   }
@@ -219,6 +231,9 @@ describe('tail reader ≡ forward fold', () => {
     }
     expect(seen.equal).toBeGreaterThan(300);
     expect(searched).toBeGreaterThan(100);
+    // Rule 7 was exercised, including streams whose answer it changes (a duplicate or lone finish).
+    expect(rule7.bounded).toBeGreaterThan(20);
+    expect(rule7.differs).toBeGreaterThan(0);
   });
 
   it('on well-formed streams only, the answers are always equal', () => {

@@ -4,9 +4,11 @@
  * and by the live engine's own counter (issue 22 item 3):
  * - a short closed last leg after 50 MiB of earlier legs is read in at most
  *   64 KiB, whatever the history's length;
- * - one closed leg of 50 MiB is read once at most (a byte search of the
- *   leg, CONTRACT §2.5: its beginning decides whether its last finish
- *   closed it; test/tail-closed-leg.test.ts), never twice, never parsed.
+ * - one closed leg of 50 MiB (outcome passed or failed) is read in at most
+ *   64 KiB too: its start is not searched for past the last 32 KiB
+ *   (CONTRACT §2.5 rule 7, test/tail-closed-leg.test.ts);
+ * - the control: a 50 MiB leg closed `paused` (its gates are those after its
+ *   start) is still searched whole, once.
  */
 import { spawnSync } from 'node:child_process';
 import { closeSync, mkdirSync, openSync, readFileSync, statSync, writeSync } from 'node:fs';
@@ -85,13 +87,38 @@ describe('bytes read from a long stream', () => {
     expect(e.stats.bytesRead).toBeLessThanOrEqual(64 * 1024);
   });
 
-  it('one closed leg of 50 MiB: read once at most, by runs --json and by status', (ctx) => {
+  const CLOSED: [string, string][] = [
+    ['passed', 'PASS'],
+    ['failed', 'FAIL'],
+  ];
+  it.for(CLOSED)('one leg of 50 MiB closed %s: at most 64 KiB, for runs --json, status and the engine', { timeout: 180_000 }, async ([outcome, expected], ctx) => {
     needs(ctx, 'strace');
     const root = tempDir('rw-bytes-');
-    const r = run(root, '20261202-160000-oneleg', line({ event: 'run_started' }), NODE, 50, line({ event: 'run_finished', outcome: 'passed' }));
+    const r = run(root, '20261202-160000-oneleg', line({ event: 'run_started' }), NODE, 50, line({ event: 'run_finished', outcome }));
+    expect(r.size).toBeGreaterThan(50 * MiB);
     for (const args of [['runs', '--json', '--root', root], ['status', r.dir, '--json']]) {
       const got = bytesRead(r.events, args);
-      // The leg's start decides (CONTRACT §2.5): the whole leg is searched, but only once (plus the 64 KiB that find the dense region's first line).
+      const report = JSON.parse(got.stdout) as { status?: string; runs?: { status: string }[] };
+      expect(report.runs?.[0]?.status ?? report.status, args[0]).toBe(expected);
+      expect(got.calls, args[0]).toBeGreaterThan(0); // the control: strace saw the stream's reads
+      expect(got.bytes, args[0]).toBeLessThanOrEqual(64 * 1024);
+    }
+    const e = new LiveEngine({ root, safetyMs: 600_000, openRecheckMs: 600_000, ref: false });
+    engines.push(e);
+    await e.start();
+    expect(e.get(r.dir)?.report?.status).toBe(expected);
+    expect(e.stats.bytesRead).toBeGreaterThan(0);
+    expect(e.stats.bytesRead).toBeLessThanOrEqual(64 * 1024);
+  });
+
+  it('the control: one leg of 50 MiB closed paused is searched for its start once, and its gate named', (ctx) => {
+    needs(ctx, 'strace');
+    const root = tempDir('rw-bytes-');
+    const r = run(root, '20261202-160000-paused', line({ event: 'run_started' }), NODE, 50, line({ event: 'gate_paused', node_id: 'review' }) + line({ event: 'run_finished', outcome: 'paused' }));
+    for (const args of [['runs', '--json', '--root', root], ['status', r.dir, '--json']]) {
+      const got = bytesRead(r.events, args);
+      expect(got.stdout, args[0]).toContain('at gate review');
+      // A paused leg's gates are those after its start (CONTRACT §2.5): the whole leg is searched, but only once.
       expect(got.bytes, args[0]).toBeGreaterThanOrEqual(r.size - 64 * 1024);
       expect(got.bytes, args[0]).toBeLessThanOrEqual(r.size + 128 * 1024);
     }

@@ -1,21 +1,23 @@
 /**
- * Why a closed last leg is not read in O(1) (issue 22 item 3; CONTRACT §2.5
- * "What a long last leg costs"): whether a stream's last `run_finished`
+ * A closed last leg costs O(1) (issue 22 item 3; CONTRACT §2.5 rule 7), and
+ * what that costs in exactness. Whether a stream's last `run_finished`
  * closes a leg, or is a duplicate finish (or a lone one, with no leg at
- * all), changes nothing (§2.3: a finish with no open leg changes nothing)
- * and is decided by the nearest leg event before it, which for one long leg
- * is its `run_started`, at the leg's very beginning. Three streams of the
- * same size and the same last 5 MiB show it: their statuses are FAIL, PASS
- * and none, so no reader that reads only their last 64 KiB (or any bounded
- * tail) can report all three as the forward fold does; the tail reader
- * does, because it searches the leg (without parsing it) for that event.
+ * all), is decided by the nearest leg event before it, which for one long
+ * leg is its `run_started`, at the leg's very beginning. Three streams of
+ * the same size and the same last 5 MiB show it: the forward fold says FAIL,
+ * PASS and none. The tail reader does not search past its last
+ * CLOSED_LEG_BYTES for that start: it reads each as the finish closing a leg
+ * (FAIL), in a bounded number of bytes. The first is every real run's shape
+ * (a leg closed by its own finish) and reads as the forward fold reads it;
+ * the other two are the streams rule 7 answers differently.
  */
 import { closeSync, mkdirSync, openSync, readSync, statSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { runStatus } from '../src/index.js';
 import { readStream } from '../src/read/stream.js';
-import { readLastLeg } from '../src/read/tail.js';
+import { CLOSED_LEG_BYTES, readLastLeg } from '../src/read/tail.js';
+import { referenceLastLeg } from './helpers/tail-reference.js';
 import { cleanup, tempDir } from './helpers/reading-fixtures.js';
 
 afterAll(cleanup);
@@ -35,8 +37,8 @@ function lastBytes(path: string, n: number): Buffer {
   return buf;
 }
 
-describe('a closed last leg needs its beginning', () => {
-  it('three streams with the same size and the same last 5 MiB: FAIL, PASS, and no status', () => {
+describe('a closed last leg is read from its end', () => {
+  it('three streams with the same size and the same last 5 MiB: the forward fold says FAIL, PASS and none; the tail reads FAIL in at most 64 KiB', () => {
     const root = tempDir('rw-closed-');
     const node = ev({ event: 'node_started', node_id: 'n' }) + ev({ event: 'node_passed', node_id: 'n', detail: 'ok' });
     const body = Buffer.from(node.repeat(Math.ceil((6 * 1024 * 1024) / node.length)));
@@ -71,14 +73,23 @@ describe('a closed last leg needs its beginning', () => {
     expect(readStream(events('closes')).leg).toMatchObject({ open: false, started: true, lastOutcome: 'failed' });
     expect(readStream(events('duplicate')).leg).toMatchObject({ open: false, started: true, lastOutcome: 'passed' });
     expect(readStream(events('lone')).leg).toMatchObject({ open: false, started: false, lastOutcome: '' });
-    // So do the statuses every surface shows (no snapshot: §4.3 rows 6-7).
-    expect(runStatus(paths['closes'] as string).status).toBe('FAIL');
-    expect(runStatus(paths['duplicate'] as string).status).toBe('PASS');
-    expect(runStatus(paths['lone'] as string).status).toBeNull();
-    // And the tail reader agrees with the forward fold on each, having searched back to the leg's start.
+    // Every status surface reads the tail: FAIL for all three, the first as the forward fold says it.
+    for (const name of Object.keys(heads)) expect(runStatus(paths[name] as string).status, name).toBe('FAIL');
     for (const name of Object.keys(heads)) {
-      const { legs: _legs, ...forward } = readStream(events(name)).leg;
-      expect(readLastLeg(events(name)).leg, name).toEqual(forward);
+      const tail = readLastLeg(events(name));
+      expect(tail.leg, name).toEqual(referenceLastLeg(events(name)).leg);
+      expect(tail.leg, name).toMatchObject({ open: false, started: true, lastOutcome: 'failed', legOffset: -1 });
+      expect(tail.size - tail.from, name).toBeLessThanOrEqual(CLOSED_LEG_BYTES);
     }
+    // The control: with the same bytes and its start moved within the bound, a duplicate finish is told apart again.
+    const near = join(root, '20261202-130009-near');
+    mkdirSync(near);
+    const fd = openSync(join(near, 'events.jsonl'), 'w');
+    writeSync(fd, body);
+    writeSync(fd, ev({ event: 'run_started' }) + ev({ event: 'run_finished', outcome: 'passed' }) + node.repeat(10) + finishFailed);
+    closeSync(fd);
+    expect(readStream(join(near, 'events.jsonl')).leg.lastOutcome).toBe('passed');
+    expect(readLastLeg(join(near, 'events.jsonl')).leg.lastOutcome).toBe('passed');
+    expect(runStatus(near).status).toBe('PASS');
   }, 120_000);
 });

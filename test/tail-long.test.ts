@@ -1,13 +1,16 @@
 /**
  * The tail reader on long last legs, against real files: the leg's start and
  * end are found by byte search (not by parsing every line), and every answer
- * still equals the forward fold's. Also the confirm re-read: unchanged bytes
- * are not read again, any write is.
+ * equals what CONTRACT §2.5 says (test/helpers/tail-reference.ts): the
+ * forward fold's, except a closed leg that began more than CLOSED_LEG_BYTES
+ * before the end (rule 7). Also the confirm re-read: unchanged bytes are not
+ * read again, any write is.
  */
 import { appendFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { DENSE_BYTES, readLastLeg, rereadLastLeg } from '../src/read/tail.js';
+import { CLOSED_LEG_BYTES, DENSE_BYTES, readLastLeg, rereadLastLeg } from '../src/read/tail.js';
+import { referenceLastLeg } from './helpers/tail-reference.js';
 import { readStream } from '../src/read/stream.js';
 import { inspectRun } from '../src/status/inspect.js';
 import { probeLock } from '../src/lock/probe.js';
@@ -26,27 +29,39 @@ function body(count: number, detail = 'd'.repeat(400)): string {
   return s;
 }
 
-/** Writes `content`, reads it both ways, checks they agree, and returns the tail. */
+/** Writes `content`, reads it both ways, checks the tail says what §2.5 says at every chunk size, and returns both. */
 function both(content: string | Buffer) {
   const p = join(dir, `s${++n}.jsonl`);
   writeFileSync(p, content);
   const fwd = readStream(p);
-  const { legs: _legs, ...leg } = fwd.leg;
+  const ref = referenceLastLeg(p);
   for (const chunkBytes of [7, 4096, undefined]) {
     const tail = readLastLeg(p, chunkBytes === undefined ? {} : { chunkBytes });
-    expect(tail.leg).toEqual(leg);
+    expect(tail.leg).toEqual(ref.leg);
+    // Whatever rule 7 assumes, open or closed is the forward fold's: the lock is probed exactly when it would be.
+    expect(tail.leg.open).toBe(fwd.leg.open);
   }
-  return { tail: readLastLeg(p), fwd, path: p };
+  return { tail: readLastLeg(p), fwd, path: p, bounded: ref.bounded };
 }
 
 const LONG = 2000; // ~1 MB of events: far longer than the dense region
 
 describe('a long last leg is searched, not parsed', () => {
-  it('closed: the start a megabyte back is found, the outcome is the finish', () => {
-    const { tail } = both(ev('run_started', { command: ['make'] }) + body(LONG) + ev('run_finished', { outcome: 'passed' }));
-    expect(tail.leg).toMatchObject({ open: false, started: true, lastOutcome: 'passed', legOffset: 0, command: ['make'] });
+  it('closed: a start a megabyte back is not searched for, the outcome is the finish (§2.5 rule 7)', () => {
+    const { tail, fwd, bounded } = both(ev('run_started', { command: ['make'] }) + body(LONG) + ev('run_finished', { outcome: 'passed' }));
+    expect(bounded).toBe(true);
+    expect(tail.leg).toMatchObject({ open: false, started: true, lastOutcome: 'passed', legOffset: -1 });
+    expect(tail.leg.command).toBeUndefined(); // the start's facts are not known; a closed leg's report needs none
+    expect(fwd.leg).toMatchObject({ open: false, started: true, lastOutcome: 'passed', legOffset: 0, command: ['make'] });
     // Only the last lines were parsed.
-    expect(tail.size - tail.from).toBeLessThan(DENSE_BYTES + 1024);
+    expect(tail.size - tail.from).toBeLessThanOrEqual(CLOSED_LEG_BYTES);
+  });
+
+  it('closed, with its start within the last 32 KiB: found, as the forward fold finds it', () => {
+    const { tail, bounded } = both(body(LONG) + ev('run_started', { command: ['make'] }) + body(40) + ev('run_finished', { outcome: 'failed' }));
+    expect(bounded).toBe(false);
+    expect(tail.leg).toMatchObject({ open: false, started: true, lastOutcome: 'failed', command: ['make'] });
+    expect(tail.leg.legOffset).toBeGreaterThan(0);
   });
 
   it('open: the start is found, and the nearest closed leg before it gives lastOutcome', () => {
@@ -59,7 +74,7 @@ describe('a long last leg is searched, not parsed', () => {
   it('a run_started or run_finished inside a quoted value of another event is not a leg event', () => {
     const noisy = body(LONG / 2) + ev('node_passed', { node_id: 'a', detail: 'log: "event":"run_started" then run_finished' }) + body(LONG / 2);
     const closed = both(ev('run_started') + noisy + ev('run_finished', { outcome: 'failed' }));
-    expect(closed.tail.leg).toMatchObject({ open: false, lastOutcome: 'failed', legOffset: 0 });
+    expect(closed.tail.leg).toMatchObject({ open: false, lastOutcome: 'failed' });
     const open = both(ev('run_started') + noisy);
     expect(open.tail.leg).toMatchObject({ open: true, legOffset: 0 });
   });
@@ -71,9 +86,23 @@ describe('a long last leg is searched, not parsed', () => {
     expect(tail.leg).toMatchObject({ open: false, lastOutcome: 'paused', command: ['x'] });
   });
 
-  it('a duplicate finish after a long leg does not replace the outcome', () => {
-    const { tail } = both(ev('run_started') + body(LONG) + ev('run_finished', { outcome: 'failed' }) + body(LONG) + ev('run_finished', { outcome: 'passed' }));
+  it('a duplicate finish within 32 KiB of the first does not replace the outcome', () => {
+    const { tail, fwd } = both(ev('run_started') + body(LONG) + ev('run_finished', { outcome: 'failed' }) + body(20) + ev('run_finished', { outcome: 'passed' }));
     expect(tail.leg).toMatchObject({ open: false, lastOutcome: 'failed' });
+    expect(fwd.leg).toMatchObject({ open: false, lastOutcome: 'failed' });
+  });
+
+  it('a duplicate finish more than 32 KiB after the first is read as closing the leg: the one answer rule 7 changes', () => {
+    const { tail, fwd, bounded } = both(ev('run_started') + body(LONG) + ev('run_finished', { outcome: 'failed' }) + body(LONG) + ev('run_finished', { outcome: 'passed' }));
+    expect(bounded).toBe(true);
+    expect(tail.leg).toMatchObject({ open: false, lastOutcome: 'passed' });
+    expect(fwd.leg).toMatchObject({ open: false, lastOutcome: 'failed' });
+  });
+
+  it('a paused finish keeps the search going: its gates are those after its start', () => {
+    const { tail, bounded } = both(ev('run_started') + ev('gate_paused', { node_id: 'g0' }) + body(LONG) + ev('run_finished', { outcome: 'paused' }));
+    expect(bounded).toBe(false);
+    expect(tail.leg).toMatchObject({ open: false, lastOutcome: 'paused', legOffset: 0, gates: ['g0'] });
   });
 
   it('a gate paused early in a long leg is still named, and one approved later is not', () => {

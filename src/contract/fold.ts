@@ -122,6 +122,19 @@ export class StreamFold {
     }
   }
 
+  /**
+   * Starts the fold inside a leg whose `run_started` lies before the lines it
+   * will be given: the tail reader's read of a closed last leg that began
+   * more than its bound before the end (CONTRACT §2.5 rule 7). That start's
+   * offset, phase and command are not known, so `legOffset` stays -1,
+   * `phase` "" and `command` undefined; the `run_finished` that follows
+   * closes the leg as any other does.
+   */
+  openedBefore(): void {
+    this.open = true;
+    this.started = true;
+  }
+
   /** Counts `count` skipped lines (default one). */
   skip(count = 1): void {
     this.skippedLines += count;

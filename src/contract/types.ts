@@ -131,7 +131,10 @@ export interface LegFacts {
   lastOutcome: '' | 'passed' | 'failed' | 'paused' | string;
   /**
    * Byte offset in events.jsonl of the run_started that opened the last leg
-   * (-1 if none). "Same position in the file" for CONTRACT §4.3's read-probe-confirm.
+   * (-1 if none, or, with `started` true, not known: a closed leg the tail
+   * reader did not search back to, CONTRACT §2.5 rule 7). "Same position in
+   * the file" for CONTRACT §4.3's read-probe-confirm, which needs it only for
+   * an open leg.
    */
   legOffset: number;
   /** How many run_started lines the stream holds (legs, counted). */

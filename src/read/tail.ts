@@ -28,7 +28,10 @@
  * The dense region is also at least the lines from the restart point when
  * those lie within the last {@link DENSE_BYTES} of the file, so a short last
  * leg is read exactly as before; only a longer one is searched instead of
- * parsed. The readers can differ only where the forward fold refuses the
+ * parsed. A leg closed `passed` or `failed` is not searched for past the last
+ * {@link CLOSED_LEG_BYTES} (CONTRACT §2.5 rule 7): those bytes are folded
+ * inside a leg taken as opened before them, which equals the forward fold
+ * unless the last finish closes nothing (a duplicate or lone finish). The readers can differ only where the forward fold refuses the
  * stream for a line the tail did not parse (over the cap, newer schema), and
  * in the skipped-line count, which covers the dense region only
  * (`from`..`size`). test/stream-property.test.ts checks all of this over
@@ -53,6 +56,19 @@ const FOLD_CHUNK = 64 * 1024;
  * how the file was read.
  */
 export const DENSE_BYTES = 16 * 1024;
+/**
+ * How far back from the end the walk searches for the `run_started` of a
+ * closed last leg (CONTRACT §2.5 rule 7): past it, a leg closed by a
+ * `run_finished` (outcome not `paused`) is taken as started before these
+ * bytes, so a closed leg costs the same whatever its length. The only streams
+ * this answers differently from the whole-file fold are those whose last
+ * `run_finished` closes nothing (a duplicate or lone finish) with no leg event
+ * in its last 32 KiB before it; a leg it closes reads the same. A constant,
+ * not a chunk size, so the answer never depends on how the file was read.
+ */
+export const CLOSED_LEG_BYTES = 32 * 1024;
+/** {@link BackScan.prevCandidate}'s answer when no needle lies between its floor and its limit. */
+const BOUND = -2;
 /**
  * Byte strings one of which every candidate line holds: `run_started`,
  * `run_finished`, `gate_paused` spelled literally contain them, and any
@@ -180,11 +196,11 @@ class BackScan {
     this.bytesRead += len;
   }
 
-  /** Moves the window to the chunk before it; false at the file's start. */
-  private back(): boolean {
-    if (this.winStart === 0) return false;
+  /** Moves the window to the chunk before it, reading nothing below `floor`; false at the file's start or the floor. */
+  private back(floor: number): boolean {
+    if (this.winStart <= floor) return false;
     this.chunk = Math.min(this.chunk * 2, MAX_TAIL_CHUNK);
-    const add = Math.min(this.winStart, this.chunk);
+    const add = Math.min(this.winStart - floor, this.chunk);
     const keep = Math.min(CARRY, this.winEnd - this.winStart);
     const next = this.bufs.get(this.flip, add + keep);
     this.flip = this.flip === 0 ? 1 : 0;
@@ -197,15 +213,20 @@ class BackScan {
     return true;
   }
 
-  /** The greatest file offset below `limit` where a needle starts, or -1. Pauses after each window read. */
-  *prevCandidate(limit: number): Steps<number> {
+  /**
+   * The greatest file offset below `limit` where a needle starts, or -1 (none
+   * in the file). With a `floor` above 0, a needle below it is not looked
+   * for, nor any byte below it read: {@link BOUND} when none lies in
+   * [floor, limit). Pauses after each window read.
+   */
+  *prevCandidate(limit: number, floor = 0): Steps<number> {
     for (;;) {
       const end = Math.min(limit, this.chunkEnd) - this.winStart;
       if (end > 0) {
         const i = native().lastMatch(this.win, end, PACKED);
-        if (i >= 0) return this.winStart + i;
+        if (i >= 0) return this.winStart + i >= floor ? this.winStart + i : BOUND;
       }
-      if (!this.back()) return -1;
+      if (!this.back(floor)) return floor > 0 ? BOUND : -1;
       yield;
     }
   }
@@ -276,6 +297,14 @@ interface Walk {
   legEvents: { offset: number; ev: StreamEvent }[] | null;
   /** Every line the walk parsed, by its start offset, with what parseLine answered (the dense fold does not parse them again). */
   parsed: Map<number, StreamEvent | null>;
+  /**
+   * The walk stopped at {@link CLOSED_LEG_BYTES}: the last leg event is a
+   * `run_finished` (outcome not `paused`), no `run_started` follows the
+   * bound, and the leg it closes is taken as started before it.
+   */
+  bounded: boolean;
+  /** Where the earliest line the walk parsed starts (the size when it parsed none). */
+  lowest: number;
 }
 
 function* walk(scan: BackScan, size: number, path: string): Steps<Walk> {
@@ -284,30 +313,39 @@ function* walk(scan: BackScan, size: number, path: string): Steps<Walk> {
   let firstGate = size;
   let sawStart = false;
   let finishAfter = false; // a run_finished lies between this point and the start found after it
+  let closing = ''; // the outcome of the earliest run_finished met while no run_started was
   let limit = size;
+  let lowest = size;
+  const floor = size - CLOSED_LEG_BYTES;
+  const done = (restart: number, bounded = false): Walk => ({ restart, firstGate, legEvents, parsed, bounded, lowest });
   for (;;) {
-    const hit = yield* scan.prevCandidate(limit);
-    if (hit < 0) return { restart: 0, firstGate, legEvents, parsed };
+    // A closed last leg whose start is not in the last CLOSED_LEG_BYTES is not searched for (§2.5 rule 7).
+    const bound = floor > 0 && finishAfter && !sawStart && closing !== 'paused' ? floor : 0;
+    const hit = yield* scan.prevCandidate(limit, bound);
+    if (hit === BOUND) return done(-1, true);
+    if (hit < 0) return done(0);
     const nl = yield* scan.nlBefore(hit);
     const ls = nl + 1;
     const le = yield* scan.nlFrom(hit, ls);
     if (le - ls > MAX_LINE_BYTES + 1) throw lineTooLong(path, ls);
     const { buf, start } = scan.bytes(ls, le);
     const ev = parseLine(buf, start, start + (le - ls), path, ls);
+    lowest = ls;
     // Kept only for lines the dense fold could meet again; a long leg's walk may parse many more.
     if (parsed.size < MAX_KEPT) parsed.set(ls, ev);
     if (ev?.event === 'run_finished') {
       finishAfter = true;
+      if (!sawStart) closing = typeof ev.outcome === 'string' ? ev.outcome : '';
       if (legEvents !== null && legEvents.push({ offset: ls, ev }) > MAX_KEPT) legEvents = null;
     } else if (ev?.event === 'run_started') {
       sawStart = true;
       if (legEvents !== null && legEvents.push({ offset: ls, ev }) > MAX_KEPT) legEvents = null;
       // Closed last leg, or the nearest closed leg before an open one: fold from here.
-      if (finishAfter) return { restart: ls, firstGate, legEvents, parsed };
+      if (finishAfter) return done(ls);
     } else if (ev?.event === 'gate_paused' && !sawStart) {
       firstGate = ls;
     }
-    if (ls === 0) return { restart: 0, firstGate, legEvents, parsed };
+    if (ls === 0) return done(0);
     limit = ls;
   }
 }
@@ -320,7 +358,9 @@ function* walk(scan: BackScan, size: number, path: string): Steps<Walk> {
  * next).
  */
 function* foldDense(scan: BackScan, fd: number, path: string, fold: StreamFold, from: number, size: number, chunkBytes: number, parsed: Map<number, StreamEvent | null>, hooks: FoldHooks): Steps<void> {
-  if (from >= scan.tailStart) {
+  // The current window and the first one hold every byte from `from` when the window ends where the first begins.
+  const inWindows = from >= scan.tailStart || (from >= scan.winStart && scan.chunkEnd === scan.tailStart);
+  if (inWindows) {
     const parse = foldLines(fold, path, hooks);
     const sink = (buf: Buffer, start: number, end: number, offset: number): void => {
       const known = parsed.get(offset);
@@ -334,7 +374,9 @@ function* foldDense(scan: BackScan, fd: number, path: string, fold: StreamFold, 
       }
     };
     const lines = new LineSplitter(path, sink, from);
-    lines.push(scan.tail.subarray(from - scan.tailStart), from);
+    if (from < scan.tailStart) lines.push(scan.win.subarray(from - scan.winStart, scan.tailStart - scan.winStart), from);
+    const at = Math.max(from, scan.tailStart);
+    lines.push(scan.tail.subarray(at - scan.tailStart), at);
     lines.end();
     return;
   }
@@ -439,7 +481,7 @@ interface Tailed {
 function* tailSteps(scan: BackScan, fd: number, size: number, path: string, firstChunk: number): Steps<Tailed> {
   const fold = new StreamFold();
   if (scan.tailStart === 0 && size <= DENSE_BYTES) return tailOfWhole(scan.tail, size, path);
-  const { restart, firstGate, legEvents, parsed } = yield* walk(scan, size, path);
+  const { restart, firstGate, legEvents, parsed, bounded, lowest } = yield* walk(scan, size, path);
   let atStart = 0;
   const hooks: FoldHooks = {
     onEvent: (ev) => {
@@ -447,7 +489,14 @@ function* tailSteps(scan: BackScan, fd: number, size: number, path: string, firs
     },
   };
   let from = restart;
-  if (legEvents !== null && restart < size - DENSE_BYTES) {
+  if (bounded) {
+    // A closed leg that started before the last CLOSED_LEG_BYTES: every line from the first one that
+    // starts past the bound (or from the earliest line the walk parsed, when that one crosses it) is
+    // folded, inside a leg opened before them (§2.5 rule 7).
+    const bound = size - CLOSED_LEG_BYTES;
+    from = Math.min(lowest, (yield* scan.nlFrom(bound, bound)) + 1);
+    fold.openedBefore();
+  } else if (legEvents !== null && restart < size - DENSE_BYTES) {
     // A long last leg: parse densely only the last lines and what the gates need.
     const edge = (yield* scan.nlBefore(size - DENSE_BYTES)) + 1;
     from = Math.min(firstGate, Math.max(restart, edge));
@@ -477,7 +526,10 @@ function tailOf(file: { fd: number; size: number }, path: string, firstChunk: nu
 /**
  * Finds the last leg by reading `eventsPath` from its end. Equal to the
  * whole-file fold's leg facts (without `legs`) whenever that fold can read
- * the stream. A missing file means "no legs". Throws StreamError if a line it
+ * the stream, except for a closed last leg that began more than 32 KiB
+ * (`CLOSED_LEG_BYTES`) before the end (CONTRACT §2.5 rule 7): its start's
+ * offset, phase and command are not known (`legOffset` -1 with `started`
+ * true), and a last `run_finished` there is taken as closing a leg. A missing file means "no legs". Throws StreamError if a line it
  * parses is over the cap or of a newer schema, or the file is not a
  * readable regular file.
  */
