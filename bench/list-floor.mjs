@@ -150,7 +150,7 @@ try {
   const uringRow = rows.uring.length ? `| the settled runs' kernel work through io_uring, batches of 256, no fstat (\`list-floor uring\`) | ${s(m(rows.uring))} | ${share(m(rows.uring))} |` : `| io_uring | unavailable here: ${uringNote} | |`;
   const section = `${HEADING}
 
-\`node bench/list-floor.mjs${N === 100_000 ? '' : ` --runs ${N}`}${REPS === 3 ? '' : ` --reps ${REPS}`}\`, ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC, ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, node ${process.version}, ${compiler}; load ${loadStart} → ${loadavg().map((x) => x.toFixed(1)).join(' ')}. ${N.toLocaleString('en-US')} runs as in "Scale" part A (${openLegs.toLocaleString('en-US')} open legs with a free lock, probed and confirmed); medians of ${REPS} interleaved repetitions. C and parsing rows are CPU-bound single-thread loops (their wall clock is their CPU time); the \`runs\` rows give CPU, then wall.
+\`node bench/list-floor.mjs${N === 100_000 ? '' : ` --runs ${N}`}${REPS === 3 ? '' : ` --reps ${REPS}`}\`, ${new Date().toISOString().slice(0, 16).replace('T', ' ')} UTC, commit ${execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: repo, encoding: 'utf8' }).trim()}, ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, node ${process.version}, ${compiler}; load ${loadStart} → ${loadavg().map((x) => x.toFixed(1)).join(' ')}. ${N.toLocaleString('en-US')} runs as in "Scale" part A (${openLegs.toLocaleString('en-US')} open legs with a free lock, probed and confirmed); medians of ${REPS} interleaved repetitions. C and parsing rows are CPU-bound single-thread loops (their wall clock is their CPU time); the \`runs\` rows give CPU, then wall.
 
 | what | seconds | share of \`runs --json\` CPU (1 thread) |
 | --- | --- | --- |
@@ -162,6 +162,8 @@ ${uringRow}
 | \`runs --json\`, RUNWARDEN_THREADS=2: CPU / wall / peak RSS | ${s(m(rows.t2, 'cpu'))} / ${s(m(rows.t2))} / ${m(rows.t2, 'rss').toFixed(0)} MB | ${share(m(rows.t2, 'cpu'))} |
 
 The system calls and the parsing alone are ${s(m(rows.sync) + m(rows.parse))} of CPU: what the contract's reads cost on this machine with plain system calls before a single report is built, start-up not counted (${s(m(rows.start, 'cpu'))} more). Shared perfectly over ${Math.min(2, cpus().length)} cores that is ${s((m(rows.sync) + m(rows.parse)) / Math.max(1, Math.min(2, cpus().length)))} of wall clock.${rows.uring.length ? ` Batched through io_uring the settled runs' kernel work took ${s(m(rows.uring))} instead (a lower bound: no fstat, no probes).` : ''}
+
+So \`runs --json\` is **${(runsOne / (m(rows.sync) + m(rows.parse))).toFixed(2)}×** that floor in CPU on one thread (${s(runsOne)} ÷ ${s(m(rows.sync) + m(rows.parse))}), and its wall clock on two threads is **${(m(rows.t2) / ((m(rows.sync) + m(rows.parse)) / Math.max(1, Math.min(2, cpus().length)))).toFixed(2)}×** the floor shared over the cores (${s(m(rows.t2))} ÷ ${s((m(rows.sync) + m(rows.parse)) / Math.max(1, Math.min(2, cpus().length)))}), both measured in this run.
 `;
   process.stdout.write(section);
   if (!noWrite) writeSection(join(benchDir, 'RESULTS.md'), HEADING, section, { before: '## Scale' });
