@@ -99,6 +99,17 @@ describe('a long last leg is searched, not parsed', () => {
     expect(fwd.leg).toMatchObject({ open: false, lastOutcome: 'failed' });
   });
 
+  it('an over-long line before the last 32 KiB of a closed leg is not read: the status stays readable (rules 3 and 7)', () => {
+    const p = join(dir, `s${++n}.jsonl`);
+    const huge = '{"schema":3,"event":"x","pad":"' + 'z'.repeat(2 * 1024 * 1024) + '"}\n';
+    writeFileSync(p, ev('run_started') + huge + ev('run_finished', { outcome: 'passed' }));
+    expect(() => readStream(p)).toThrow(/corrupt or foreign/);
+    expect(readLastLeg(p).leg).toMatchObject({ open: false, lastOutcome: 'passed' });
+    // The control: after the finish, the same line is read, and the stream is unreadable.
+    writeFileSync(p, ev('run_started') + ev('run_finished', { outcome: 'passed' }) + huge);
+    expect(() => readLastLeg(p)).toThrow(/corrupt or foreign/);
+  });
+
   it('a paused finish keeps the search going: its gates are those after its start', () => {
     const { tail, bounded } = both(ev('run_started') + ev('gate_paused', { node_id: 'g0' }) + body(LONG) + ev('run_finished', { outcome: 'paused' }));
     expect(bounded).toBe(false);

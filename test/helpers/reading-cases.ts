@@ -50,8 +50,10 @@ export function buildHostileRoot(root: string, outside: string): Case[] {
     makeRun(root, id, {});
     writeFileSync(join(d, 'events.jsonl'), bytes);
   });
+  // After the finish, so that the tail reader reads it (a closed leg is read from its last 32 KiB, CONTRACT §2.5 rule 7;
+  // an over-long line it does not read leaves the status readable, rule 3).
   add('a 2 MB line in events.jsonl', { skip: /corrupt or foreign/ }, (_d, id) =>
-    makeRun(root, id, { events: S + '{"schema":3,"event":"x","pad":"' + 'z'.repeat(2 * 1024 * 1024) + '"}\n' + ev('run_finished', { outcome: 'passed' }) }),
+    makeRun(root, id, { events: S + ev('run_finished', { outcome: 'passed' }) + '{"schema":3,"event":"x","pad":"' + 'z'.repeat(2 * 1024 * 1024) + '"}\n' }),
   );
   add('schema 4 in events.jsonl', { skip: /written by a newer version \(schema 4/ }, (_d, id) => makeRun(root, id, { events: S + ev('run_finished', { outcome: 'passed' }).replace('"schema":3', '"schema":4') }));
   add('a snapshot with schema 2 on a settled run', { skip: /incompatible snapshot schema 2/ }, (_d, id) => makeRun(root, id, { events: DONE, state: { ...snapshot({ a: 'PASS' }), schema: 2 } }));
