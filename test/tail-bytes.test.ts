@@ -58,6 +58,24 @@ function bytesRead(file: string, args: string[]): { bytes: number; calls: number
   return { bytes, calls, stdout: t.stdout };
 }
 
+/** `runs --json`, `status` and a live engine each report `expected` for the run `r`, having read at most 64 KiB of its stream. */
+async function expectAtMost64KiB(root: string, r: { dir: string; events: string; size: number }, expected: string): Promise<void> {
+  expect(r.size).toBeGreaterThan(50 * MiB);
+  for (const args of [['runs', '--json', '--root', root], ['status', r.dir, '--json']]) {
+    const got = bytesRead(r.events, args);
+    const report = JSON.parse(got.stdout) as { status?: string; runs?: { status: string }[] };
+    expect(report.runs?.[0]?.status ?? report.status, args[0]).toBe(expected);
+    expect(got.calls, args[0]).toBeGreaterThan(0); // the control: strace saw the stream's reads
+    expect(got.bytes, args[0]).toBeLessThanOrEqual(64 * 1024);
+  }
+  const e = new LiveEngine({ root, safetyMs: 600_000, openRecheckMs: 600_000, ref: false });
+  engines.push(e);
+  await e.start();
+  expect(e.get(r.dir)?.report?.status).toBe(expected);
+  expect(e.stats.bytesRead).toBeGreaterThan(0);
+  expect(e.stats.bytesRead).toBeLessThanOrEqual(64 * 1024);
+}
+
 const LEG = line({ event: 'run_started' }) + line({ event: 'node_started', node_id: 'a' }) + line({ event: 'node_passed', node_id: 'a', detail: 'x'.repeat(200) }) + line({ event: 'run_finished', outcome: 'failed' });
 const NODE = line({ event: 'node_started', node_id: 'n' }) + line({ event: 'node_passed', node_id: 'n', detail: 'the node reports its verdict' });
 
@@ -71,20 +89,7 @@ describe('bytes read from a long stream', () => {
     needs(ctx, 'strace');
     const root = tempDir('rw-bytes-');
     const r = run(root, '20261202-150000-history', '', LEG, 50, line({ event: 'run_started' }) + NODE.repeat(20) + line({ event: 'gate_paused', node_id: 'g' }) + line({ event: 'run_finished', outcome }));
-    expect(r.size).toBeGreaterThan(50 * MiB);
-    const listed = bytesRead(r.events, ['runs', '--json', '--root', root]);
-    expect((JSON.parse(listed.stdout) as { runs: { status: string }[] }).runs.map((x) => x.status)).toEqual([expected]);
-    expect(listed.calls).toBeGreaterThan(0); // the control: strace saw the stream's reads
-    expect(listed.bytes).toBeLessThanOrEqual(64 * 1024);
-    const status = bytesRead(r.events, ['status', r.dir, '--json']);
-    expect(status.calls).toBeGreaterThan(0);
-    expect(status.bytes).toBeLessThanOrEqual(64 * 1024);
-    const e = new LiveEngine({ root, safetyMs: 600_000, openRecheckMs: 600_000, ref: false });
-    engines.push(e);
-    await e.start();
-    expect(e.get(r.dir)?.report?.status).toBe(expected);
-    expect(e.stats.bytesRead).toBeGreaterThan(0);
-    expect(e.stats.bytesRead).toBeLessThanOrEqual(64 * 1024);
+    await expectAtMost64KiB(root, r, expected);
   });
 
   const CLOSED: [string, string][] = [
@@ -95,20 +100,7 @@ describe('bytes read from a long stream', () => {
     needs(ctx, 'strace');
     const root = tempDir('rw-bytes-');
     const r = run(root, '20261202-160000-oneleg', line({ event: 'run_started' }), NODE, 50, line({ event: 'run_finished', outcome }));
-    expect(r.size).toBeGreaterThan(50 * MiB);
-    for (const args of [['runs', '--json', '--root', root], ['status', r.dir, '--json']]) {
-      const got = bytesRead(r.events, args);
-      const report = JSON.parse(got.stdout) as { status?: string; runs?: { status: string }[] };
-      expect(report.runs?.[0]?.status ?? report.status, args[0]).toBe(expected);
-      expect(got.calls, args[0]).toBeGreaterThan(0); // the control: strace saw the stream's reads
-      expect(got.bytes, args[0]).toBeLessThanOrEqual(64 * 1024);
-    }
-    const e = new LiveEngine({ root, safetyMs: 600_000, openRecheckMs: 600_000, ref: false });
-    engines.push(e);
-    await e.start();
-    expect(e.get(r.dir)?.report?.status).toBe(expected);
-    expect(e.stats.bytesRead).toBeGreaterThan(0);
-    expect(e.stats.bytesRead).toBeLessThanOrEqual(64 * 1024);
+    await expectAtMost64KiB(root, r, expected);
   });
 
   it('the control: one leg of 50 MiB closed paused is searched for its start once, and its gate named', (ctx) => {
