@@ -31,7 +31,8 @@
  * parsed. A leg closed `passed` or `failed` is not searched for past the last
  * {@link CLOSED_LEG_BYTES} (CONTRACT §2.5 rule 7): those bytes are folded
  * inside a leg taken as opened before them, which equals the forward fold
- * unless the last finish closes nothing (a duplicate or lone finish). The readers can differ only where the forward fold refuses the
+ * unless the last finish closes nothing (a duplicate or lone finish). The
+ * readers can differ otherwise only where the forward fold refuses the
  * stream for a line the tail did not parse (over the cap, newer schema), and
  * in the skipped-line count, which covers the dense region only
  * (`from`..`size`). test/stream-property.test.ts checks all of this over
@@ -529,9 +530,10 @@ function tailOf(file: { fd: number; size: number }, path: string, firstChunk: nu
  * the stream, except for a closed last leg that began more than 32 KiB
  * (`CLOSED_LEG_BYTES`) before the end (CONTRACT §2.5 rule 7): its start's
  * offset, phase and command are not known (`legOffset` -1 with `started`
- * true), and a last `run_finished` there is taken as closing a leg. A missing file means "no legs". Throws StreamError if a line it
- * parses is over the cap or of a newer schema, or the file is not a
- * readable regular file.
+ * true), and a last `run_finished` there is taken as closing a leg. A
+ * missing file means "no legs". Throws StreamError if a line it parses is
+ * over the cap or of a newer schema, or the file is not a readable regular
+ * file.
  */
 export function readLastLeg(eventsPath: string, options: ReadLastLegOptions = {}): TailFacts {
   const firstChunk = Math.max(1, Math.floor(options.chunkBytes ?? FIRST_TAIL_CHUNK));
