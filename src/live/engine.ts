@@ -410,6 +410,12 @@ export interface LiveStats {
   batches: number;
   /** Safety re-check passes begun. */
   safetyPasses: number;
+  /**
+   * Listings of the root: the first, and one per change of the root, lost
+   * events or due safety pass (an unchanged root is listed again once an
+   * hour: live/relist.ts).
+   */
+  rootListings: number;
   /** Runs whose file identities the safety re-check compared, over every pass. */
   safetyCompared: number;
   /** Times the kernel's event queue overflowed (events were lost): each marks every run to be looked at again. */
@@ -665,7 +671,7 @@ export class LiveEngine {
     const budget = options.holderWatches ?? EXIT_WATCH_BUDGET;
     if (typeof budget !== 'number' || !Number.isFinite(budget) || budget < 0) throw new RangeError('holderWatches must be a finite number of at least 0');
     this.holderBudget = Math.floor(budget);
-    this.stats = { backend: 'polling', runs: 0, unwatched: 0, derivations: 0, referenceDerivations: 0, probes: 0, lockWakeups: 0, polledProbes: 0, bytesRead: 0, maxStepBytes: 0, readSteps: 0, tailReads: 0, rereads: 0, batches: 0, safetyPasses: 0, safetyCompared: 0, overflows: 0, holderWatches: 0, exitWakeups: 0 };
+    this.stats = { backend: 'polling', runs: 0, unwatched: 0, derivations: 0, referenceDerivations: 0, probes: 0, lockWakeups: 0, polledProbes: 0, bytesRead: 0, maxStepBytes: 0, readSteps: 0, tailReads: 0, rereads: 0, batches: 0, safetyPasses: 0, rootListings: 0, safetyCompared: 0, overflows: 0, holderWatches: 0, exitWakeups: 0 };
   }
 
   /** Listens for changes; returns the function that stops listening. */
@@ -976,6 +982,8 @@ export class LiveEngine {
   /** Lists the root: tracks new run directories, drops vanished ones. Symlinks are never followed. */
   private scanRoot(): void {
     const root = this.root as string;
+    this.rootGate.listing(root);
+    this.stats.rootListings++;
     const id = rootIdentity(root);
     if (id !== this.rootId) this.rootMoved(id);
     // Watched before it is listed, so an entry made in between is told, not lost.

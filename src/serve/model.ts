@@ -488,6 +488,8 @@ export class DashboardModel {
   /** The root's identity and mtime when it was last listed, if trusted (see safety()); and listings skipped since. */
   /** Whether a safety cycle lists the root again (live/relist.ts, the engine's rule too). */
   private readonly rootGate = new RootRelistGate();
+  /** With `live`: how many times the model listed the root (the first listing, then its safety passes'); for tests. */
+  rootListings = 0;
   /** Runs to inspect again at the next change even if their files kept their identity. */
   private readonly forced = new Set<string>();
   private retryTimer: NodeJS.Timeout | undefined;
@@ -704,6 +706,9 @@ export class DashboardModel {
    */
   private firstListing(): ReadonlyMap<string, RunReport> | undefined {
     this.listening = true;
+    // This is a listing: the first safety pass need not make another (live/relist.ts).
+    this.rootGate.listing(this.root);
+    this.rootListings++;
     let list: RunList;
     try {
       // Its probes are the model's (counted for /metrics through the observer). Each report is
@@ -979,7 +984,11 @@ export class DashboardModel {
     let any = false;
     // Listed again when the root changed, and once an hour anyway.
     const listing = this.rootGate.due(this.root);
-    if (listing) any = this.relist();
+    if (listing) {
+      this.rootGate.listing(this.root);
+      this.rootListings++;
+      any = this.relist();
+    }
     // Unreadable runs are among the skipped entries (a handful), not walked out of every run.
     for (const id of [...this.skips.keys()]) {
       const e = this.entries?.get(id);
