@@ -85,7 +85,7 @@ import { EVENTS_FILE, LOCK_FILE, STATE_FILE } from '../contract/files.js';
 import { StreamFold } from '../contract/fold.js';
 import { compareNewestFirst } from '../contract/runid.js';
 import type { RunReport } from '../contract/types.js';
-import { identityStride, readIdentities, takeIfChanged } from '../kernel/identity.js';
+import { identityStride, readIdentities } from '../kernel/identity.js';
 import { closeQuietly } from '../kernel/open.js';
 import { descriptorHolders, likelyHolder } from '../kernel/holders.js';
 import {
@@ -109,6 +109,7 @@ import { inspectRun } from '../status/inspect.js';
 import { buildReport } from '../status/report.js';
 import { compactReport } from '../status/compact.js';
 import { RootRelistGate } from './relist.js';
+import { FORGOTTEN, NO_BYTES, NO_EVENTS, NO_LINES, RunState, SigSlots } from './runstate.js';
 import { RootFollower, rootIdentity } from './rootwatch.js';
 
 /** Runs the safety re-check compares per turn of the event loop (two lstats each, one native call per slice). */
@@ -426,67 +427,6 @@ export interface LiveStats {
   exitWakeups: number;
 }
 
-interface RunState {
-  id: string;
-  dir: string;
-  fold: StreamFold;
-  /**
-   * Cuts the stream into lines while a read is under way or a partial last
-   * line is held; dropped when neither (it is made again at the offset), as
-   * it and its closures were an eighth of the engine's heap at 100,000 runs.
-   */
-  splitter: LineSplitter | undefined;
-  offset: number;
-  ident: string | undefined;
-  print: Buffer;
-  lastStart: number;
-  skipsSinceLastStart: number;
-  restart: number;
-  skipsSinceRestart: number;
-  streamError: unknown;
-  snapshot: SnapshotRead | undefined;
-  report: RunReport | null;
-  error: string | null;
-  /** Whether a report or error was told (the next one is told only if it differs). */
-  reported: boolean;
-  watch: DirWatch | undefined;
-  /** The identities of events.jsonl and state.json (kernel/identity.ts) when last processed. */
-  sig: Float64Array;
-  dirtyStream: boolean;
-  dirtySnapshot: boolean;
-  dirtyProbe: boolean;
-  /** Tell subscribers after the next derivation even if the report did not change. */
-  announce: boolean;
-  newEvents: { event: StreamEvent; offset: number }[];
-  /** `lines`: lines read and not yet told. */
-  newLines: LiveLine[];
-  /** `lines`: a newer-schema line was seen (the run is then derived by the reference path). */
-  newer: boolean;
-  /** `lines`: the subscriber has not asked for more since the last lines told. */
-  held: boolean;
-  /** `lines`: bytes are known to be unread (the run is not derived until they are). */
-  behind: boolean;
-  /** `lines`: the stream-error told, if any (then no more lines are told). */
-  told: StreamError | undefined;
-  /** A first read by the tail reader under way (a step per turn), with its own descriptor. */
-  tail: TailStepper | undefined;
-  /** What that read found, until a byte more is read: the reference path's first read (inspect.ts `first`). */
-  tailFacts: TailFacts | undefined;
-  /** The exit watch on the likely holder of the run's held lock, if any. */
-  holder: DirWatch | undefined;
-  /** The last holder pid whose exit was told while the run was followed (not watched again: see the module comment). */
-  exitedPid: number | undefined;
-  /** Follow-up probes taken since that exit while the lock stayed held ({@link HOLDER_FOLLOW_UP_MS}), and the one pending. */
-  followUps: number;
-  followUp: NodeJS.Timeout | undefined;
-  /**
-   * The holder was sought and none could be watched (no pid found, the
-   * budget, a refusal): not sought again at every derivation of a busy run,
-   * only once its lock file changes or the lock is no longer held.
-   */
-  sought: boolean;
-}
-
 /**
  * One turn of a rotation: which of `total` items (as index ranges) to take
  * when at most `budget` may be taken per turn, starting at `cursor`, and
@@ -504,13 +444,6 @@ export function takeTurns(total: number, cursor: number, budget: number): { rang
 /** The files whose identities tell that a run changed (RunState.sig). */
 const RUN_FILES: readonly string[] = [EVENTS_FILE, STATE_FILE];
 
-/**
- * The empty lists every run holds while it has nothing to tell (frozen: a
- * run's own list is made at its first push). At 100,000 runs two empty
- * arrays per run were about 3 MB.
- */
-const NO_EVENTS: { event: StreamEvent; offset: number }[] = Object.freeze([]) as unknown as { event: StreamEvent; offset: number }[];
-const NO_LINES: LiveLine[] = Object.freeze([]) as unknown as LiveLine[];
 
 function pushEvent(r: RunState, e: { event: StreamEvent; offset: number }): void {
   if (r.newEvents === NO_EVENTS) r.newEvents = [];
@@ -521,51 +454,10 @@ function pushLine(r: RunState, l: LiveLine): void {
   r.newLines.push(l);
 }
 
-/**
- * The fold a run holds before its first read and while it is let go
- * (`settledForget`): closed, and never applied to (process() gives the run a
- * fold of its own, and reads its stream from the start, before anything
- * else).
- */
-const FORGOTTEN = new StreamFold();
 
 /** Seeded runs taken per turn of the event loop in start(), their identities read in one native call (two lstats each). */
 const ADOPT_SLICE = 1024;
 
-/** Runs whose identities one slab holds (see SigSlots). */
-const SIG_SLAB_RUNS = 4096;
-
-/**
- * The runs' identity buffers (RunState.sig), carved from shared slabs: a
- * Float64Array of its own per run cost an ArrayBuffer and a backing store
- * besides the view (about 260 bytes at 100,000 runs). A dropped run's slot
- * is zeroed and reused, so the slabs do not grow with churn.
- */
-class SigSlots {
-  private slab: Float64Array | undefined;
-  private used = 0;
-  private readonly free: Float64Array[] = [];
-  constructor(private readonly len: number) {}
-
-  take(): Float64Array {
-    const reused = this.free.pop();
-    if (reused !== undefined) return reused;
-    if (this.slab === undefined || this.used === SIG_SLAB_RUNS) {
-      this.slab = new Float64Array(SIG_SLAB_RUNS * this.len);
-      this.used = 0;
-    }
-    const at = this.used++ * this.len;
-    return this.slab.subarray(at, at + this.len);
-  }
-
-  give(v: Float64Array): void {
-    v.fill(0); // zero never equals a real identity (identityBuffer)
-    this.free.push(v);
-  }
-}
-
-/** The empty print every run starts with (never written to: a print is replaced, not filled). */
-const NO_BYTES = Buffer.alloc(0);
 
 // The run's stream, snapshot and lock paths, made when needed: kept per run, they cost ~200 bytes each at 100,000 runs.
 function eventsOf(r: RunState): string {
@@ -653,6 +545,8 @@ export class LiveEngine {
   private readonly runListener = (e: DirEvent, r: RunState): void => this.onRunEvent(r, e);
   /** Where the runs' identity buffers come from. */
   private readonly sigs = new SigSlots(RUN_FILES.length * identityStride());
+  /** Where process() takes one run's identities before they go to its slot. */
+  private readonly oneSig = new Float64Array(RUN_FILES.length * identityStride());
   /** `settledForget`, when it applies (neither `events` nor `lines`). */
   private readonly forget: boolean;
 
@@ -764,7 +658,7 @@ export class LiveEngine {
       readIdentities(dirs, RUN_FILES, scratch);
       for (let k = 0; k < batch.length; k++) {
         const r = batch[k] as RunState;
-        r.sig.set(scratch.subarray(k * stride, (k + 1) * stride));
+        this.sigs.takeIfChanged(r.sig, scratch, k * stride);
         this.adopt(r, seeded.get(r.id) as RunReport);
       }
       batch.length = 0;
@@ -794,45 +688,9 @@ export class LiveEngine {
   track(runDir: string): void {
     const dir = resolve(runDir);
     if (this.runsByDir.has(dir) || this.closed) return;
-    const r: RunState = {
-      id: basename(dir),
-      dir,
-      // No fold until the run is first read (process() makes it): at 100,000 runs the folds made
-      // here, most of them let go or replaced at once, were ~45 MB of start-up garbage.
-      fold: FORGOTTEN,
-      splitter: undefined,
-      offset: 0,
-      ident: undefined,
-      print: NO_BYTES,
-      lastStart: -1,
-      skipsSinceLastStart: 0,
-      restart: 0,
-      skipsSinceRestart: 0,
-      streamError: null,
-      snapshot: undefined,
-      report: null,
-      error: null,
-      reported: false,
-      watch: undefined,
-      sig: this.sigs.take(),
-      dirtyStream: true,
-      dirtySnapshot: true,
-      dirtyProbe: true,
-      announce: false,
-      newEvents: NO_EVENTS,
-      newLines: NO_LINES,
-      newer: false,
-      held: false,
-      behind: false,
-      told: undefined,
-      tail: undefined,
-      tailFacts: undefined,
-      holder: undefined,
-      exitedPid: undefined,
-      followUps: 0,
-      followUp: undefined,
-      sought: false,
-    };
+    // No fold until the run is first read (process() makes it): at 100,000 runs the folds made
+    // here, most of them let go or replaced at once, were ~45 MB of start-up garbage.
+    const r = new RunState(basename(dir), dir, this.sigs.take());
     this.runsByDir.set(dir, r);
     this.stats.runs = this.runsByDir.size;
     this.watchRun(r);
@@ -1100,10 +958,9 @@ export class LiveEngine {
     r.watch?.close();
     r.watch = undefined;
     this.unwatchHolder(r);
-    // Its identity slot goes to the next run; a late look at this one (none should come) writes to a buffer of its own.
-    const slot = r.sig;
-    r.sig = new Float64Array(slot.length);
-    this.sigs.give(slot);
+    // Its identity slot goes to the next run; a late look at this one (none should come) finds it changed and keeps nothing.
+    this.sigs.give(r.sig);
+    r.sig = -1;
     this.stats.runs = this.runsByDir.size;
     if (announce) this.emit({ type: 'removed', runId: r.id, runDir: r.dir });
   }
@@ -1252,7 +1109,7 @@ export class LiveEngine {
       for (let at = 0; i < end; i++, at += RUN_FILES.length * stride) {
         const r = runs[i] as RunState;
         if (this.runsByDir.get(r.dir) !== r) continue; // untracked or replaced since the pass began
-        const moved = takeIfChanged(fresh, at, r.sig);
+        const moved = this.sigs.takeIfChanged(r.sig, fresh, at);
         if (moved || r.fold.open) {
           if (moved && this.options.announceFiles === true) r.announce = true;
           r.dirtyStream = r.dirtySnapshot = true;
@@ -1527,7 +1384,8 @@ export class LiveEngine {
       r.dirtyStream = true;
     }
     // Taken before reading, so what is read is at least as new as the identities kept.
-    readIdentities([r.dir], RUN_FILES, r.sig);
+    readIdentities([r.dir], RUN_FILES, this.oneSig);
+    this.sigs.takeIfChanged(r.sig, this.oneSig, 0);
     if (r.dirtyStream) {
       r.dirtyStream = false;
       this.catchUp(r);
@@ -1600,6 +1458,7 @@ export class LiveEngine {
     r.skipsSinceLastStart = 0;
     r.restart = 0;
     r.skipsSinceRestart = 0;
+    r.shed();
   }
 
   private derive(r: RunState): void {

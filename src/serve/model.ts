@@ -404,15 +404,18 @@ interface LiveEntry {
  * bytes, both together): the bound test/serve-memory.test.ts asserts on the
  * growth from 10,000 to 50,000 settled runs of the benchmark's shape (a
  * 3-line stream, a marked lock, no snapshot). Measured there (Node 20, no
- * pointer compression): 986 bytes per run, against 3,800 to 4,000 before
- * issue 23; the bound leaves half as much again for other Node versions
- * and shapes. Where they go, at 10,000 runs: the engine's RunState 304 (35
- * fields of 8 bytes), its run directory's path ~64 and name slice 32, its
- * identity view 96, its watch (kernel/notify.ts: an entry and a watch
- * object, no closure) ~110, the shared report 120, the model's LiveEntry
- * 88, and the maps and arrays that index them (~150).
+ * pointer compression): 676 bytes per run (986 before the engine's records
+ * were made compact, 3,800 to 4,000 before issue 23); the bound leaves half
+ * as much again for other Node versions and shapes, and two such states
+ * (the positive control) measure above it. Where they go, at 10,000 runs:
+ * the engine's RunState 96 (live/runstate.ts: nine words, no per-run
+ * record of reading state once settled), its run directory's path ~64 and
+ * name slice 32, its identities 96 in shared slabs (not heap), its watch
+ * (kernel/notify.ts: an entry and a watch object, no closure) ~110, the
+ * shared report 120, the model's LiveEntry 88, and the four maps and two
+ * arrays that index them (~200).
  */
-export const BYTES_PER_SETTLED_RUN = 1500;
+export const BYTES_PER_SETTLED_RUN = 1000;
 
 /** A 53-bit FNV-1a hash of a file-identity string (two 32-bit halves): equal identities, equal hashes. */
 function sigHash(s: string): number {

@@ -1,0 +1,487 @@
+/**
+ * What the live engine keeps per run (engine.ts), in as few bytes as a
+ * settled run allows: at 100,000 runs these records are most of serve's
+ * heap (issue 23).
+ *
+ * Invariants, and why:
+ * - A settled run (its last leg closed, let go by `settledForget`) holds
+ *   nine words: its name and directory, its report or error, its watch,
+ *   its identity slot, a word of flags, the shared FORGOTTEN fold, and no
+ *   {@link RunMore}. Every field that only a run being read, followed or
+ *   probed needs lives in a RunMore, made at the first write of a value
+ *   other than its default and dropped by {@link RunState.shed} once every
+ *   such field is back at its default. Reads of a field without a RunMore
+ *   answer the default, so the engine's code reads and writes them as the
+ *   plain fields they were (a 35-field object, 304 bytes per run).
+ * - The flags are bits of one number, for the same reason.
+ * - The identities of a run's files live in shared slabs ({@link SigSlots}),
+ *   addressed by slot number: a view object per run cost 96 bytes more.
+ */
+import type { StreamError } from '../contract/errors.js';
+import type { StreamEvent } from '../contract/events.js';
+import { StreamFold } from '../contract/fold.js';
+import type { RunReport } from '../contract/types.js';
+import type { DirWatch } from '../kernel/notify.js';
+import type { LineSplitter } from '../read/lines.js';
+import type { SnapshotRead } from '../read/snapshot.js';
+import type { TailFacts, TailStepper } from '../read/tail.js';
+import type { LiveLine } from './engine.js';
+
+/**
+ * The empty lists every run holds while it has nothing to tell (frozen: a
+ * run's own list is made at its first push).
+ */
+export const NO_EVENTS: { event: StreamEvent; offset: number }[] = Object.freeze([]) as unknown as { event: StreamEvent; offset: number }[];
+export const NO_LINES: LiveLine[] = Object.freeze([]) as unknown as LiveLine[];
+
+/** The empty print every run starts with (never written to: a print is replaced, not filled). */
+export const NO_BYTES = Buffer.alloc(0);
+
+/**
+ * The fold a run holds before its first read and while it is let go
+ * (`settledForget`): closed, and never applied to (the engine gives the run
+ * a fold of its own, and reads its stream from the start, before anything
+ * else).
+ */
+export const FORGOTTEN = new StreamFold();
+
+/** The fields of a run being read, followed or probed (see the module comment); each starts at its default. */
+class RunMore {
+  /** Cuts the stream into lines while a read is under way or a partial last line is held; dropped when neither (it is made again at the offset), as it and its closures were an eighth of the engine's heap at 100,000 runs. */
+  splitter: LineSplitter | undefined = undefined;
+  /** Stream bytes read and folded. */
+  offset: number = 0;
+  /** The stream file's identity when it was last read (replaced or not). */
+  ident: string | undefined = undefined;
+  /** The bytes just before `offset` (a rewrite shows as different bytes). */
+  print: Buffer = NO_BYTES;
+  /** The tail reader's restart point: the offset of the last run_started (-1: none). */
+  lastStart: number = -1;
+  /** Lines skipped since it. */
+  skipsSinceLastStart: number = 0;
+  /** The restart point before the last run_finished. */
+  restart: number = 0;
+  /** Lines skipped since that one. */
+  skipsSinceRestart: number = 0;
+  /** Why the stream could not be read, or null. */
+  streamError: unknown = null;
+  /** The snapshot read for the next derivation (a settled run keeps none). */
+  snapshot: SnapshotRead | undefined = undefined;
+  /** `events`: events read and not yet told. */
+  newEvents: { event: StreamEvent; offset: number }[] = NO_EVENTS;
+  /** `lines`: lines read and not yet told. */
+  newLines: LiveLine[] = NO_LINES;
+  /** `lines`: the stream-error told, if any (then no more lines are told). */
+  told: StreamError | undefined = undefined;
+  /** A first read by the tail reader under way (a step per turn), with its own descriptor. */
+  tail: TailStepper | undefined = undefined;
+  /** What that read found, until a byte more is read: the reference path's first read (inspect.ts `first`). */
+  tailFacts: TailFacts | undefined = undefined;
+  /** The exit watch on the likely holder of the run's held lock, if any. */
+  holder: DirWatch | undefined = undefined;
+  /** The last holder pid whose exit was told while the run was followed (not watched again: see engine.ts). */
+  exitedPid: number | undefined = undefined;
+  /** Follow-up probes taken since that exit while the lock stayed held (HOLDER_FOLLOW_UP_MS). */
+  followUps: number = 0;
+  /** The follow-up probe pending, if any. */
+  followUp: NodeJS.Timeout | undefined = undefined;
+}
+
+const REPORTED_BIT = 1;
+const DIRTY_STREAM_BIT = 2;
+const DIRTY_SNAPSHOT_BIT = 4;
+const DIRTY_PROBE_BIT = 8;
+const ANNOUNCE_BIT = 16;
+const NEWER_BIT = 32;
+const HELD_BIT = 64;
+const BEHIND_BIT = 128;
+const SOUGHT_BIT = 256;
+
+/** One run the engine follows. */
+export class RunState {
+  /** The run's stream fold (FORGOTTEN until first read, and again once let go). */
+  fold: StreamFold = FORGOTTEN;
+  report: RunReport | null = null;
+  error: string | null = null;
+  watch: DirWatch | undefined = undefined;
+  /** The slot of the identities of events.jsonl and state.json (kernel/identity.ts) when last processed ({@link SigSlots}); -1 once dropped. */
+  sig: number;
+  private bits: number;
+  private more: RunMore | undefined = undefined;
+
+  constructor(
+    readonly id: string,
+    readonly dir: string,
+    sig: number,
+  ) {
+    this.sig = sig;
+    this.bits = DIRTY_STREAM_BIT | DIRTY_SNAPSHOT_BIT | DIRTY_PROBE_BIT;
+  }
+
+  /** Drops the RunMore when every one of its fields is back at its default (a settled run let go). */
+  shed(): void {
+    const m = this.more;
+    if (m === undefined) return;
+    if (m.splitter === undefined &&
+      m.offset === 0 &&
+      m.ident === undefined &&
+      m.print === NO_BYTES &&
+      m.lastStart === -1 &&
+      m.skipsSinceLastStart === 0 &&
+      m.restart === 0 &&
+      m.skipsSinceRestart === 0 &&
+      m.streamError === null &&
+      m.snapshot === undefined &&
+      m.newEvents === NO_EVENTS &&
+      m.newLines === NO_LINES &&
+      m.told === undefined &&
+      m.tail === undefined &&
+      m.tailFacts === undefined &&
+      m.holder === undefined &&
+      m.exitedPid === undefined &&
+      m.followUps === 0 &&
+      m.followUp === undefined)
+      this.more = undefined;
+  }
+
+  /** Whether the run holds a RunMore (for tests of its size). */
+  get compact(): boolean {
+    return this.more === undefined;
+  }
+
+  private flag(bit: number, on: boolean): void {
+    this.bits = on ? this.bits | bit : this.bits & ~bit;
+  }
+
+  /** Whether a report or error was told (the next one is told only if it differs). */
+  get reported(): boolean {
+    return (this.bits & REPORTED_BIT) !== 0;
+  }
+  set reported(v: boolean) {
+    this.flag(REPORTED_BIT, v);
+  }
+  /** The stream may have bytes not yet read. */
+  get dirtyStream(): boolean {
+    return (this.bits & DIRTY_STREAM_BIT) !== 0;
+  }
+  set dirtyStream(v: boolean) {
+    this.flag(DIRTY_STREAM_BIT, v);
+  }
+  /** The snapshot must be read again. */
+  get dirtySnapshot(): boolean {
+    return (this.bits & DIRTY_SNAPSHOT_BIT) !== 0;
+  }
+  set dirtySnapshot(v: boolean) {
+    this.flag(DIRTY_SNAPSHOT_BIT, v);
+  }
+  /** The lock must be probed again. */
+  get dirtyProbe(): boolean {
+    return (this.bits & DIRTY_PROBE_BIT) !== 0;
+  }
+  set dirtyProbe(v: boolean) {
+    this.flag(DIRTY_PROBE_BIT, v);
+  }
+  /** Tell subscribers after the next derivation even if the report did not change. */
+  get announce(): boolean {
+    return (this.bits & ANNOUNCE_BIT) !== 0;
+  }
+  set announce(v: boolean) {
+    this.flag(ANNOUNCE_BIT, v);
+  }
+  /** `lines`: a newer-schema line was seen (the run is then derived by the reference path). */
+  get newer(): boolean {
+    return (this.bits & NEWER_BIT) !== 0;
+  }
+  set newer(v: boolean) {
+    this.flag(NEWER_BIT, v);
+  }
+  /** `lines`: the subscriber has not asked for more since the last lines told. */
+  get held(): boolean {
+    return (this.bits & HELD_BIT) !== 0;
+  }
+  set held(v: boolean) {
+    this.flag(HELD_BIT, v);
+  }
+  /** `lines`: bytes are known to be unread (the run is not derived until they are). */
+  get behind(): boolean {
+    return (this.bits & BEHIND_BIT) !== 0;
+  }
+  set behind(v: boolean) {
+    this.flag(BEHIND_BIT, v);
+  }
+  /** The holder was sought and none could be watched (no pid found, the budget, a refusal): not sought again at every derivation of a busy run, only once its lock file changes or the lock is no longer held. */
+  get sought(): boolean {
+    return (this.bits & SOUGHT_BIT) !== 0;
+  }
+  set sought(v: boolean) {
+    this.flag(SOUGHT_BIT, v);
+  }
+  /** Cuts the stream into lines while a read is under way or a partial last line is held; dropped when neither (it is made again at the offset), as it and its closures were an eighth of the engine's heap at 100,000 runs. */
+  get splitter(): LineSplitter | undefined {
+    return this.more === undefined ? undefined : this.more.splitter;
+  }
+  set splitter(v: LineSplitter | undefined) {
+    if (this.more === undefined) {
+      if (v === undefined) return;
+      this.more = new RunMore();
+    }
+    this.more.splitter = v;
+  }
+  /** Stream bytes read and folded. */
+  get offset(): number {
+    return this.more === undefined ? 0 : this.more.offset;
+  }
+  set offset(v: number) {
+    if (this.more === undefined) {
+      if (v === 0) return;
+      this.more = new RunMore();
+    }
+    this.more.offset = v;
+  }
+  /** The stream file's identity when it was last read (replaced or not). */
+  get ident(): string | undefined {
+    return this.more === undefined ? undefined : this.more.ident;
+  }
+  set ident(v: string | undefined) {
+    if (this.more === undefined) {
+      if (v === undefined) return;
+      this.more = new RunMore();
+    }
+    this.more.ident = v;
+  }
+  /** The bytes just before `offset` (a rewrite shows as different bytes). */
+  get print(): Buffer {
+    return this.more === undefined ? NO_BYTES : this.more.print;
+  }
+  set print(v: Buffer) {
+    if (this.more === undefined) {
+      if (v === NO_BYTES) return;
+      this.more = new RunMore();
+    }
+    this.more.print = v;
+  }
+  /** The tail reader's restart point: the offset of the last run_started (-1: none). */
+  get lastStart(): number {
+    return this.more === undefined ? -1 : this.more.lastStart;
+  }
+  set lastStart(v: number) {
+    if (this.more === undefined) {
+      if (v === -1) return;
+      this.more = new RunMore();
+    }
+    this.more.lastStart = v;
+  }
+  /** Lines skipped since it. */
+  get skipsSinceLastStart(): number {
+    return this.more === undefined ? 0 : this.more.skipsSinceLastStart;
+  }
+  set skipsSinceLastStart(v: number) {
+    if (this.more === undefined) {
+      if (v === 0) return;
+      this.more = new RunMore();
+    }
+    this.more.skipsSinceLastStart = v;
+  }
+  /** The restart point before the last run_finished. */
+  get restart(): number {
+    return this.more === undefined ? 0 : this.more.restart;
+  }
+  set restart(v: number) {
+    if (this.more === undefined) {
+      if (v === 0) return;
+      this.more = new RunMore();
+    }
+    this.more.restart = v;
+  }
+  /** Lines skipped since that one. */
+  get skipsSinceRestart(): number {
+    return this.more === undefined ? 0 : this.more.skipsSinceRestart;
+  }
+  set skipsSinceRestart(v: number) {
+    if (this.more === undefined) {
+      if (v === 0) return;
+      this.more = new RunMore();
+    }
+    this.more.skipsSinceRestart = v;
+  }
+  /** Why the stream could not be read, or null. */
+  get streamError(): unknown {
+    return this.more === undefined ? null : this.more.streamError;
+  }
+  set streamError(v: unknown) {
+    if (this.more === undefined) {
+      if (v === null) return;
+      this.more = new RunMore();
+    }
+    this.more.streamError = v;
+  }
+  /** The snapshot read for the next derivation (a settled run keeps none). */
+  get snapshot(): SnapshotRead | undefined {
+    return this.more === undefined ? undefined : this.more.snapshot;
+  }
+  set snapshot(v: SnapshotRead | undefined) {
+    if (this.more === undefined) {
+      if (v === undefined) return;
+      this.more = new RunMore();
+    }
+    this.more.snapshot = v;
+  }
+  /** `events`: events read and not yet told. */
+  get newEvents(): { event: StreamEvent; offset: number }[] {
+    return this.more === undefined ? NO_EVENTS : this.more.newEvents;
+  }
+  set newEvents(v: { event: StreamEvent; offset: number }[]) {
+    if (this.more === undefined) {
+      if (v === NO_EVENTS) return;
+      this.more = new RunMore();
+    }
+    this.more.newEvents = v;
+  }
+  /** `lines`: lines read and not yet told. */
+  get newLines(): LiveLine[] {
+    return this.more === undefined ? NO_LINES : this.more.newLines;
+  }
+  set newLines(v: LiveLine[]) {
+    if (this.more === undefined) {
+      if (v === NO_LINES) return;
+      this.more = new RunMore();
+    }
+    this.more.newLines = v;
+  }
+  /** `lines`: the stream-error told, if any (then no more lines are told). */
+  get told(): StreamError | undefined {
+    return this.more === undefined ? undefined : this.more.told;
+  }
+  set told(v: StreamError | undefined) {
+    if (this.more === undefined) {
+      if (v === undefined) return;
+      this.more = new RunMore();
+    }
+    this.more.told = v;
+  }
+  /** A first read by the tail reader under way (a step per turn), with its own descriptor. */
+  get tail(): TailStepper | undefined {
+    return this.more === undefined ? undefined : this.more.tail;
+  }
+  set tail(v: TailStepper | undefined) {
+    if (this.more === undefined) {
+      if (v === undefined) return;
+      this.more = new RunMore();
+    }
+    this.more.tail = v;
+  }
+  /** What that read found, until a byte more is read: the reference path's first read (inspect.ts `first`). */
+  get tailFacts(): TailFacts | undefined {
+    return this.more === undefined ? undefined : this.more.tailFacts;
+  }
+  set tailFacts(v: TailFacts | undefined) {
+    if (this.more === undefined) {
+      if (v === undefined) return;
+      this.more = new RunMore();
+    }
+    this.more.tailFacts = v;
+  }
+  /** The exit watch on the likely holder of the run's held lock, if any. */
+  get holder(): DirWatch | undefined {
+    return this.more === undefined ? undefined : this.more.holder;
+  }
+  set holder(v: DirWatch | undefined) {
+    if (this.more === undefined) {
+      if (v === undefined) return;
+      this.more = new RunMore();
+    }
+    this.more.holder = v;
+  }
+  /** The last holder pid whose exit was told while the run was followed (not watched again: see engine.ts). */
+  get exitedPid(): number | undefined {
+    return this.more === undefined ? undefined : this.more.exitedPid;
+  }
+  set exitedPid(v: number | undefined) {
+    if (this.more === undefined) {
+      if (v === undefined) return;
+      this.more = new RunMore();
+    }
+    this.more.exitedPid = v;
+  }
+  /** Follow-up probes taken since that exit while the lock stayed held (HOLDER_FOLLOW_UP_MS). */
+  get followUps(): number {
+    return this.more === undefined ? 0 : this.more.followUps;
+  }
+  set followUps(v: number) {
+    if (this.more === undefined) {
+      if (v === 0) return;
+      this.more = new RunMore();
+    }
+    this.more.followUps = v;
+  }
+  /** The follow-up probe pending, if any. */
+  get followUp(): NodeJS.Timeout | undefined {
+    return this.more === undefined ? undefined : this.more.followUp;
+  }
+  set followUp(v: NodeJS.Timeout | undefined) {
+    if (this.more === undefined) {
+      if (v === undefined) return;
+      this.more = new RunMore();
+    }
+    this.more.followUp = v;
+  }
+}
+
+/** Runs whose identities one slab holds (see SigSlots). */
+const SIG_SLAB_RUNS = 4096;
+
+/**
+ * The runs' identities (RunState.sig), in shared slabs addressed by slot
+ * number: neither a Float64Array per run (an ArrayBuffer and a backing store
+ * besides the view, ~260 bytes) nor a view per run (96 bytes). A dropped
+ * run's slot is zeroed and reused, so the slabs do not grow with churn.
+ * Zero never equals a real identity (kernel/identity.ts identityBuffer).
+ */
+export class SigSlots {
+  private readonly slabs: Float64Array[] = [];
+  private next = 0;
+  private readonly free: number[] = [];
+
+  /** `len`: the numbers one run's identities take. */
+  constructor(readonly len: number) {}
+
+  /** A zeroed slot. */
+  take(): number {
+    const reused = this.free.pop();
+    if (reused !== undefined) return reused;
+    const slot = this.next++;
+    if (slot % SIG_SLAB_RUNS === 0) this.slabs.push(new Float64Array(SIG_SLAB_RUNS * this.len));
+    return slot;
+  }
+
+  /** Zeroes `slot` and keeps it for the next take. */
+  give(slot: number): void {
+    if (slot < 0) return;
+    this.slabOf(slot).fill(0, this.at(slot), this.at(slot) + this.len);
+    this.free.push(slot);
+  }
+
+  /**
+   * Compares `slot` with `len` numbers of `fresh` from `from`; when they
+   * differ, copies them into the slot. Answers whether they differed (a
+   * dropped run's slot, -1, always differs and keeps nothing).
+   */
+  takeIfChanged(slot: number, fresh: Float64Array, from: number): boolean {
+    if (slot < 0) return true;
+    const slab = this.slabOf(slot);
+    const at = this.at(slot);
+    let i = 0;
+    while (i < this.len && fresh[from + i] === slab[at + i]) i++;
+    if (i === this.len) return false;
+    slab.set(fresh.subarray(from, from + this.len), at);
+    return true;
+  }
+
+  private slabOf(slot: number): Float64Array {
+    return this.slabs[Math.floor(slot / SIG_SLAB_RUNS)] as Float64Array;
+  }
+
+  private at(slot: number): number {
+    return (slot % SIG_SLAB_RUNS) * this.len;
+  }
+}
