@@ -11,6 +11,7 @@ import { appendFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { LiveEngine, runStatus, type RunReport } from '../src/index.js';
+import { DashboardModel } from '../src/serve/model.js';
 import { cleanupTemp, tempDir, until } from './helpers/lock-procs.js';
 
 const ev = (id: string, event: string, extra: Record<string, unknown> = {}): string =>
@@ -104,5 +105,28 @@ describe('LiveEngine seed and settledForget', () => {
     appendFileSync(join(root, settled, 'events.jsonl'), ev(settled, 'run_started') + ev(settled, 'gate_paused', { node_id: 'g' }) + ev(settled, 'run_finished', { outcome: 'paused' }));
     await until(() => engine.get(join(root, settled))?.report?.status === 'PAUSED');
     expect(engine.get(join(root, settled))?.report).toEqual(runStatus(join(root, settled)));
+  });
+
+  it('the live dashboard: the engine takes the first listing\'s report for every settled run of the root (one inspection per run)', async () => {
+    const { root, open } = makeRoot();
+    // Enough runs that the model's search of its newest-first listing takes several steps for each.
+    for (let i = 0; i < 300; i++) {
+      const id = `20261129-${String(i).padStart(6, '0')}-ok`;
+      mkdirSync(join(root, id));
+      writeFileSync(join(root, id, 'events.jsonl'), ev(id, 'run_started') + ev(id, 'run_finished', { outcome: i % 2 === 0 ? 'passed' : 'failed' }));
+    }
+    const model = new DashboardModel(root, { live: true });
+    try {
+      const doc = await model.dashboard();
+      expect(Object.values(doc.tallies).reduce((a, b) => a + b, 0)).toBe(302);
+      const engine = (model as unknown as { engine: LiveEngine }).engine;
+      // Only the run with an open leg is read by the engine itself; the 301 settled ones are taken.
+      expect(engine.stats.derivations).toBe(1);
+      expect(engine.get(join(root, open))?.report?.liveness).not.toBeNull();
+      const some = '20261129-000123-ok';
+      expect(engine.get(join(root, some))?.report).toEqual(runStatus(join(root, some)));
+    } finally {
+      model.close();
+    }
   });
 });

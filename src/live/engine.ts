@@ -77,7 +77,6 @@
  *   is told once as a `stream-error`, since lines already told cannot be
  *   taken back.
  */
-import { readdirSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
 import { RunUnreadableError, StreamError } from '../contract/errors.js';
 import type { StreamEvent } from '../contract/events.js';
@@ -87,6 +86,7 @@ import { compareNewestFirst } from '../contract/runid.js';
 import type { RunReport } from '../contract/types.js';
 import { identityStride, readIdentities } from '../kernel/identity.js';
 import { closeQuietly } from '../kernel/open.js';
+import { native } from '../kernel/native.js';
 import { descriptorHolders, likelyHolder } from '../kernel/holders.js';
 import {
   EXIT_WATCH_BUDGET,
@@ -374,9 +374,11 @@ export interface LiveEngineOptions {
    * are taken when it is taken; a change between the caller's read and then
    * is one the run's watch, already there, announces. Such a run is not
    * announced (the report is the caller's own); every other run is read and
-   * announced as without a seed.
+   * announced as without a seed. Anything with `get(runId)` will do (a Map,
+   * or a search of a sorted list that a caller keeps anyway); a name it
+   * does not find is read.
    */
-  seed?: () => ReadonlyMap<string, RunReport> | undefined;
+  seed?: () => { get(runId: string): RunReport | undefined } | undefined;
 }
 
 /** Counters, for tests and benchmarks. */
@@ -439,6 +441,26 @@ export function takeTurns(total: number, cursor: number, budget: number): { rang
   const upto = from + budget;
   if (upto <= total) return { ranges: [[from, upto]], next: upto % total };
   return { ranges: [[from, total], [0, upto - total]], next: upto - total };
+}
+
+/** Bytes that decode to themselves as UTF-8: ASCII. */
+const ASCII = /^[\x00-\x7f]*$/;
+
+/**
+ * The names of the directories in `root`, as readdirSync gives them (UTF-8,
+ * an invalid sequence replaced), in one native call (kernel readDirSorted):
+ * readdirSync's Dirent per entry was ~10 MB of start-up garbage at 100,000
+ * runs. Throws as the listing does (ENOENT, ENOTDIR, EACCES…).
+ */
+function directoryNames(root: string): string[] {
+  const { names, kinds } = native().readDirSorted(root);
+  const out: string[] = [];
+  for (let i = 0; i < names.length; i++) {
+    if (kinds[i] !== 'd') continue;
+    const raw = names[i] as string;
+    out.push(ASCII.test(raw) ? raw : Buffer.from(raw, 'latin1').toString('utf8'));
+  }
+  return out;
 }
 
 /** The files whose identities tell that a run changed (RunState.sig). */
@@ -851,9 +873,7 @@ export class LiveEngine {
     }
     let names: string[];
     try {
-      names = readdirSync(root, { withFileTypes: true })
-        .filter((e) => e.isDirectory())
-        .map((e) => e.name);
+      names = directoryNames(root);
       this.rootMissing = false;
     } catch {
       names = [];
@@ -862,6 +882,11 @@ export class LiveEngine {
     if (!this.rootMissing && this.rootWatch === undefined && this.watcher !== undefined) {
       const a = this.watcher.watch(root, (e) => this.onRootEvent(e));
       if (a.ok) this.rootWatch = a.watch;
+    }
+    // The first listing tracks every name (nothing to drop, no set of 100,000 paths to build).
+    if (this.runsByDir.size === 0) {
+      for (const n of names) this.track(join(root, n));
+      return;
     }
     const present = new Set(names.map((n) => join(root, n)));
     for (const r of [...this.runsByDir.values()]) if (!present.has(r.dir)) this.drop(r, true);

@@ -182,6 +182,18 @@ const NOT_RUNS: ReadonlySet<SkippedEntry['kind']> = new Set(['not-a-directory', 
 
 const EMPTY_TIMES: RunTimes = { started_at: null, ended_at: null, last_event_at: null };
 
+/**
+ * Run directories the first live listing inspects together (list.ts
+ * forEachRun; the CLI's listing takes 256). In serve's worker, whose young
+ * generation is 4 MB (offthread.ts), a batch's inspections outlive the
+ * scavenges made while it is read and are promoted: at 100,000 runs,
+ * batches of 256 left ~90 MB of dead inspections in the old generation
+ * before the first full collection (64: ~85 MB), 32 about 40 MB, most of it
+ * the compacted reports that stay. Each batch with an open leg reads the
+ * kernel's lock table once.
+ */
+const FIRST_LISTING_BATCH = 32;
+
 /** Root entries the first live listing takes per turn of the event loop. */
 const INIT_SLICE = 4096;
 
@@ -416,6 +428,28 @@ interface LiveEntry {
  * arrays that index them (~200).
  */
 export const BYTES_PER_SETTLED_RUN = 1000;
+
+/**
+ * The report named `id` in `runs`, newest first as a listing gives them, by
+ * binary search: the engine looks up every run of the first listing, and a
+ * map of 100,000 names was ~7 MB of the start-up peak. Names are in
+ * descending byte order, which is the order of their shown forms while
+ * those are ASCII; a shown name with escapes (contract/names.ts) may sort
+ * elsewhere, and it or a run the search passes through it for is then not
+ * found: the engine reads that run, as it does any run not seeded.
+ */
+function findNewestFirst(runs: readonly RunReport[], id: string): RunReport | undefined {
+  let lo = 0;
+  let hi = runs.length - 1;
+  while (lo <= hi) {
+    const mid = (lo + hi) >>> 1;
+    const at = (runs[mid] as RunReport).run_id;
+    if (at === id) return runs[mid];
+    if (at > id) lo = mid + 1;
+    else hi = mid - 1;
+  }
+  return undefined;
+}
 
 /** A 53-bit FNV-1a hash of a file-identity string (two 32-bit halves): equal identities, equal hashes. */
 function sigHash(s: string): number {
@@ -707,7 +741,7 @@ export class DashboardModel {
    * reports for its settled runs instead of reading them; every change it
    * announces from here on is kept, since it may be newer than this listing.
    */
-  private firstListing(): ReadonlyMap<string, RunReport> | undefined {
+  private firstListing(): { get(runId: string): RunReport | undefined } | undefined {
     this.listening = true;
     // This is a listing: the first safety pass need not make another (live/relist.ts).
     this.rootGate.listing(this.root);
@@ -718,7 +752,7 @@ export class DashboardModel {
       // compacted as it comes (forEachRun), so the listing's own objects die young: kept to the end,
       // then copied, they were ~30 MB of old generation at 100,000 runs, all at the peak.
       const runs: RunReport[] = [];
-      const rest = forEachRun(this.absRoot, this.onProbe === undefined ? {} : { onProbe: this.onProbe }, (r) => runs.push(compactReport(r)));
+      const rest = forEachRun(this.absRoot, this.onProbe === undefined ? {} : { onProbe: this.onProbe }, (r) => runs.push(compactReport(r)), FIRST_LISTING_BATCH);
       list = { ...rest, runs };
     } catch (e) {
       this.first = { error: e };
@@ -726,9 +760,7 @@ export class DashboardModel {
     }
     // The engine takes these very objects, and so do the indexes.
     this.first = list;
-    const byId = new Map<string, RunReport>();
-    for (const r of list.runs) byId.set(r.run_id, r);
-    return byId;
+    return { get: (id) => findNewestFirst(list.runs, id) };
   }
 
   /**
