@@ -85,9 +85,8 @@ export interface DirWatcherStats {
 
 interface Entry {
   wd: number;
+  /** The name it was first watched by. */
   dir: string;
-  /** Other names the same directory was watched by (the kernel gave the same descriptor), if any. */
-  aliases: string[] | undefined;
   /**
    * The watches on it: one kept as itself, more as a Set. Almost every
    * directory has exactly one (a run's engine), and a Set per directory
@@ -154,7 +153,17 @@ export function notifyBackend(): 'inotify' | 'kqueue' | 'unsupported' {
 export class DirWatcher {
   readonly stats: DirWatcherStats = { batches: 0, events: 0, watches: 0 };
   private readonly byWd = new Map<number, Entry>();
-  private readonly byDir = new Map<string, Entry>();
+  /**
+   * Each directory's entry by the name it was watched by, kept only where
+   * the kernel would not tell: kqueue opens a descriptor per add, so a
+   * second watch of a directory must find the first here. inotify answers
+   * an add of a directory it already watches (by any name) with the same
+   * descriptor, so there the descriptor is the only key: no map of paths
+   * (~46 bytes per run at 100,000 runs), and a directory removed and made
+   * again under the same name is never taken for the old one while the old
+   * watch's IN_IGNORED is still queued.
+   */
+  private readonly byDir: Map<string, Entry> | undefined;
   private readonly m: Readonly<Record<string, number>>;
   private readonly dirMask: number;
   private closed = false;
@@ -166,6 +175,7 @@ export class DirWatcher {
     private readonly options: DirWatcherOptions,
   ) {
     this.m = native().notify.mask;
+    this.byDir = native().notify.backend === 'inotify' ? undefined : new Map();
     const bit = (name: string): number => this.m[name] ?? 0;
     this.dirMask =
       bit('closeWrite') | bit('modify') | bit('create') | bit('delete') | bit('movedFrom') | bit('movedTo') | bit('deleteSelf') | bit('moveSelf') | bit('onlyDir') | bit('dontFollow') | bit('exclUnlink');
@@ -225,18 +235,22 @@ export class DirWatcher {
   watch<C>(dir: string, listener: (event: DirEvent, context: C) => void, context: C): WatchAnswer;
   watch(dir: string, listener: (event: DirEvent, context: unknown) => void, context?: unknown): WatchAnswer {
     if (this.closed || this.broken) return { ok: false, code: 'EBADF' };
-    let entry = this.byDir.get(dir);
+    let entry = this.byDir?.get(dir);
     if (entry === undefined) {
-      if (this.options.maxWatches !== undefined && this.byWd.size >= this.options.maxWatches) return { ok: false, code: 'ENOSPC' };
       const wd = this.notifier.add(dir, this.dirMask);
       if (wd < 0) return { ok: false, code: errnoName(-wd) };
-      // The same directory under another name gets the same descriptor.
-      const known = this.byWd.get(wd);
-      if (known !== undefined) (known.aliases ??= []).push(dir);
-      entry = known ?? { wd, dir, aliases: undefined, watches: undefined };
-      this.byWd.set(wd, entry);
-      this.byDir.set(dir, entry);
-      this.stats.watches = this.byWd.size;
+      // inotify: the same directory, by this or another name, gets the descriptor it already has.
+      entry = this.byWd.get(wd);
+      if (entry === undefined) {
+        if (this.options.maxWatches !== undefined && this.byWd.size >= this.options.maxWatches) {
+          this.notifier.remove(wd);
+          return { ok: false, code: 'ENOSPC' };
+        }
+        entry = { wd, dir, watches: undefined };
+        this.byWd.set(wd, entry);
+        this.byDir?.set(dir, entry);
+        this.stats.watches = this.byWd.size;
+      }
     }
     const w = new DirWatchOf(this, entry, listener, context);
     addWatch(entry, w);
@@ -261,14 +275,14 @@ export class DirWatcher {
     if (this.closed) return;
     this.closed = true;
     this.byWd.clear();
-    this.byDir.clear();
+    this.byDir?.clear();
     this.notifier.close();
   }
 
-  /** Drops an entry from both maps: by its names, not by a walk of every directory watched (which made each removal O(runs)). */
+  /** Drops an entry from the maps by its descriptor and name, not by a walk of every directory watched (which made each removal O(runs)). */
   private forget(entry: Entry): void {
     if (this.byWd.get(entry.wd) === entry) this.byWd.delete(entry.wd);
-    for (const dir of [entry.dir, ...(entry.aliases ?? [])]) if (this.byDir.get(dir) === entry) this.byDir.delete(dir);
+    if (this.byDir?.get(entry.dir) === entry) this.byDir.delete(entry.dir);
     this.stats.watches = this.byWd.size;
   }
 }
