@@ -384,7 +384,10 @@ class NewestFirst {
  *   and warnings interned, no per-run empty array). After the first listing
  *   it is the very object the live engine holds for the run, so the two
  *   share it until the run changes.
- * - `state`, `section`: string constants, nothing per run.
+ * - `skip`: for a run that cannot be read, the skip listRuns would give.
+ * - `kind`, `state`, `section`: read from the report (or its absence), not
+ *   kept: three words per run fewer (the state is the report's, so it
+ *   cannot disagree with it).
  * - `sig`: a 53-bit hash of the run's file identities (runFilesSig) taken
  *   before it was inspected, or NaN when unknown (runs taken from the
  *   engine's first pass): NaN equals nothing, so such a run is inspected at
@@ -398,17 +401,29 @@ class NewestFirst {
  * per run ({@link BYTES_PER_SETTLED_RUN}, asserted by
  * test/serve-memory.test.ts from 10,000 to 50,000 settled runs).
  */
-interface LiveEntry {
-  id: string;
-  kind: 'run' | 'unreadable';
-  /** For `run`: the compacted report. */
-  report: RunReport | undefined;
-  /** For `unreadable`: the skip listRuns would give. */
-  skip: SkippedEntry | undefined;
-  state: CardState;
-  section: Section;
-  sig: number;
-  card: RunCard | undefined;
+class LiveEntry {
+  card: RunCard | undefined = undefined;
+
+  constructor(
+    readonly id: string,
+    /** For a run: the compacted report; undefined for one that cannot be read. */
+    public report: RunReport | undefined,
+    /** For a run that cannot be read: the skip listRuns would give. */
+    readonly skip: SkippedEntry | undefined,
+    public sig: number,
+  ) {}
+
+  get kind(): 'run' | 'unreadable' {
+    return this.report !== undefined ? 'run' : 'unreadable';
+  }
+
+  get state(): CardState {
+    return this.report !== undefined ? cardState(this.report) : 'unknown';
+  }
+
+  get section(): Section {
+    return sectionOf(this.state);
+  }
 }
 
 /**
@@ -826,12 +841,11 @@ export class DashboardModel {
   }
 
   private runEntry(id: string, report: RunReport, sig: number): LiveEntry {
-    const state = cardState(report);
-    return { id, kind: 'run', report, skip: undefined, state, section: sectionOf(state), sig, card: undefined };
+    return new LiveEntry(id, report, undefined, sig);
   }
 
   private skipEntry(skip: SkippedEntry, sig: number): LiveEntry {
-    return { id: skip.run_id, kind: 'unreadable', report: undefined, skip, state: 'unknown', section: 'other', sig, card: undefined };
+    return new LiveEntry(skip.run_id, undefined, skip, sig);
   }
 
   private addEntry(e: LiveEntry): void {
