@@ -46,7 +46,7 @@ describe('RunState', () => {
 });
 
 describe('SigSlots', () => {
-  it('tells a change once, keeps slots apart, and zeroes a slot given back', () => {
+  it('tells a change once, keeps slots apart, and makes a slot given back differ from everything', () => {
     const s = new SigSlots(3);
     const a = s.take();
     const b = s.take();
@@ -59,8 +59,27 @@ describe('SigSlots', () => {
     s.give(a);
     const c = s.take();
     expect(c).toBe(a);
-    expect(s.takeIfChanged(c, new Float64Array(3), 0)).toBe(false); // zeroed
+    expect(s.takeIfChanged(c, fresh, 1)).toBe(true); // no longer a's identity
+    expect(s.takeIfChanged(c, fresh, 1)).toBe(false);
     expect(s.takeIfChanged(-1, fresh, 1)).toBe(true); // a dropped run's slot always differs
+  });
+
+  it('tells a change in any one bit of any number', () => {
+    const s = new SigSlots(12);
+    const slot = s.take();
+    const base = Float64Array.from({ length: 12 }, (_, i) => 1_700_000_000 + i * 977);
+    expect(s.takeIfChanged(slot, base, 0)).toBe(true);
+    const bits = new Uint32Array(base.buffer);
+    let told = 0;
+    for (let w = 0; w < bits.length; w++) {
+      for (let b = 0; b < 32; b++) {
+        bits[w] = (bits[w] as number) ^ (1 << b);
+        if (s.takeIfChanged(slot, base, 0)) told++;
+        bits[w] = (bits[w] as number) ^ (1 << b);
+        s.takeIfChanged(slot, base, 0); // back to the base
+      }
+    }
+    expect(told).toBe(12 * 64);
   });
 
   it('spans slabs', () => {
@@ -69,6 +88,7 @@ describe('SigSlots', () => {
     const fresh = new Float64Array([5, 6]);
     expect(s.takeIfChanged(slots[4999] as number, fresh, 0)).toBe(true);
     expect(s.takeIfChanged(slots[4999] as number, fresh, 0)).toBe(false);
+    expect(s.takeIfChanged(slots[0] as number, new Float64Array(2), 0)).toBe(true); // a new slot equals nothing, zeros included
     expect(s.takeIfChanged(slots[0] as number, new Float64Array(2), 0)).toBe(false);
   });
 });
