@@ -431,18 +431,19 @@ class LiveEntry {
  * bytes, both together): the bound test/serve-memory.test.ts asserts on the
  * growth from 10,000 to 50,000 settled runs of the benchmark's shape (a
  * 3-line stream, a marked lock, no snapshot). Measured there (Node 20, no
- * pointer compression): 676 bytes per run (986 before the engine's records
+ * pointer compression): 602 bytes per run (986 before the engine's records
  * were made compact, 3,800 to 4,000 before issue 23); the bound leaves half
  * as much again for other Node versions and shapes, and two such states
- * (the positive control) measure above it. Where they go, at 10,000 runs:
- * the engine's RunState 96 (live/runstate.ts: nine words, no per-run
- * record of reading state once settled), its run directory's path ~64 and
- * name slice 32, its identities 96 in shared slabs (not heap), its watch
- * (kernel/notify.ts: an entry and a watch object, no closure) ~110, the
- * shared report 120, the model's LiveEntry 88, and the four maps and two
- * arrays that index them (~200).
+ * (the positive control, 1,202) measure above it. Where they go, at 10,000
+ * runs: the engine's RunState 96 (live/runstate.ts: nine words, nothing of
+ * its reading state once settled), its run directory's path ~64 and name
+ * slice 32, two hashes of its file identities 16 (in shared slabs, outside
+ * the heap), its watch (kernel/notify.ts: an entry 48 and a watch object
+ * 56, no closure), the shared report 120, the model's LiveEntry 64, and the
+ * three maps (the engine's runs, the watcher's descriptors, the model's
+ * entries, ~46 each) and two arrays that index them (~155).
  */
-export const BYTES_PER_SETTLED_RUN = 1000;
+export const BYTES_PER_SETTLED_RUN = 900;
 
 /**
  * The report named `id` in `runs`, newest first as a listing gives them, by
