@@ -188,6 +188,44 @@ describe('LiveEngine', () => {
     expect(changes.filter((c) => c.type === 'notice')).toHaveLength(1);
   });
 
+  it('past the watch limit, an append to a polled run is announced (announceFiles) although its report does not change', async () => {
+    const root = tempDir('rw-live-');
+    const dir = join(root, '20261130-150500-polled');
+    const proc = await startLegProc(dir);
+    const { e, changes } = engine({ root, maxWatches: 1, pollMs: 20, holderWatches: 0, announceFiles: true });
+    await e.start();
+    await until(() => statusOf(e, dir) === 'RUNNING');
+    expect(e.stats.unwatched).toBe(1);
+    const before = e.get(dir)?.report;
+    const told = (): number => changes.filter((c) => c.type === 'run' && c.runDir === dir).length;
+    const n = told();
+    appendFileSync(join(dir, 'events.jsonl'), line({ event: 'node_started', node_id: 'polled-node' }));
+    await until(() => told() > n);
+    expect(e.get(dir)?.report?.status).toBe('RUNNING');
+    expect(core(e.get(dir)?.report)).toEqual(core(before));
+    proc.kill('SIGKILL');
+  });
+
+  it('past the watch limit, the newest runs are the watched ones (the oldest are left to polling)', async () => {
+    const root = tempDir('rw-live-');
+    const ids = ['20261130-150600-old', '20261130-150601-mid', '20261130-150602-new'];
+    for (const id of ids) {
+      mkdirSync(join(root, id));
+      writeFileSync(join(root, id, 'events.jsonl'), line({ event: 'run_started' }) + line({ event: 'run_finished', outcome: 'passed' }));
+    }
+    // Two watches: the root's and one run's.
+    const { e } = engine({ root, maxWatches: 2 });
+    await e.start();
+    expect(e.stats.unwatched).toBe(2);
+    const [oldest, , newest] = ids.map((id) => join(root, id)) as [string, string, string];
+    expect(statusOf(e, oldest)).toBe('PASS');
+    // The oldest changes first; by the time the newest's change is seen, a watched oldest would have been too.
+    appendFileSync(join(oldest, 'events.jsonl'), line({ event: 'run_started' }) + line({ event: 'run_finished', outcome: 'failed' }));
+    appendFileSync(join(newest, 'events.jsonl'), line({ event: 'run_started' }) + line({ event: 'run_finished', outcome: 'failed' }));
+    await until(() => statusOf(e, newest) === 'FAIL');
+    expect(statusOf(e, oldest)).toBe('PASS');
+  });
+
   it('past the watch limit the kernel enforces (a user namespace with max_inotify_watches lowered) it falls back and still reports the death', async (ctx) => {
     needs(ctx, 'userns');
     const root = tempDir('rw-live-');
