@@ -446,25 +446,42 @@ class LiveEntry {
 export const BYTES_PER_SETTLED_RUN = 900;
 
 /**
- * The report named `id` in `runs`, newest first as a listing gives them, by
- * binary search: the engine looks up every run of the first listing, and a
- * map of 100,000 names was ~7 MB of the start-up peak. Names are in
- * descending byte order, which is the order of their shown forms while
- * those are ASCII; a shown name with escapes (contract/names.ts) may sort
- * elsewhere, and it or a run the search passes through it for is then not
- * found: the engine reads that run, as it does any run not seeded.
+ * The reports of a listing, newest first, looked up by name for the live
+ * engine's seed: a map of 100,000 names was ~7 MB of the start-up peak.
+ * The engine asks in its own tracking order, which is the listing's (newest
+ * first), so each name is almost always the one after the last found
+ * (O(1)); any other is found by binary search. Names are in descending byte
+ * order, which is the order of their shown forms while those are ASCII; a
+ * shown name with escapes (contract/names.ts) may sort elsewhere, and it or
+ * a run the search passes through it for is then not found: the engine
+ * reads that run, as it does any run not seeded.
  */
-function findNewestFirst(runs: readonly RunReport[], id: string): RunReport | undefined {
-  let lo = 0;
-  let hi = runs.length - 1;
-  while (lo <= hi) {
-    const mid = (lo + hi) >>> 1;
-    const at = (runs[mid] as RunReport).run_id;
-    if (at === id) return runs[mid];
-    if (at > id) lo = mid + 1;
-    else hi = mid - 1;
+class ListingIndex {
+  private next = 0;
+
+  constructor(private readonly runs: readonly RunReport[]) {}
+
+  get(id: string): RunReport | undefined {
+    const runs = this.runs;
+    const hint = runs[this.next];
+    if (hint !== undefined && hint.run_id === id) {
+      this.next++;
+      return hint;
+    }
+    let lo = 0;
+    let hi = runs.length - 1;
+    while (lo <= hi) {
+      const mid = (lo + hi) >>> 1;
+      const at = (runs[mid] as RunReport).run_id;
+      if (at === id) {
+        this.next = mid + 1;
+        return runs[mid];
+      }
+      if (at > id) lo = mid + 1;
+      else hi = mid - 1;
+    }
+    return undefined;
   }
-  return undefined;
 }
 
 /** A 53-bit FNV-1a hash of a file-identity string (two 32-bit halves): equal identities, equal hashes. */
@@ -776,7 +793,7 @@ export class DashboardModel {
     }
     // The engine takes these very objects, and so do the indexes.
     this.first = list;
-    return { get: (id) => findNewestFirst(list.runs, id) };
+    return new ListingIndex(list.runs);
   }
 
   /**
