@@ -802,7 +802,7 @@ export class DashboardModel {
           ...(this.onProbe === undefined ? {} : { onProbe: this.onProbe }),
         },
       );
-      list = { ...rest, runs };
+      list = { root: rest.root, missing: rest.missing, skipped: rest.skipped, more: rest.more, runs };
     } catch (e) {
       this.first = { error: e };
       return undefined;

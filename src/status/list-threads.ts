@@ -237,6 +237,14 @@ interface Sharing<T> {
   onRun(run: T): void;
   /** Asked between chunks: true ends the listing early (its result is then partial). */
   stop?: () => boolean;
+  /** Test seam: this thread claims no chunk of its own, only those a worker left when it ended. */
+  workersOnly?: boolean;
+}
+
+/** What {@link shareChunks} found: the skips in entry order, and how many chunks came from workers. */
+interface Shared {
+  skipped: SkippedEntry[];
+  byWorkers: number;
 }
 
 /**
@@ -244,14 +252,15 @@ interface Sharing<T> {
  * handed to `onRun` in listing order, the skips (non-directories and
  * unreadable runs) returned in entry order. See the invariants above.
  */
-async function shareChunks<T>(abs: string, dirs: RunDirs, s: Sharing<T>): Promise<SkippedEntry[]> {
+async function shareChunks<T>(abs: string, dirs: RunDirs, s: Sharing<T>): Promise<Shared> {
   const { names, entryOf, skips } = dirs;
   const chunks = Math.ceil(names.length / CHUNK_RUNS);
   const emit = (k: number, result: ChunkResult<T>): void => {
     for (const run of result.runs) s.onRun(run);
     for (const [at, skip] of result.skips) skips.push({ index: entryOf[k * CHUNK_RUNS + at] as number, skip });
   };
-  const finish = (): SkippedEntry[] => skips.sort((a, b) => a.index - b.index).map((x) => x.skip);
+  let byWorkers = 0;
+  const finish = (): Shared => ({ skipped: skips.sort((a, b) => a.index - b.index).map((x) => x.skip), byWorkers });
   const workers = threadsFor(names.length, s.threads) - 1;
   if (workers <= 0) {
     for (let k = 0; k < chunks && s.stop?.() !== true; k++) emit(k, s.here(chunkOf(names, k)));
@@ -292,6 +301,7 @@ async function shareChunks<T>(abs: string, dirs: RunDirs, s: Sharing<T>): Promis
       for (let m = receiveMessageOnPort(port); m !== undefined; m = receiveMessageOnPort(port)) {
         const msg = m.message as ChunkMessage;
         pending.set(msg.chunk, s.arrived(msg));
+        byWorkers++;
       }
     }
   };
@@ -310,7 +320,7 @@ async function shareChunks<T>(abs: string, dirs: RunDirs, s: Sharing<T>): Promis
         continue;
       }
       // Work while waiting: the next chunk nobody has claimed.
-      const k = claimChunk(ctl, chunks, MAIN_OWNER);
+      const k = s.workersOnly === true ? -1 : claimChunk(ctl, chunks, MAIN_OWNER);
       if (k >= 0) {
         pending.set(k, s.here(chunkOf(names, k)));
         continue;
@@ -353,7 +363,7 @@ export async function writeRunsDocumentThreaded(root: string, write: (text: stri
     doc.end([], false, undefined);
     return { root: abs, missing: true, skipped: [], more: false };
   }
-  const skipped = await shareChunks<string>(abs, runDirsOf(entries), {
+  const { skipped } = await shareChunks<string>(abs, runDirsOf(entries), {
     threads,
     workerScript,
     worker: { mode: 'text' },
@@ -380,6 +390,8 @@ export interface ThreadedListOptions {
   onProbe?: RunStatusOptions['onProbe'];
   /** Asked between chunks: true ends the listing early (a caller that closed); what it resolves with is then partial. */
   stop?: () => boolean;
+  /** Test seam: this thread inspects only the chunks of workers that ended, so that with live workers every report is a worker's. */
+  workersOnly?: boolean;
 }
 
 /**
@@ -390,17 +402,18 @@ export interface ThreadedListOptions {
  * or arrives (a worker's structured-clone copy), so neither inspections nor
  * copies outlive their batch; then `onRun` gets them in listing order.
  * The same reports, skips and order as `forEachRun(root, { onProbe })`.
- * Resolves with what forEachRun returns. Throws (before `onRun` is called)
- * as forEachRun does.
+ * Resolves with what forEachRun returns, and how many chunks of
+ * {@link CHUNK_RUNS} came from workers (for tests). Throws (before `onRun`
+ * is called) as forEachRun does.
  */
-export async function forEachRunThreaded<T>(root: string, map: (report: RunReport) => T, onRun: (run: T) => void, options: ThreadedListOptions = {}): Promise<Omit<RunList, 'runs'>> {
+export async function forEachRunThreaded<T>(root: string, map: (report: RunReport) => T, onRun: (run: T) => void, options: ThreadedListOptions = {}): Promise<Omit<RunList, 'runs'> & { byWorkers: number }> {
   const abs = resolve(root);
   const entries = rootEntries(abs);
-  if (entries === undefined) return { root: abs, missing: true, skipped: [], more: false };
+  if (entries === undefined) return { root: abs, missing: true, skipped: [], more: false, byWorkers: 0 };
   const batchRuns = options.batchRuns ?? CHUNK_RUNS;
   const onProbe = options.onProbe;
   const inspectOptions: RunStatusOptions = onProbe === undefined ? {} : { onProbe };
-  const skipped = await shareChunks<T>(abs, runDirsOf(entries), {
+  const { skipped, byWorkers } = await shareChunks<T>(abs, runDirsOf(entries), {
     threads: options.threads,
     workerScript: options.workerScript,
     worker: { mode: 'reports', batchRuns, probes: onProbe !== undefined },
@@ -411,6 +424,7 @@ export async function forEachRunThreaded<T>(root: string, map: (report: RunRepor
     },
     onRun,
     ...(options.stop === undefined ? {} : { stop: options.stop }),
+    ...(options.workersOnly === undefined ? {} : { workersOnly: options.workersOnly }),
   });
-  return { root: abs, missing: false, skipped, more: false };
+  return { root: abs, missing: false, skipped, more: false, byWorkers };
 }
