@@ -162,7 +162,7 @@ describe('the first listing on two threads', () => {
       models.push(model);
       return model;
     };
-    const strip = (d: { generated_at: string }) => ({ ...d, generated_at: '' });
+    const strip = <D extends { generated_at: string }>(d: D): D => ({ ...d, generated_at: '' });
     const [one, two] = [live(1), live(2)];
     const [docOne, docTwo] = [strip(await one.dashboard()), strip(await two.dashboard())];
     expect(docTwo).toEqual(docOne);
