@@ -381,7 +381,19 @@ export interface LiveEngineOptions {
    * it, following events meanwhile; a run an event marks or reads before it
    * resolves is read, never taken.
    */
-  seed?: () => { get(runId: string): RunReport | undefined } | undefined | Promise<{ get(runId: string): RunReport | undefined } | undefined>;
+  seed?: () =>
+    | {
+        /** The caller's report of the run named `runId`, or undefined to have it read. */
+        get(runId: string): RunReport | undefined;
+      }
+    | undefined
+    | Promise<
+        | {
+            /** The caller's report of the run named `runId`, or undefined to have it read. */
+            get(runId: string): RunReport | undefined;
+          }
+        | undefined
+      >;
 }
 
 /** Counters, for tests and benchmarks. */
