@@ -480,8 +480,9 @@ function indexNewestFirst(runs: readonly RunReport[], id: string): number {
 /**
  * The first listing as the engine's seed: {@link indexNewestFirst}, but the
  * neighbours of the last run found are tried first. The engine asks in its
- * own listing's order, oldest first, so nearly every answer is the entry
- * just before the last one: one comparison instead of a search (at 100,000
+ * own listing's order, newest first as this list (engine.ts
+ * directoryNames), so nearly every answer is the entry just after the last
+ * one: one comparison instead of a search (at 100,000
  * runs the searches are ~1.7 million string comparisons: ~40 ms alone,
  * and a CPU profile of serve's start put several times that on them).
  */
@@ -489,8 +490,8 @@ function seedLookup(runs: readonly RunReport[]): { get(runId: string): RunReport
   let last = -1;
   return {
     get(id) {
+      if (last + 1 < runs.length && (runs[last + 1] as RunReport).run_id === id) return runs[++last];
       if (last > 0 && (runs[last - 1] as RunReport).run_id === id) return runs[--last];
-      if (last >= 0 && last + 1 < runs.length && (runs[last + 1] as RunReport).run_id === id) return runs[++last];
       const i = indexNewestFirst(runs, id);
       if (i >= 0) last = i;
       return i < 0 ? undefined : runs[i];
