@@ -376,9 +376,24 @@ export interface LiveEngineOptions {
    * announced (the report is the caller's own); every other run is read and
    * announced as without a seed. Anything with `get(runId)` will do (a Map,
    * or a search of a sorted list that a caller keeps anyway); a name it
-   * does not find is read.
+   * does not find is read. It may answer with a promise (a caller whose
+   * listing shares its inspections with worker threads): the engine awaits
+   * it, following events meanwhile; a run an event marks or reads before it
+   * resolves is read, never taken.
    */
-  seed?: () => { get(runId: string): RunReport | undefined } | undefined;
+  seed?: () =>
+    | {
+        /** The caller's report of the run named `runId`, or undefined to have it read. */
+        get(runId: string): RunReport | undefined;
+      }
+    | undefined
+    | Promise<
+        | {
+            /** The caller's report of the run named `runId`, or undefined to have it read. */
+            get(runId: string): RunReport | undefined;
+          }
+        | undefined
+      >;
 }
 
 /** Counters, for tests and benchmarks. */
@@ -673,7 +688,8 @@ export class LiveEngine {
    * to read, or undefined when the engine was closed meanwhile.
    */
   private async adoptSeeded(initial: RunState[]): Promise<RunState[] | undefined> {
-    const seeded = this.options.seed?.();
+    const seeded = await this.options.seed?.();
+    if (this.closed) return undefined;
     if (seeded === undefined) return initial;
     const runs: RunState[] = [];
     const stride = RUN_FILES.length * identityStride();

@@ -38,7 +38,8 @@
  *   below). Its document is the one a whole derivation gives (a test
  *   compares them after real changes).
  * - With `live`, one inspection per run at start: the first listing is
- *   listRuns (the batched listing of `runs --json`), made when the engine
+ *   the batched listing of `runs --json` (on two threads for a large
+ *   root, as there: status/list-threads.ts), made when the engine
  *   asks for it once it watches every run, and the engine takes those
  *   reports for its settled runs instead of reading them
  *   (LiveEngineOptions.seed); until the indexes are made from it, the
@@ -70,8 +71,9 @@ import type { Liveness, RunReport, RunsDocument, Status } from '../contract/type
 import type { SnapshotRead } from '../read/snapshot.js';
 import { detailOf, type DetailLeg, type RunDetail } from '../status/detail.js';
 import { inspectRun, type Inspection, type RunStatusOptions } from '../status/inspect.js';
-import { forEachRun, listRuns, rootEntries, runsDocument, shownName, strayEntry, type RunList, type SkippedEntry } from '../status/list.js';
+import { listRuns, rootEntries, runsDocument, shownName, strayEntry, type RunList, type SkippedEntry } from '../status/list.js';
 import { compactReport } from '../status/compact.js';
+import { forEachRunThreaded } from '../status/list-threads.js';
 import { readSnapshot } from '../read/snapshot.js';
 import { noStreamFacts } from '../read/tail.js';
 import type { RunSelection } from '../status/select.js';
@@ -144,6 +146,13 @@ export interface ModelOptions {
    * (every run inspected on every call).
    */
   live?: boolean;
+  /**
+   * With `live`: threads that share the first listing's inspections, the
+   * model's own included (status/list-threads.ts threadsFor; default its
+   * default: two from 20,000 runs on two cores or more, else one). A test
+   * seam: test roots are small.
+   */
+  listThreads?: number;
 }
 
 /**
@@ -183,8 +192,9 @@ const NOT_RUNS: ReadonlySet<SkippedEntry['kind']> = new Set(['not-a-directory', 
 const EMPTY_TIMES: RunTimes = { started_at: null, ended_at: null, last_event_at: null };
 
 /**
- * Run directories the first live listing inspects together (list.ts
- * forEachRun; the CLI's listing takes 256). In serve's worker, whose young
+ * Run directories the first live listing inspects together, on the
+ * model's thread and in its list worker (list-threads.ts
+ * forEachRunThreaded; the CLI's listing takes 256). In serve's worker, whose young
  * generation is 4 MB (offthread.ts), a batch's inspections outlive the
  * scavenges made while it is read and are promoted: at 100,000 runs,
  * batches of 256 left ~90 MB of dead inspections in the old generation
@@ -534,6 +544,10 @@ export class DashboardModel {
   private closed = false;
   /** The engine's first pass (every run under the root derived once). */
   private engineStarted: Promise<void> | undefined;
+  /** Threads of the first listing (ModelOptions.listThreads). */
+  private readonly listThreads: number | undefined;
+  /** The first listing under way or made (firstListing), until initLive has taken it. */
+  private firstPending: Promise<{ get(runId: string): RunReport | undefined } | undefined> | undefined;
   /** The first listing (firstListing), until the indexes are made from it: the list, or why the root could not be listed. */
   private first: RunList | { error: unknown } | undefined;
   /** Root entries that are not run directories (stray files, sockets, symlinks): counted only. */
@@ -579,6 +593,7 @@ export class DashboardModel {
     this.expensiveMs = options.expensiveMs ?? EXPENSIVE_MS;
     this.expensiveFactor = options.expensiveFactor ?? EXPENSIVE_FACTOR;
     this.sectionPage = options.sectionPage ?? SECTION_PAGE;
+    this.listThreads = options.listThreads;
     const observer = options.observer;
     this.observer = observer;
     // Each probe an inspection makes, timed by the inspection itself (the kernel's own probe, through the run's descriptor).
@@ -769,24 +784,42 @@ export class DashboardModel {
 
   /**
    * The first listing, asked for by the engine (LiveEngineOptions.seed) once
-   * it watches every run: listRuns, the very listing of `runs --json` (its
-   * batched inspections), one inspection per run. The engine takes these
+   * it watches every run: the listing of `runs --json` (listRuns' batched
+   * inspections, shared with a list worker for a large root as `runs --json`
+   * shares them: status/list-threads.ts), one inspection per run, the same
+   * reports, skips and order on one thread or two. The engine takes these
    * reports for its settled runs instead of reading them; every change it
    * announces from here on is kept, since it may be newer than this listing.
+   * Made once: a second call answers the first call's promise.
    */
-  private firstListing(): { get(runId: string): RunReport | undefined } | undefined {
+  private firstListing(): Promise<{ get(runId: string): RunReport | undefined } | undefined> {
+    return (this.firstPending ??= this.listFirst());
+  }
+
+  private async listFirst(): Promise<{ get(runId: string): RunReport | undefined } | undefined> {
     this.listening = true;
     // This is a listing: the first safety pass need not make another (live/relist.ts).
     this.rootGate.listing(this.root);
     this.rootListings++;
     let list: RunList;
     try {
-      // Its probes are the model's (counted for /metrics through the observer). Each report is
-      // compacted as it comes (forEachRun), so the listing's own objects die young: kept to the end,
-      // then copied, they were ~30 MB of old generation at 100,000 runs, all at the peak.
+      // Its probes are the model's (counted for /metrics through the observer; a list worker's are
+      // timed there and told when its chunk arrives). Each report is compacted as it comes (made
+      // here, FIRST_LISTING_BATCH at a time, or copied from a worker), so the listing's own objects
+      // die young: kept to the end, then copied, they were ~30 MB of old generation at 100,000 runs.
       const runs: RunReport[] = [];
-      const rest = forEachRun(this.absRoot, this.onProbe === undefined ? {} : { onProbe: this.onProbe }, (r) => runs.push(compactReport(r)), FIRST_LISTING_BATCH);
-      list = { ...rest, runs };
+      const rest = await forEachRunThreaded(
+        this.absRoot,
+        (r) => compactReport(r),
+        (r) => runs.push(r),
+        {
+          batchRuns: FIRST_LISTING_BATCH,
+          stop: () => this.closed,
+          ...(this.listThreads === undefined ? {} : { threads: this.listThreads }),
+          ...(this.onProbe === undefined ? {} : { onProbe: this.onProbe }),
+        },
+      );
+      list = { root: rest.root, missing: rest.missing, skipped: rest.skipped, more: rest.more, runs };
     } catch (e) {
       this.first = { error: e };
       return undefined;
@@ -811,7 +844,9 @@ export class DashboardModel {
     const engine = this.engine as LiveEngine;
     await this.engineStarted;
     if (this.closed) return;
-    if (this.first === undefined) this.firstListing(); // (not asked for by the engine: a listing now)
+    if (this.first === undefined) await this.firstListing(); // (not asked for by the engine, or not yet done: a listing now)
+    if (this.closed) return;
+    this.firstPending = undefined; // (its answer holds the whole list)
     const first = this.first as RunList | { error: unknown };
     this.first = undefined;
     const entries = new Map<string, LiveEntry>();

@@ -23,8 +23,10 @@
 import { availableParallelism } from 'node:os';
 import { join, resolve } from 'node:path';
 import { MessageChannel, receiveMessageOnPort, Worker, type MessagePort } from 'node:worker_threads';
-import { inspectBatch } from './inspect.js';
-import { entrySkip, inspectionSkip, reportText, rootEntries, RunsDocumentWriter, shownName, type RunList, type SkippedEntry } from './list.js';
+import type { RunReport } from '../contract/types.js';
+import type { ProbeResult } from '../lock/probe.js';
+import { inspectBatch, type RunStatusOptions } from './inspect.js';
+import { entrySkip, inspectionSkip, reportText, rootEntries, RunsDocumentWriter, shownName, type RootEntries, type RunList, type SkippedEntry } from './list.js';
 
 /** Run directories per chunk: large enough that a message per chunk costs little, small enough to keep the threads even. */
 export const CHUNK_RUNS = 256;
@@ -46,6 +48,14 @@ export const OWNER = 3;
 /** The owner number of the main thread; worker i (from 1) is i + 1. Zero: not claimed (or claimed and not yet recorded). */
 const MAIN_OWNER = 1;
 
+/**
+ * What a worker sends for each report: `text`, the report's
+ * {@link reportText} (`runs --json`); `reports`, the report object itself,
+ * copied by the structured clone (serve's first listing, which keeps each
+ * report compacted: status/compact.ts).
+ */
+export type ListWorkerMode = 'text' | 'reports';
+
 /** What a worker is given (list-worker.ts). */
 export interface ListWorkerData {
   abs: string;
@@ -57,21 +67,54 @@ export interface ListWorkerData {
   owner: number;
   /** Where it sends its chunks. */
   port: MessagePort;
+  /** What it sends per run (absent: `text`, as before there were modes). */
+  mode?: ListWorkerMode;
+  /** Run directories per inspectBatch within a chunk (absent: the whole chunk at once). */
+  batchRuns?: number;
+  /** Whether to time its lock probes and send them with each chunk ({@link ChunkMessage.probes}), for the owner's observer. */
+  probes?: boolean;
 }
 
-/** One item of a chunk: a report's text ({@link reportText}) or the run's skip. */
-export type ChunkItem = string | SkippedEntry;
+/** One lock probe a worker made: monotonic seconds it took, and the answer (RunStatusOptions.onProbe's arguments). */
+export type ProbeRecord = [seconds: number, answer: ProbeResult];
+
+/**
+ * A chunk inspected: its runs in listing order (texts, report objects, or
+ * whatever the owning thread made of them), and its skips, each with its
+ * index in the chunk so that it is put back in entry order.
+ */
+export interface ChunkResult<T> {
+  runs: T[];
+  skips: [at: number, skip: SkippedEntry][];
+}
 
 /** What a worker sends per chunk. */
-export interface ChunkMessage {
+export interface ChunkMessage extends ChunkResult<string | RunReport> {
   chunk: number;
-  items: ChunkItem[];
+  /** The lock probes its inspections made, in order (only when asked for: {@link ListWorkerData.probes}). */
+  probes?: ProbeRecord[];
 }
 
-/** Inspects the run directories `chunk` (shown names) under `abs`, as the sequential listing would. */
-export function inspectChunk(abs: string, chunk: readonly string[]): ChunkItem[] {
-  // One batch per chunk: one read of the kernel's lock table for all its free probes (inspect.ts).
-  return inspectBatch(chunk.map((name) => join(abs, name))).map((r, i) => (r.ok ? reportText(r.inspection.report) : inspectionSkip(chunk[i] as string, r.error)));
+/**
+ * Inspects the run directories `chunk` (shown names) under `abs`, as the
+ * sequential listing would, `batchRuns` at a time (one read of the kernel's
+ * lock table per batch with a free probe), each report made into what the
+ * caller keeps by `map` as it comes, so the inspections of one batch are
+ * all that is alive at once.
+ */
+export function inspectChunk<T>(abs: string, chunk: readonly string[], map: (report: RunReport) => T, options: RunStatusOptions = {}, batchRuns: number = CHUNK_RUNS): ChunkResult<T> {
+  const out: ChunkResult<T> = { runs: [], skips: [] };
+  for (let from = 0; from < chunk.length; from += batchRuns) {
+    const part = chunk.slice(from, from + batchRuns);
+    inspectBatch(
+      part.map((name) => join(abs, name)),
+      options,
+    ).forEach((r, i) => {
+      if (r.ok) out.runs.push(map(r.inspection.report));
+      else out.skips.push([from + i, inspectionSkip(part[i] as string, r.error)]);
+    });
+  }
+  return out;
 }
 
 /** Chunk `k` of `names`. */
@@ -158,54 +201,73 @@ export function threadsFor(dirs: number, asked?: number, cores: number = availab
   return Math.max(1, Math.min(want, Math.ceil(dirs / CHUNK_RUNS)));
 }
 
-/**
- * {@link writeRunsDocument} with every run listed (no selection), its
- * inspections shared by `threads` threads, this one included
- * ({@link threadsFor}: by default one, or two for a large root on two
- * cores or more).
- * Resolves with what listRuns would return, without `runs`. Throws (before
- * anything is written) as listRuns does. `workerScript` replaces
- * list-worker.js: a test seam, for a worker that ends before sending.
- */
-export async function writeRunsDocumentThreaded(root: string, write: (text: string) => void, threads?: number, workerScript?: URL): Promise<Omit<RunList, 'runs'>> {
-  const abs = resolve(root);
-  const entries = rootEntries(abs);
-  const doc = new RunsDocumentWriter(abs, write);
-  if (entries === undefined) {
-    doc.end([], false, undefined);
-    return { root: abs, missing: true, skipped: [], more: false };
-  }
-  const skips: { index: number; skip: SkippedEntry }[] = [];
-  const names: string[] = [];
-  const entryOf: number[] = [];
+/** The run directories of a root's entries (shown names, listing order), each one's entry index, and the entries that are not run directories. */
+interface RunDirs {
+  names: string[];
+  entryOf: number[];
+  skips: { index: number; skip: SkippedEntry }[];
+}
+
+function runDirsOf(entries: RootEntries): RunDirs {
+  const dirs: RunDirs = { names: [], entryOf: [], skips: [] };
   for (let index = 0; index < entries.names.length; index++) {
     const name = shownName(entries.names[index] as string);
     const skip = entrySkip(entries.kinds[index] as string, name);
-    if (skip !== undefined) skips.push({ index, skip });
+    if (skip !== undefined) dirs.skips.push({ index, skip });
     else {
-      names.push(name);
-      entryOf.push(index);
+      dirs.names.push(name);
+      dirs.entryOf.push(index);
     }
   }
+  return dirs;
+}
+
+/** How {@link shareChunks} inspects and hands over a listing's runs. */
+interface Sharing<T> {
+  /** Threads asked for ({@link threadsFor}). */
+  threads: number | undefined;
+  workerScript: URL | undefined;
+  /** What the workers send, and how. */
+  worker: Pick<ListWorkerData, 'mode' | 'batchRuns' | 'probes'>;
+  /** Chunk `names` inspected on this thread. */
+  here(names: readonly string[]): ChunkResult<T>;
+  /** A worker's chunk as this thread keeps it (called as it arrives, before it waits for its turn). */
+  arrived(message: ChunkMessage): ChunkResult<T>;
+  /** Each run, in listing order. */
+  onRun(run: T): void;
+  /** Asked between chunks: true ends the listing early (its result is then partial). */
+  stop?: () => boolean;
+  /** Test seam: this thread claims no chunk of its own, only those a worker left when it ended. */
+  workersOnly?: boolean;
+}
+
+/** What {@link shareChunks} found: the skips in entry order, and how many chunks came from workers. */
+interface Shared {
+  skipped: SkippedEntry[];
+  byWorkers: number;
+}
+
+/**
+ * The listing's inspections shared between this thread and workers: runs
+ * handed to `onRun` in listing order, the skips (non-directories and
+ * unreadable runs) returned in entry order. See the invariants above.
+ */
+async function shareChunks<T>(abs: string, dirs: RunDirs, s: Sharing<T>): Promise<Shared> {
+  const { names, entryOf, skips } = dirs;
   const chunks = Math.ceil(names.length / CHUNK_RUNS);
-  const emit = (k: number, items: readonly ChunkItem[]): void => {
-    items.forEach((item, i) => {
-      if (typeof item === 'string') doc.run(item);
-      else skips.push({ index: entryOf[k * CHUNK_RUNS + i] as number, skip: item });
-    });
+  const emit = (k: number, result: ChunkResult<T>): void => {
+    for (const run of result.runs) s.onRun(run);
+    for (const [at, skip] of result.skips) skips.push({ index: entryOf[k * CHUNK_RUNS + at] as number, skip });
   };
-  const finish = (): Omit<RunList, 'runs'> => {
-    const skipped = skips.sort((a, b) => a.index - b.index).map((s) => s.skip);
-    doc.end(skipped, false, undefined);
-    return { root: abs, missing: false, skipped, more: false };
-  };
-  const workers = threadsFor(names.length, threads) - 1;
+  let byWorkers = 0;
+  const finish = (): Shared => ({ skipped: skips.sort((a, b) => a.index - b.index).map((x) => x.skip), byWorkers });
+  const workers = threadsFor(names.length, s.threads) - 1;
   if (workers <= 0) {
-    for (let k = 0; k < chunks; k++) emit(k, inspectChunk(abs, chunkOf(names, k)));
+    for (let k = 0; k < chunks && s.stop?.() !== true; k++) emit(k, s.here(chunkOf(names, k)));
     return finish();
   }
   const ctl = new Int32Array(new SharedArrayBuffer(4 * (OWNER + chunks)));
-  const pending = new Map<number, ChunkItem[]>();
+  const pending = new Map<number, ChunkResult<T>>();
   const ports: MessagePort[] = [];
   const pool: Worker[] = [];
   const gone = new Set<number>();
@@ -213,12 +275,12 @@ export async function writeRunsDocumentThreaded(root: string, write: (text: stri
   for (let w = 0; w < workers; w++) {
     const owner = MAIN_OWNER + 1 + w;
     const { port1, port2 } = new MessageChannel();
-    const data: ListWorkerData = { abs, names: packed, control: ctl.buffer as SharedArrayBuffer, owner, port: port2 };
+    const data: ListWorkerData = { abs, names: packed, control: ctl.buffer as SharedArrayBuffer, owner, port: port2, ...s.worker };
     ports.push(port1);
     // A worker that cannot start (or fails) only leaves its chunks to this thread.
     let worker: Worker;
     try {
-      worker = new Worker(workerScript ?? new URL('./list-worker.js', import.meta.url), {
+      worker = new Worker(s.workerScript ?? new URL('./list-worker.js', import.meta.url), {
         workerData: data,
         transferList: [port2],
         // A small young generation: a worker's garbage dies young (one chunk's texts), and the default
@@ -238,13 +300,15 @@ export async function writeRunsDocumentThreaded(root: string, write: (text: stri
     for (const port of ports) {
       for (let m = receiveMessageOnPort(port); m !== undefined; m = receiveMessageOnPort(port)) {
         const msg = m.message as ChunkMessage;
-        pending.set(msg.chunk, msg.items);
+        pending.set(msg.chunk, s.arrived(msg));
+        byWorkers++;
       }
     }
   };
   try {
     let next = 0;
     while (next < chunks) {
+      if (s.stop?.() === true) return finish();
       drain();
       const ready = pending.get(next);
       if (ready !== undefined) {
@@ -256,16 +320,16 @@ export async function writeRunsDocumentThreaded(root: string, write: (text: stri
         continue;
       }
       // Work while waiting: the next chunk nobody has claimed.
-      const k = claimChunk(ctl, chunks, MAIN_OWNER);
+      const k = s.workersOnly === true ? -1 : claimChunk(ctl, chunks, MAIN_OWNER);
       if (k >= 0) {
-        pending.set(k, inspectChunk(abs, chunkOf(names, k)));
+        pending.set(k, s.here(chunkOf(names, k)));
         continue;
       }
       // Chunk `next` is a worker's. If that worker has ended without sending it (its messages were
       // all queued before its exit was seen, and drained above), inspect it here.
       const owner = Atomics.load(ctl, OWNER + next);
       if ((owner > MAIN_OWNER && gone.has(owner)) || (owner === 0 && gone.size === workers)) {
-        pending.set(next, inspectChunk(abs, chunkOf(names, next)));
+        pending.set(next, s.here(chunkOf(names, next)));
         continue;
       }
       const seen = Atomics.load(ctl, SENT);
@@ -280,4 +344,87 @@ export async function writeRunsDocumentThreaded(root: string, write: (text: stri
     for (const port of ports) port.close();
     for (const w of pool) void w.terminate();
   }
+}
+
+/**
+ * {@link writeRunsDocument} with every run listed (no selection), its
+ * inspections shared by `threads` threads, this one included
+ * ({@link threadsFor}: by default one, or two for a large root on two
+ * cores or more).
+ * Resolves with what listRuns would return, without `runs`. Throws (before
+ * anything is written) as listRuns does. `workerScript` replaces
+ * list-worker.js: a test seam, for a worker that ends before sending.
+ */
+export async function writeRunsDocumentThreaded(root: string, write: (text: string) => void, threads?: number, workerScript?: URL): Promise<Omit<RunList, 'runs'>> {
+  const abs = resolve(root);
+  const entries = rootEntries(abs);
+  const doc = new RunsDocumentWriter(abs, write);
+  if (entries === undefined) {
+    doc.end([], false, undefined);
+    return { root: abs, missing: true, skipped: [], more: false };
+  }
+  const { skipped } = await shareChunks<string>(abs, runDirsOf(entries), {
+    threads,
+    workerScript,
+    worker: { mode: 'text' },
+    here: (names) => inspectChunk(abs, names, reportText),
+    arrived: (msg) => msg as ChunkResult<string>,
+    onRun: (text) => doc.run(text),
+  });
+  doc.end(skipped, false, undefined);
+  return { root: abs, missing: false, skipped, more: false };
+}
+
+/** Options of {@link forEachRunThreaded}. */
+export interface ThreadedListOptions {
+  /** Threads asked for, this one included ({@link threadsFor}; default: its default for the root's size). A test seam, and RUNWARDEN_THREADS's place. */
+  threads?: number;
+  /** Replaces list-worker.js (a test seam: a worker that ends early). */
+  workerScript?: URL;
+  /** Run directories per inspectBatch, on this thread and in the workers (default {@link CHUNK_RUNS}: a chunk at once). */
+  batchRuns?: number;
+  /**
+   * Told of every lock probe, as RunStatusOptions.onProbe: this thread's as
+   * they happen, a worker's (timed there) when its chunk arrives.
+   */
+  onProbe?: RunStatusOptions['onProbe'];
+  /** Asked between chunks: true ends the listing early (a caller that closed); what it resolves with is then partial. */
+  stop?: () => boolean;
+  /** Test seam: this thread inspects only the chunks of workers that ended, so that with live workers every report is a worker's. */
+  workersOnly?: boolean;
+}
+
+/**
+ * forEachRun (list.ts) with every run listed, its inspections shared by
+ * threads as {@link writeRunsDocumentThreaded} shares them, for a caller
+ * that keeps report objects (serve's first listing): each report is made
+ * into what the caller keeps by `map` as soon as it exists (on this thread)
+ * or arrives (a worker's structured-clone copy), so neither inspections nor
+ * copies outlive their batch; then `onRun` gets them in listing order.
+ * The same reports, skips and order as `forEachRun(root, { onProbe })`.
+ * Resolves with what forEachRun returns, and how many chunks of
+ * {@link CHUNK_RUNS} came from workers (for tests). Throws (before `onRun`
+ * is called) as forEachRun does.
+ */
+export async function forEachRunThreaded<T>(root: string, map: (report: RunReport) => T, onRun: (run: T) => void, options: ThreadedListOptions = {}): Promise<Omit<RunList, 'runs'> & { byWorkers: number }> {
+  const abs = resolve(root);
+  const entries = rootEntries(abs);
+  if (entries === undefined) return { root: abs, missing: true, skipped: [], more: false, byWorkers: 0 };
+  const batchRuns = options.batchRuns ?? CHUNK_RUNS;
+  const onProbe = options.onProbe;
+  const inspectOptions: RunStatusOptions = onProbe === undefined ? {} : { onProbe };
+  const { skipped, byWorkers } = await shareChunks<T>(abs, runDirsOf(entries), {
+    threads: options.threads,
+    workerScript: options.workerScript,
+    worker: { mode: 'reports', batchRuns, probes: onProbe !== undefined },
+    here: (names) => inspectChunk(abs, names, map, inspectOptions, batchRuns),
+    arrived: (msg) => {
+      if (onProbe !== undefined) for (const [seconds, answer] of msg.probes ?? []) onProbe(seconds, answer);
+      return { runs: (msg.runs as RunReport[]).map(map), skips: msg.skips };
+    },
+    onRun,
+    ...(options.stop === undefined ? {} : { stop: options.stop }),
+    ...(options.workersOnly === undefined ? {} : { workersOnly: options.workersOnly }),
+  });
+  return { root: abs, missing: false, skipped, more: false, byWorkers };
 }

@@ -1,15 +1,24 @@
 /**
- * A worker thread of {@link writeRunsDocumentThreaded} (list-threads.ts):
- * claims chunks of run directories from the shared counter, inspects each,
- * and sends its report texts and skips to the main thread, never claiming
- * more than AHEAD chunks beyond the one being written.
+ * A worker thread of the shared listing (list-threads.ts: `runs --json`,
+ * and serve's first listing): claims chunks of run directories from the
+ * shared counter, inspects each, and sends its runs (report texts, or
+ * report objects in `reports` mode), its skips and, when asked, the lock
+ * probes it made, never claiming more than AHEAD chunks beyond the one
+ * being written.
  */
 import { workerData } from 'node:worker_threads';
-import { AHEAD, CHUNK_RUNS, claimChunk, packedChunk, CLAIM, inspectChunk, SENT, WRITTEN, type ChunkMessage, type ListWorkerData } from './list-threads.js';
+import type { RunReport } from '../contract/types.js';
+import type { RunStatusOptions } from './inspect.js';
+import { reportText } from './list.js';
+import { AHEAD, CHUNK_RUNS, claimChunk, packedChunk, CLAIM, inspectChunk, SENT, WRITTEN, type ChunkMessage, type ListWorkerData, type ProbeRecord } from './list-threads.js';
 
-const { abs, names, control, owner, port } = workerData as ListWorkerData;
+const { abs, names, control, owner, port, mode, batchRuns, probes } = workerData as ListWorkerData;
 const ctl = new Int32Array(control);
 const chunks = Math.ceil(names.count / CHUNK_RUNS);
+// The probes of the chunk being inspected, sent with it: the owner tells its observer of them.
+let probed: ProbeRecord[] = [];
+const options: RunStatusOptions = probes === true ? { onProbe: (seconds, answer) => probed.push([seconds, answer]) } : {};
+const map: (report: RunReport) => string | RunReport = mode === 'reports' ? (r) => r : reportText;
 for (;;) {
   if (Atomics.load(ctl, CLAIM) >= chunks) break;
   const k = claimChunk(ctl, chunks, owner);
@@ -19,7 +28,11 @@ for (;;) {
     if (Atomics.load(ctl, CLAIM) - written >= AHEAD) Atomics.wait(ctl, WRITTEN, written, 1000);
     continue;
   }
-  const message: ChunkMessage = { chunk: k, items: inspectChunk(abs, packedChunk(names, k)) };
+  const message: ChunkMessage = { chunk: k, ...inspectChunk(abs, packedChunk(names, k), map, options, batchRuns) };
+  if (probes === true) {
+    message.probes = probed;
+    probed = [];
+  }
   port.postMessage(message);
   Atomics.add(ctl, SENT, 1);
   Atomics.notify(ctl, SENT);
