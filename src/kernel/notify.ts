@@ -85,8 +85,8 @@ export interface DirWatcherStats {
 
 interface Entry {
   wd: number;
-  /** The name it was first watched by. */
-  dir: string;
+  /** With kqueue: the name it was first watched by (its key in `byDir`); inotify keeps none. */
+  dir?: string;
   /**
    * The watches on it: one kept as itself, more as a Set. Almost every
    * directory has exactly one (a run's engine), and a Set per directory
@@ -246,7 +246,7 @@ export class DirWatcher {
           this.notifier.remove(wd);
           return { ok: false, code: 'ENOSPC' };
         }
-        entry = { wd, dir, watches: undefined };
+        entry = this.byDir === undefined ? { wd, watches: undefined } : { wd, dir, watches: undefined };
         this.byWd.set(wd, entry);
         this.byDir?.set(dir, entry);
         this.stats.watches = this.byWd.size;
@@ -282,7 +282,7 @@ export class DirWatcher {
   /** Drops an entry from the maps by its descriptor and name, not by a walk of every directory watched (which made each removal O(runs)). */
   private forget(entry: Entry): void {
     if (this.byWd.get(entry.wd) === entry) this.byWd.delete(entry.wd);
-    if (this.byDir?.get(entry.dir) === entry) this.byDir.delete(entry.dir);
+    if (entry.dir !== undefined && this.byDir?.get(entry.dir) === entry) this.byDir.delete(entry.dir);
     this.stats.watches = this.byWd.size;
   }
 }

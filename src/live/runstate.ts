@@ -5,9 +5,9 @@
  *
  * Invariants, and why:
  * - A settled run (its last leg closed, let go by `settledForget`) holds
- *   nine words: its name and directory, its report or error, its watch,
- *   its identity slot, a word of flags, the shared FORGOTTEN fold, and no
- *   {@link RunMore}. Every field that only a run being read, followed or
+ *   seven words: its name and directory, its report, its watch, its
+ *   identity slot, a word of flags, and no {@link RunMore} (its fold is the
+ *   shared FORGOTTEN one, its error null). Every field that only a run being read, followed or
  *   probed needs lives in a RunMore, made at the first write of a value
  *   other than its default and dropped by {@link RunState.shed} once every
  *   such field is back at its default. Reads of a field without a RunMore
@@ -48,6 +48,10 @@ export const FORGOTTEN = new StreamFold();
 
 /** The fields of a run being read, followed or probed (see the module comment); each starts at its default. */
 class RunMore {
+  /** The run's stream fold (FORGOTTEN until first read, and again once let go). */
+  fold: StreamFold = FORGOTTEN;
+  /** Why the run cannot be reported, or null. */
+  error: string | null = null;
   /** Cuts the stream into lines while a read is under way or a partial last line is held; dropped when neither (it is made again at the offset), as it and its closures were an eighth of the engine's heap at 100,000 runs. */
   splitter: LineSplitter | undefined = undefined;
   /** Stream bytes read and folded. */
@@ -100,10 +104,7 @@ const SOUGHT_BIT = 256;
 
 /** One run the engine follows. */
 export class RunState {
-  /** The run's stream fold (FORGOTTEN until first read, and again once let go). */
-  fold: StreamFold = FORGOTTEN;
   report: RunReport | null = null;
-  error: string | null = null;
   watch: DirWatch | undefined = undefined;
   /** The slot of the identities of events.jsonl and state.json (kernel/identity.ts) when last processed ({@link SigSlots}); -1 once dropped. */
   sig: number;
@@ -123,7 +124,9 @@ export class RunState {
   shed(): void {
     const m = this.more;
     if (m === undefined) return;
-    if (m.splitter === undefined &&
+    if (m.fold === FORGOTTEN &&
+      m.error === null &&
+      m.splitter === undefined &&
       m.offset === 0 &&
       m.ident === undefined &&
       m.print === NO_BYTES &&
@@ -145,6 +148,28 @@ export class RunState {
       this.more = undefined;
   }
 
+  /** The run's stream fold (FORGOTTEN until first read, and again once let go). */
+  get fold(): StreamFold {
+    return this.more === undefined ? FORGOTTEN : this.more.fold;
+  }
+  set fold(v: StreamFold) {
+    if (this.more === undefined) {
+      if (v === FORGOTTEN) return;
+      this.more = new RunMore();
+    }
+    this.more.fold = v;
+  }
+  /** Why the run cannot be reported, or null. */
+  get error(): string | null {
+    return this.more === undefined ? null : this.more.error;
+  }
+  set error(v: string | null) {
+    if (this.more === undefined) {
+      if (v === null) return;
+      this.more = new RunMore();
+    }
+    this.more.error = v;
+  }
   /** Whether the run holds a RunMore (for tests of its size). */
   get compact(): boolean {
     return this.more === undefined;

@@ -413,15 +413,34 @@ class NewestFirst {
  */
 class LiveEntry {
   card: RunCard | undefined = undefined;
+  /** The compacted report of a run, or the skip listRuns would give for one that cannot be read (which has a `kind`). */
+  private what: RunReport | SkippedEntry;
 
   constructor(
-    readonly id: string,
-    /** For a run: the compacted report; undefined for one that cannot be read. */
-    public report: RunReport | undefined,
-    /** For a run that cannot be read: the skip listRuns would give. */
-    readonly skip: SkippedEntry | undefined,
+    what: RunReport | SkippedEntry,
     public sig: number,
-  ) {}
+  ) {
+    this.what = what;
+  }
+
+  /** The run's name: its report's, or its skip's. */
+  get id(): string {
+    return this.what.run_id;
+  }
+
+  /** For a run: the compacted report; undefined for one that cannot be read. */
+  get report(): RunReport | undefined {
+    return 'kind' in this.what ? undefined : this.what;
+  }
+  /** An equal report, kept instead (one object shared with the engine). */
+  set report(r: RunReport | undefined) {
+    if (r !== undefined && !('kind' in this.what)) this.what = r;
+  }
+
+  /** For a run that cannot be read: the skip listRuns would give. */
+  get skip(): SkippedEntry | undefined {
+    return 'kind' in this.what ? this.what : undefined;
+  }
 
   get kind(): 'run' | 'unreadable' {
     return this.report !== undefined ? 'run' : 'unreadable';
@@ -894,11 +913,13 @@ export class DashboardModel {
   }
 
   private runEntry(id: string, report: RunReport, sig: number): LiveEntry {
-    return new LiveEntry(id, report, undefined, sig);
+    // The entry's name is its report's (one string for both); a report of another name (never seen: a run's
+    // report is named by its directory) is kept under the entry's.
+    return new LiveEntry(report.run_id === id ? report : { ...report, run_id: id }, sig);
   }
 
   private skipEntry(skip: SkippedEntry, sig: number): LiveEntry {
-    return new LiveEntry(skip.run_id, undefined, skip, sig);
+    return new LiveEntry(skip, sig);
   }
 
   private addEntry(e: LiveEntry): void {
