@@ -263,6 +263,12 @@ Napi::Value ClassifyKill(Napi::Env env, pid_t target) {
   return Napi::String::New(env, "unknown");
 }
 
+// releaseFreeMemory(): the allocator's free memory back to the kernel
+// (platform.h ReleaseFreeMemory); true when some was released. Never throws.
+Napi::Value ReleaseFreeMemoryJs(const Napi::CallbackInfo& info) {
+  return Napi::Boolean::New(info.Env(), rw::ReleaseFreeMemory());
+}
+
 // pidProbe(pid): refuses pid <= 0 before any syscall, since kill(0, …) and
 // kill(-n, …) address groups, not a process.
 Napi::Value PidProbe(const Napi::CallbackInfo& info) {
@@ -421,6 +427,7 @@ Napi::Object Register(Napi::Env env, Napi::Object exports) {
   exports.Set("flock", Napi::Function::New(env, Flock, "flock"));
   exports.Set("fsType", Napi::Function::New(env, FsTypeOf, "fsType"));
   exports.Set("pidProbe", Napi::Function::New(env, PidProbe, "pidProbe"));
+  exports.Set("releaseFreeMemory", Napi::Function::New(env, ReleaseFreeMemoryJs, "releaseFreeMemory"));
   exports.Set("groupProbe", Napi::Function::New(env, GroupProbe, "groupProbe"));
   exports.Set("probeSetup", Napi::Function::New(env, ProbeSetup, "probeSetup"));
   exports.Set("probeFacts", Napi::Function::New(env, ProbeFacts, "probeFacts"));

@@ -14,6 +14,7 @@
 #include <sys/param.h>
 #include <sys/stat.h>
 #include <fcntl.h>
+#include <malloc/malloc.h>
 #include <unistd.h>
 
 namespace rw {
@@ -95,5 +96,8 @@ int Flock(int fd, LockKind kind) {
   if (errno == EWOULDBLOCK || errno == EAGAIN) return kContended;
   return errno;
 }
+
+// malloc_zone_pressure_relief(NULL, 0): every zone, as much as it can; returns the bytes released.
+bool ReleaseFreeMemory() { return malloc_zone_pressure_relief(nullptr, 0) > 0; }
 
 }  // namespace rw

@@ -3,6 +3,9 @@
 #include "platform.h"
 
 #include <errno.h>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 #include <string.h>
 #include <sys/file.h>
 #include <fcntl.h>
@@ -137,6 +140,14 @@ int Flock(int fd, LockKind kind) {
   if (r == 0) return 0;
   if (errno == EWOULDBLOCK || errno == EAGAIN) return kContended;
   return errno;
+}
+
+bool ReleaseFreeMemory() {
+#if defined(__GLIBC__)
+  return malloc_trim(0) == 1;
+#else
+  return false;  // musl has no malloc_trim
+#endif
 }
 
 }  // namespace rw

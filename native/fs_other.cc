@@ -26,4 +26,6 @@ int OpenOnDirMount(int, const char*, int, int*) { return ENOSYS; }
 
 int Flock(int, LockKind) { return ENOSYS; }
 
+bool ReleaseFreeMemory() { return false; }
+
 }  // namespace rw

@@ -103,6 +103,13 @@ enum class LockKind { kShared, kExclusive, kUnlock };
 constexpr int kContended = -1;
 int Flock(int fd, LockKind kind);
 
+// Gives the memory the process's allocator holds free back to the kernel
+// (linux glibc: malloc_trim(0), which also releases the free pages inside
+// the arenas threads leave behind; darwin: malloc_zone_pressure_relief on
+// every zone). Returns whether anything was released; false where the
+// platform has no such call.
+bool ReleaseFreeMemory();
+
 }  // namespace rw
 
 #endif  // RUNWARDEN_PLATFORM_H_

@@ -89,6 +89,8 @@ export interface NativeBinding {
   pidProbe(pid: number): ProcessPresence;
   /** kill(-pgid, 0) classified; refuses pgid <= 1 before the syscall. */
   groupProbe(pgid: number): ProcessPresence;
+  /** The allocator's free memory back to the kernel (malloc_trim; darwin: malloc_zone_pressure_relief); true when some was. Absent from an addon built from older sources. */
+  releaseFreeMemory?(): boolean;
   /**
    * Registers, once, the known-local list and the two buffers every later
    * probeFacts() call fills, so the hot call passes only its path. `out`

@@ -60,6 +60,7 @@ import { lstatSync, readdirSync, statSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
 import { EVENTS_FILE, STATE_FILE } from '../contract/files.js';
 import { monotonicMs } from '../kernel/clock.js';
+import { releaseFreeMemory } from '../kernel/memory.js';
 import { native } from '../kernel/native.js';
 import { runDirPath, runFilePath } from '../kernel/dirfd.js';
 import { LiveEngine } from '../live/engine.js';
@@ -203,6 +204,13 @@ const EMPTY_TIMES: RunTimes = { started_at: null, ended_at: null, last_event_at:
  * kernel's lock table once.
  */
 const FIRST_LISTING_BATCH = 32;
+
+/**
+ * How long after the first listing the model asks the allocator a second
+ * time to give free memory back (ms): V8's memory reducer frees the start-up
+ * garbage about 8 s after the burst.
+ */
+const RELEASE_AGAIN_MS = 15_000;
 
 /** Root entries the first live listing takes per turn of the event loop. */
 const INIT_SLICE = 4096;
@@ -596,6 +604,7 @@ export class DashboardModel {
   /** Runs to inspect again at the next change even if their files kept their identity. */
   private readonly forced = new Set<string>();
   private retryTimer: NodeJS.Timeout | undefined;
+  private releaseTimer: NodeJS.Timeout | undefined;
   private sliceTimer: NodeJS.Timeout | undefined;
   /** Set by derive(): whether its answer was an expensive run's reused one. */
   private reused = false;
@@ -659,7 +668,8 @@ export class DashboardModel {
     this.listeners.clear();
     if (this.sliceTimer !== undefined) clearInterval(this.sliceTimer);
     if (this.retryTimer !== undefined) clearTimeout(this.retryTimer);
-    this.sliceTimer = this.retryTimer = undefined;
+    if (this.releaseTimer !== undefined) clearTimeout(this.releaseTimer);
+    this.sliceTimer = this.retryTimer = this.releaseTimer = undefined;
   }
 
   /** A new version; listeners are told once per turn of the event loop, however many changes it brought. */
@@ -904,6 +914,14 @@ export class DashboardModel {
     }
     this.ready = true;
     this.startSafety();
+    // The first listing's burst is over: what the allocator holds free (the list worker's arena) goes back to the
+    // kernel, now and once more after V8's memory reducer has run (kernel/memory.ts). A request, not needed for any answer.
+    releaseFreeMemory();
+    this.releaseTimer = setTimeout(() => {
+      this.releaseTimer = undefined;
+      if (!this.closed) releaseFreeMemory();
+    }, RELEASE_AGAIN_MS);
+    this.releaseTimer.unref();
   }
 
   /** The live indexes, the first listing made if it was not (awaited), and every change seen since applied. */
