@@ -16,6 +16,7 @@ import { native } from '../src/kernel/native.js';
 import { RunFilesReader } from '../src/kernel/runfiles.js';
 import { inspectBatch } from '../src/status/inspect.js';
 import { runsDocument } from '../src/status/list.js';
+import { dyingWorker } from './helpers/list-workers.js';
 import { CLAIM, OWNER, threadsFor, THREADS_DEFAULT_FROM_RUNS, writeRunsDocumentThreaded } from '../src/status/list-threads.js';
 import { pathToFileURL } from 'node:url';
 import { run } from './helpers/exec-procs.js';
@@ -229,19 +230,9 @@ describe('runs --json on worker threads', () => {
     expect(one).toBe(JSON.stringify(runsDocument(listRuns(root)), null, 2));
     expect(await collect(2)).toBe(one);
     // A worker that claims a chunk as list-worker.js does, then throws before sending it.
-    const script = join(tempDir(), 'dying-worker.mjs');
-    writeFileSync(
-      script,
-      [
-        "import { workerData } from 'node:worker_threads';",
-        'const ctl = new Int32Array(workerData.control);',
-        `const k = Atomics.add(ctl, ${CLAIM}, 1);`,
-        `Atomics.store(ctl, ${OWNER} + k, workerData.owner);`,
-        "throw new Error('this worker ends holding chunk ' + k);",
-      ].join('\n'),
-    );
-    expect(await collect(2, pathToFileURL(script))).toBe(one);
-    expect(await collect(4, pathToFileURL(script))).toBe(one);
+    const dying = dyingWorker(tempDir(), CLAIM, OWNER);
+    expect(await collect(2, dying)).toBe(one);
+    expect(await collect(4, dying)).toBe(one);
     // A worker that cannot even start.
     expect(await collect(3, pathToFileURL(join(root, 'no-such-worker.mjs')))).toBe(one);
   });

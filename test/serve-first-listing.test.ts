@@ -20,6 +20,7 @@ import { compactReport } from '../dist/status/compact.js';
 import { CHUNK_RUNS, CLAIM, OWNER, forEachRunThreaded, type ThreadedListOptions } from '../dist/status/list-threads.js';
 import { DashboardModel } from '../dist/serve/model.js';
 import { cleanupTemp, killAll, ROOT, tempDir } from './helpers/lock-procs.js';
+import { dyingWorker } from './helpers/list-workers.js';
 import { DIAMOND, holdRun, killedHolder, openRun, passedRun, runDir } from './helpers/serve-fixtures.js';
 
 const models: { close(): void }[] = [];
@@ -110,17 +111,7 @@ describe('the first listing on two threads', () => {
     const one = await collect(root, { threads: 1 });
     const dir = tempDir('rw-first-listing-workers-');
     // Claims a chunk as list-worker.js does, then throws before sending it.
-    const dying = join(dir, 'dying-worker.mjs');
-    writeFileSync(
-      dying,
-      [
-        "import { workerData } from 'node:worker_threads';",
-        'const ctl = new Int32Array(workerData.control);',
-        `const k = Atomics.add(ctl, ${CLAIM}, 1);`,
-        `Atomics.store(ctl, ${OWNER} + k, workerData.owner);`,
-        "throw new Error('this worker ends holding chunk ' + k);",
-      ].join('\n'),
-    );
+    const dying = dyingWorker(dir, CLAIM, OWNER);
     // Sends its first chunk as list-worker.js would (report objects and probes), claims a second, and exits.
     const once = join(dir, 'once-worker.mjs');
     const threads = pathToFileURL(join(ROOT, 'dist', 'status', 'list-threads.js')).href;
@@ -142,14 +133,14 @@ describe('the first listing on two threads', () => {
         'process.exit(0);',
       ].join('\n'),
     );
-    const dyingRun = await collect(root, { threads: 2, workersOnly: true, workerScript: pathToFileURL(dying) });
+    const dyingRun = await collect(root, { threads: 2, workersOnly: true, workerScript: dying });
     expect(dyingRun.byWorkers).toBe(0);
     expect({ ...dyingRun, byWorkers: 0 }).toEqual(one);
     const onceRun = await collect(root, { threads: 2, workersOnly: true, workerScript: pathToFileURL(once) });
     expect(onceRun.byWorkers).toBe(1);
     expect({ ...onceRun, byWorkers: 0 }).toEqual(one);
     // Sharing with the owner, and a worker that cannot even start.
-    expect({ ...(await collect(root, { threads: 2, workerScript: pathToFileURL(dying) })), byWorkers: 0 }).toEqual(one);
+    expect({ ...(await collect(root, { threads: 2, workerScript: dying })), byWorkers: 0 }).toEqual(one);
     expect({ ...(await collect(root, { threads: 2, workersOnly: true, workerScript: pathToFileURL(join(dir, 'no-such-worker.mjs')) })), byWorkers: 0 }).toEqual(one);
   });
 
