@@ -1,0 +1,91 @@
+#!/usr/bin/env node
+/**
+ * serve's start-up and memory, the quick way (issue 23's working loop; the
+ * judged numbers come from serve-scale.mjs --targets, with Chromium, holders
+ * and kills). Builds (or reuses) a root of N settled runs (3-line streams, a
+ * marked lock nobody holds, no snapshot: the shape serve-scale uses), spawns
+ * `runwarden serve` on it, polls GET /api/dashboard until its tallies count
+ * every run, and prints, as one JSON line: ms from spawn to that document
+ * (`ready`), and serve's VmHWM / VmRSS / RssAnon / RssFile (MB = 10^6 bytes)
+ * then and at each of the given seconds after it (the document is fetched
+ * once a second meanwhile, as a page would keep the hub busy). The root is
+ * kept under os.tmpdir() for the next run (delete it by hand).
+ *
+ * usage: node bench/serve-start.mjs [--runs N] [--after 12,40]
+ */
+import { spawn } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const args = process.argv.slice(2);
+const opt = (name, dflt) => (args.includes(name) ? args[args.indexOf(name) + 1] : dflt);
+const N = Number(opt('--runs', '100000'));
+const AFTER = opt('--after', '12,40').split(',').map(Number);
+const BIN = join(dirname(fileURLToPath(import.meta.url)), '..', 'bin', 'runwarden.js');
+const root = join(tmpdir(), `rw-serve-start-${N}`);
+
+if (!existsSync(root)) {
+  const ev = (id, event, extra = {}) => JSON.stringify({ schema: 3, ts: '2026-11-30T08:00:00Z', run_id: id, event, ...extra }) + '\n';
+  const building = root + '.building';
+  mkdirSync(building, { recursive: true });
+  for (let i = 0; i < N; i++) {
+    const id = `20261130-${String(i).padStart(9, '0')}-1`;
+    mkdirSync(join(building, id), { recursive: true });
+    writeFileSync(join(building, id, 'events.jsonl'), ev(id, 'run_started') + ev(id, 'node_passed', { node_id: 'a', verdict: 'PASS' }) + ev(id, 'run_finished', { outcome: 'passed' }));
+    writeFileSync(join(building, id, 'resume.lock'), 'oh-my-graph-lock 1\n4242\n');
+  }
+  renameSync(building, root);
+}
+
+const memory = (pid) =>
+  Object.fromEntries(
+    readFileSync(`/proc/${pid}/status`, 'utf8')
+      .split('\n')
+      .filter((l) => /^(VmHWM|VmRSS|RssAnon|RssFile):/.test(l))
+      .map((l) => {
+        const [k, v] = l.split(/:\s+/);
+        return [k, Math.round((parseInt(v, 10) * 1024) / 1e6)];
+      }),
+  );
+const get = (url) =>
+  new Promise((resolve, reject) =>
+    http
+      .get(url, (r) => {
+        let body = '';
+        r.on('data', (d) => (body += d));
+        r.on('end', () => resolve({ code: r.statusCode, body }));
+      })
+      .on('error', reject),
+  );
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+const t0 = performance.now();
+const serve = spawn(process.execPath, [BIN, 'serve', '--root', root, '--port', '0'], { stdio: ['ignore', 'pipe', 'inherit'] });
+const url = await new Promise((resolve) => {
+  let out = '';
+  serve.stdout.on('data', (d) => {
+    out += d;
+    const m = /(http:\/\/\S+\/)/.exec(out);
+    if (m) resolve(m[1]);
+  });
+});
+for (;;) {
+  const r = await get(url + 'api/dashboard');
+  const doc = r.code === 200 ? JSON.parse(r.body) : undefined;
+  if (doc?.tallies !== undefined && Object.values(doc.tallies).reduce((a, b) => a + b, 0) === N) break;
+  await sleep(100);
+}
+const ready = Math.round(performance.now() - t0);
+const at = { ready: memory(serve.pid) };
+for (const s of AFTER) {
+  while (performance.now() - t0 < ready + s * 1000) {
+    await get(url + 'api/dashboard');
+    await sleep(1000);
+  }
+  at[`${s}s`] = memory(serve.pid);
+}
+console.log(JSON.stringify({ runs: N, ready, at }));
+serve.kill('SIGTERM');
