@@ -151,7 +151,7 @@ export function inspectionSkip(name: string, err: unknown): SkippedEntry {
 }
 
 /** Run directories inspected together by a listing (inspect.ts inspectBatch): one lock-table read per batch. */
-export const BATCH_RUNS = 256;
+const BATCH_RUNS = 256;
 
 /**
  * The report of root entry `i` (a directory named `name`), or what its
@@ -161,7 +161,7 @@ export const BATCH_RUNS = 256;
  * one, or with a caller's own `report`, one at a time, so that a small
  * page reads only what it shows.
  */
-function inspector(abs: string, entries: RootEntries, sel: RunSelection, options: ListRunsOptions, batchRuns: number): (i: number, name: string) => RunReport {
+function inspector(abs: string, entries: RootEntries, sel: RunSelection, options: ListRunsOptions): (i: number, name: string) => RunReport {
   const own = options.report;
   if (own !== undefined) return (_i, name) => own(join(abs, name));
   if (sel.limit !== undefined) return (_i, name) => runStatus(join(abs, name), options);
@@ -171,7 +171,7 @@ function inspector(abs: string, entries: RootEntries, sel: RunSelection, options
     if (got === undefined) {
       const at: number[] = [];
       const dirs: string[] = [];
-      for (let j = i; j < entries.names.length && at.length < batchRuns; j++) {
+      for (let j = i; j < entries.names.length && at.length < BATCH_RUNS; j++) {
         if (entries.kinds[j] !== 'd') continue;
         const shown = j === i ? name : shownName(entries.names[j] as string);
         if (!selectsName(sel, shown)) continue;
@@ -187,7 +187,7 @@ function inspector(abs: string, entries: RootEntries, sel: RunSelection, options
   };
 }
 
-function visitRuns(root: string, options: ListRunsOptions, onRun: (report: RunReport) => void, batchRuns = BATCH_RUNS): Omit<RunList, 'runs'> & { count: number; last: string | undefined } {
+function visitRuns(root: string, options: ListRunsOptions, onRun: (report: RunReport) => void): Omit<RunList, 'runs'> & { count: number; last: string | undefined } {
   const abs = resolve(root);
   const entries = rootEntries(abs);
   if (entries === undefined) return { root: abs, missing: true, skipped: [], more: false, count: 0, last: undefined };
@@ -198,7 +198,7 @@ function visitRuns(root: string, options: ListRunsOptions, onRun: (report: RunRe
   let last: string | undefined;
   const skipped: SkippedEntry[] = [];
   let more = false;
-  const inspect = inspector(abs, entries, sel, options, batchRuns);
+  const inspect = inspector(abs, entries, sel, options);
   for (let i = 0; i < entries.names.length; i++) {
     // The shown name (contract/names.ts): the run id every surface reports, and
     // the one the reading layer turns back into these exact bytes.
@@ -239,12 +239,10 @@ function visitRuns(root: string, options: ListRunsOptions, onRun: (report: RunRe
  * Visits the runs under `root` as {@link listRuns} lists them, newest first,
  * handing each report to `onRun` and keeping none, for a printer that
  * streams (the `runs` table). Returns what listRuns would, without `runs`.
- * Throws as listRuns does, before any report is handed over. `batchRuns`:
- * run directories inspected together (default {@link BATCH_RUNS}; fewer
- * keep fewer inspections alive at once, more read the lock table less).
+ * Throws as listRuns does, before any report is handed over.
  */
-export function forEachRun(root: string, options: ListRunsOptions, onRun: (report: RunReport) => void, batchRuns = BATCH_RUNS): Omit<RunList, 'runs'> {
-  const r = visitRuns(root, options, onRun, batchRuns);
+export function forEachRun(root: string, options: ListRunsOptions, onRun: (report: RunReport) => void): Omit<RunList, 'runs'> {
+  const r = visitRuns(root, options, onRun);
   return { root: r.root, missing: r.missing, skipped: r.skipped, more: r.more };
 }
 
