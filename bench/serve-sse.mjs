@@ -22,6 +22,7 @@ import http from 'node:http';
 import { loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { serveUrl } from './lib/procs.js';
 import { onFrames } from './lib/sse.js';
 
 const argv = process.argv.slice(2);
@@ -70,14 +71,7 @@ for (const id of live) {
 }
 const serve = spawn(process.execPath, [...nodeFlags, join(repo, 'bin/runwarden.js'), 'serve', '--root', root, '--port', '0'], { stdio: ['ignore', 'pipe', 'inherit'] });
 procs.push(serve);
-const url = await new Promise((r) => {
-  let o = '';
-  serve.stdout.on('data', (d) => {
-    o += d;
-    const m = /(http:\/\/\S+\/)/.exec(o);
-    if (m) r(m[1]);
-  });
-});
+const url = await serveUrl(serve);
 const cpu = () => {
   const f = readFileSync(`/proc/${serve.pid}/stat`, 'utf8');
   const x = f.slice(f.lastIndexOf(')') + 2).split(' ');

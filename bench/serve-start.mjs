@@ -19,6 +19,8 @@ import http from 'node:http';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { serveUrl, sleep } from './lib/procs.js';
+import { line, MARKED } from './lib/runs.js';
 
 const args = process.argv.slice(2);
 const opt = (name, dflt) => (args.includes(name) ? args[args.indexOf(name) + 1] : dflt);
@@ -28,14 +30,13 @@ const BIN = join(dirname(fileURLToPath(import.meta.url)), '..', 'bin', 'runwarde
 const root = join(tmpdir(), `rw-serve-start-${N}`);
 
 if (!existsSync(root)) {
-  const ev = (id, event, extra = {}) => JSON.stringify({ schema: 3, ts: '2026-11-30T08:00:00Z', run_id: id, event, ...extra }) + '\n';
   const building = root + '.building';
   mkdirSync(building, { recursive: true });
   for (let i = 0; i < N; i++) {
     const id = `20261130-${String(i).padStart(9, '0')}-1`;
     mkdirSync(join(building, id), { recursive: true });
-    writeFileSync(join(building, id, 'events.jsonl'), ev(id, 'run_started') + ev(id, 'node_passed', { node_id: 'a', verdict: 'PASS' }) + ev(id, 'run_finished', { outcome: 'passed' }));
-    writeFileSync(join(building, id, 'resume.lock'), 'oh-my-graph-lock 1\n4242\n');
+    writeFileSync(join(building, id, 'events.jsonl'), line(id, 'run_started') + line(id, 'node_passed', { node_id: 'a', verdict: 'PASS' }) + line(id, 'run_finished', { outcome: 'passed' }));
+    writeFileSync(join(building, id, 'resume.lock'), MARKED);
   }
   renameSync(building, root);
 }
@@ -60,18 +61,10 @@ const get = (url) =>
       })
       .on('error', reject),
   );
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 const t0 = performance.now();
 const serve = spawn(process.execPath, [BIN, 'serve', '--root', root, '--port', '0'], { stdio: ['ignore', 'pipe', 'inherit'] });
-const url = await new Promise((resolve) => {
-  let out = '';
-  serve.stdout.on('data', (d) => {
-    out += d;
-    const m = /(http:\/\/\S+\/)/.exec(out);
-    if (m) resolve(m[1]);
-  });
-});
+const url = await serveUrl(serve);
 for (;;) {
   const r = await get(url + 'api/dashboard');
   const doc = r.code === 200 ? JSON.parse(r.body) : undefined;

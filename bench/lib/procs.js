@@ -101,6 +101,18 @@ export async function stop(child, signal = 'SIGKILL') {
   await exited;
 }
 
+/** The address `runwarden serve` prints on its stdout once it listens (`http://host:port/`). */
+export function serveUrl(child) {
+  return new Promise((resolve) => {
+    let out = '';
+    child.stdout.on('data', (d) => {
+      out += d;
+      const m = /(http:\/\/\S+\/)/.exec(out);
+      if (m) resolve(m[1]);
+    });
+  });
+}
+
 /** Sleeps without blocking the event loop (so exited children get reaped meanwhile). */
 export function sleep(ms) {
   return new Promise((r) => setTimeout(r, ms));
