@@ -1,5 +1,5 @@
 /**
- * The live engine's `settledForget` and `seed` (issue 23: one inspection per
+ * The live engine's `settledForget` and `seed` (one inspection per
  * run at start). A seeded report is taken for a settled, watched run instead
  * of a read, and only for such a run; the run is read again, from the start,
  * as soon as one of its files changes; without `settledForget` a seed is not
@@ -119,7 +119,7 @@ describe('LiveEngine seed and settledForget', () => {
     try {
       const doc = await model.dashboard();
       expect(Object.values(doc.tallies).reduce((a, b) => a + b, 0)).toBe(302);
-      const engine = (model as unknown as { engine: LiveEngine }).engine;
+      const engine = (model as unknown as { index: { engine: LiveEngine } }).index.engine;
       // Only the run with an open leg is read by the engine itself; the 301 settled ones are taken.
       expect(engine.stats.derivations).toBe(1);
       expect(engine.get(join(root, open))?.report?.liveness).not.toBeNull();

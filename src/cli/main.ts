@@ -4,7 +4,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
-import { native } from '../kernel/native.js';
+import { loadAddon } from '../kernel/native.js';
 import { Exit, reportFailure } from './io.js';
 import { registerDemo } from './commands/demo.js';
 import { registerExec } from './commands/exec.js';
@@ -39,7 +39,7 @@ export function buildProgram(): Command {
   // kernel/native.ts) before any action, so its AddonLoadError is the answer (exit 1), never a
   // root that "cannot be read", a `runwarden_root_readable 0` or a server answering 500.
   program.hook('preAction', () => {
-    native();
+    loadAddon();
   });
   registerRuns(program);
   registerStatus(program);

@@ -9,6 +9,7 @@
  * the same reason. Nothing here allocates per file, which is the point: the
  * live engine compares every followed run's files on each safety pass.
  */
+import { runDirPath, type KernelPath } from './dirfd.js';
 import { native } from './native.js';
 
 /** How many slots one file's identity takes. */
@@ -24,9 +25,19 @@ export function identityBuffer(files: number): Float64Array {
 /**
  * Writes the identity of `dirs[i]/names[j]` for every directory and name
  * into `out`, file (i, j) at `(i * names.length + j) * identityStride()`.
+ * Each directory's last component is a shown name (kernel/dirfd.ts
+ * runDirPath): the files of the directory it stands for are looked at, by
+ * its exact bytes. A list without a backslash is passed as it is.
  */
 export function readIdentities(dirs: readonly string[], names: readonly string[], out: Float64Array): void {
-  native().fileIdentities(dirs, names, out);
+  let exact: KernelPath[] | undefined;
+  for (let i = 0; i < dirs.length; i++) {
+    const d = dirs[i] as string;
+    if (exact === undefined && !d.includes('\\')) continue;
+    exact ??= dirs.slice(0, i);
+    exact.push(runDirPath(d));
+  }
+  native().fileIdentities(exact ?? dirs, names, out);
 }
 
 /**

@@ -420,6 +420,16 @@ export function checkNativeConstants(raw: unknown, where: string): NativeConstan
   return raw as unknown as NativeConstants;
 }
 
+/**
+ * Loads the addon now (once), so that an install whose addon cannot load
+ * says so (AddonLoadError, ERR_RUNWARDEN_NATIVE) before anything else, never
+ * as a root that then reads unreadable. For the layers above kernel/, which
+ * never touch the addon object itself.
+ */
+export function loadAddon(): void {
+  native();
+}
+
 /** Returns the addon, loading it (and checking its constants) on first use. */
 export function native(): NativeBinding {
   if (loaded !== undefined) return loaded;

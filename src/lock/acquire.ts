@@ -30,7 +30,8 @@ import { kindAt, kindOfStats, type FileKind } from '../kernel/filekind.js';
 import { monotonicMs } from '../kernel/clock.js';
 import { classifyHead, HEAD_BYTES, markedContent, markedPid, parseLegacyPid } from '../contract/marker.js';
 import { foreignHolder, procDevice } from '../kernel/holders.js';
-import { native, nativeConstants } from '../kernel/native.js';
+import { flock, hasFlock, pidPresence } from '../kernel/flock.js';
+import { nativeConstants } from '../kernel/native.js';
 
 /**
  * A lock this process holds. It is disposable: `using lock = acquireLock(p)`
@@ -195,7 +196,7 @@ function readHead(fd: number, buf: Buffer): number {
 /** The refusal for a pre-flock lock file (CONTRACT §4.1 step 2). */
 function legacyRefusal(path: string, head: Buffer, len: number, size: number): LockHeldError {
   const pid = parseLegacyPid(head, len, size);
-  const gone = pid !== undefined && native().pidProbe(pid) === 'gone';
+  const gone = pid !== undefined && pidPresence(pid) === 'gone';
   const lines = [
     `run lock "${path}" was written by an older, pre-flock version: under its rules the file's existence is the lock, and runwarden cannot tell whether that leg is still running.`,
   ];
@@ -264,7 +265,7 @@ export function acquireLock(lockPath: string, options: AcquireOptions = {}): Hel
   const pid = options.pid ?? process.pid;
   if (!Number.isInteger(retryMs) || retryMs < 0) throw new RangeError('retryMs must be a non-negative integer');
   if (!Number.isInteger(pid) || pid < 1 || pid > 2 ** 31 - 1) throw new RangeError('pid must be an integer from 1 to 2^31-1');
-  if (!native().hasFlock) throw new UnsupportedPlatformError(`runwarden cannot take a lock on ${process.platform}: no flock(2)`);
+  if (!hasFlock()) throw new UnsupportedPlatformError(`runwarden cannot take a lock on ${process.platform}: no flock(2)`);
   makeRunDir(lockPath);
   const at = coded(dirname(lockPath), 'open the run directory', () => openLockDir(lockPath));
   try {
@@ -287,7 +288,7 @@ export function acquireLockAt(at: number, lockPath: string, options: AcquireOpti
   const pid = options.pid ?? process.pid;
   if (!Number.isInteger(retryMs) || retryMs < 0) throw new RangeError('retryMs must be a non-negative integer');
   if (!Number.isInteger(pid) || pid < 1 || pid > 2 ** 31 - 1) throw new RangeError('pid must be an integer from 1 to 2^31-1');
-  if (!native().hasFlock) throw new UnsupportedPlatformError(`runwarden cannot take a lock on ${process.platform}: no flock(2)`);
+  if (!hasFlock()) throw new UnsupportedPlatformError(`runwarden cannot take a lock on ${process.platform}: no flock(2)`);
   return new Held(lockPath, pid, retryMs, lockOnceCoded(at, lockPath, pid, retryMs), at, false);
 }
 
@@ -314,7 +315,7 @@ export async function acquireLockAsync(lockPath: string, options: AcquireAsyncOp
   if (!Number.isInteger(pid) || pid < 1 || pid > 2 ** 31 - 1) throw new RangeError('pid must be an integer from 1 to 2^31-1');
   if (signal !== undefined && !(signal instanceof AbortSignal)) throw new TypeError('signal must be an AbortSignal');
   if (signal?.aborted) throw abortedWait(lockPath, signal);
-  if (!native().hasFlock) throw new UnsupportedPlatformError(`runwarden cannot take a lock on ${process.platform}: no flock(2)`);
+  if (!hasFlock()) throw new UnsupportedPlatformError(`runwarden cannot take a lock on ${process.platform}: no flock(2)`);
   makeRunDir(lockPath);
   const at = coded(dirname(lockPath), 'open the run directory', () => openLockDir(lockPath));
   const start = performance.now();
@@ -531,9 +532,8 @@ class ReadersOnlyWait {
  * look only when they give up).
  */
 function takeContended(fd: number, retryMs: number, lookOnce: boolean): Contention | undefined {
-  const n = native();
   const op = nativeConstants().flockOp;
-  if (n.flock(fd, op.Exclusive)) return undefined;
+  if (flock(fd, op.Exclusive)) return undefined;
   if (retryMs === 0) {
     if (!lookOnce) return { kind: 'leg' };
     const st = fstatSync(fd, { bigint: true });
@@ -544,7 +544,7 @@ function takeContended(fd: number, retryMs: number, lookOnce: boolean): Contenti
   const readers = new ReadersOnlyWait(start, retryMs);
   for (;;) {
     sleepSync(0.5 + Math.random());
-    if (n.flock(fd, op.Exclusive)) return undefined;
+    if (flock(fd, op.Exclusive)) return undefined;
     const now = monotonicMs();
     if (now < deadline) continue;
     // The window (or an extension) is over: refuse unless only readers hold the lock, coming and going.
@@ -578,7 +578,6 @@ interface Taken {
  * run directory must exist). Returns the held descriptor and its identity.
  */
 function lockOnce(at: number, lockPath: string, pid: number, retryMs: number, lookOnce: boolean): Taken {
-  const n = native();
   const op = nativeConstants().flockOp;
   const fd = openLockFile(at, lockPath);
   let locked = false;
@@ -639,7 +638,7 @@ function lockOnce(at: number, lockPath: string, pid: number, retryMs: number, lo
   } catch (err) {
     if (locked) {
       try {
-        n.flock(fd, op.Unlock);
+        flock(fd, op.Unlock);
       } catch {
         /* close below releases it */
       }
@@ -742,7 +741,7 @@ class Held implements HeldLock {
 
 function unlockAndClose(fd: number): void {
   try {
-    native().flock(fd, nativeConstants().flockOp.Unlock);
+    flock(fd, nativeConstants().flockOp.Unlock);
   } finally {
     closeFd(fd);
   }

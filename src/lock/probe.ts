@@ -33,7 +33,8 @@ import { errnoName } from '../kernel/errno.js';
 import { kindAt, kindOfMode } from '../kernel/filekind.js';
 import { describeFsType, nativeLocalList } from '../kernel/fsgate.js';
 import { classifyHead, HEAD_BYTES, parseLegacyPid } from '../contract/marker.js';
-import { native, nativeConstants, type NativeConstants } from '../kernel/native.js';
+import { fsTypeOf, hasFlock, pidPresence, probeFacts, probeFactsAt, probeSetup } from '../kernel/flock.js';
+import { nativeConstants, type NativeConstants } from '../kernel/native.js';
 import type { FreeReason, Liveness, LivenessAnswer, ProbeReason, UnknownReason } from '../contract/types.js';
 
 export { PROBE_REASONS, type Liveness, type ProbeReason } from '../contract/types.js';
@@ -90,8 +91,7 @@ export function probeLock(lockPath: string, options?: ProbeOptions): ProbeResult
     throw new TypeError('probeLock(lockPath): lockPath must be a non-empty string');
   }
   if (lockPath.includes('\0')) return answer('unknown', 'open-error', 'path contains a NUL byte');
-  const n = native();
-  if (!n.hasFlock) return answer('unknown', 'unsupported-platform', `no flock(2) on ${process.platform}`);
+  if (!hasFlock()) return answer('unknown', 'unsupported-platform', `no flock(2) on ${process.platform}`);
   const k = setup();
   // The run directory's last component is a shown name (kernel/dirfd.ts): probe its exact bytes.
   // A path with no backslash and no trailing slash is already those bytes (the addon splits it as
@@ -101,8 +101,8 @@ export function probeLock(lockPath: string, options?: ProbeOptions): ProbeResult
   try {
     stage =
       options?.localFsTypes === undefined
-        ? n.probeFacts(exact)
-        : n.probeFacts(exact, nativeLocalList(k.fsTypeKind, options.localFsTypes));
+        ? probeFacts(exact)
+        : probeFacts(exact, nativeLocalList(k.fsTypeKind, options.localFsTypes));
   } catch (err) {
     // Only argument problems (e.g. an over-long path) throw from the addon.
     const code = (err as { code?: string }).code ?? 'error';
@@ -118,15 +118,14 @@ export function probeLock(lockPath: string, options?: ProbeOptions): ProbeResult
  * and is never opened. Internal: the status layer's inspection calls it.
  */
 export function probeLockAt(dirfd: number, name: string, lockPath: string, options?: ProbeOptions): ProbeResult {
-  const n = native();
-  if (!n.hasFlock) return answer('unknown', 'unsupported-platform', `no flock(2) on ${process.platform}`);
+  if (!hasFlock()) return answer('unknown', 'unsupported-platform', `no flock(2) on ${process.platform}`);
   const k = setup();
   let stage: number;
   try {
     stage =
       options?.localFsTypes === undefined
-        ? n.probeFactsAt(dirfd, name)
-        : n.probeFactsAt(dirfd, name, nativeLocalList(k.fsTypeKind, options.localFsTypes));
+        ? probeFactsAt(dirfd, name)
+        : probeFactsAt(dirfd, name, nativeLocalList(k.fsTypeKind, options.localFsTypes));
   } catch (err) {
     const code = (err as { code?: string }).code ?? 'error';
     return answer('unknown', 'open-error', code);
@@ -139,7 +138,7 @@ function setup(): NativeConstants {
   if (k === undefined) {
     const c = nativeConstants();
     out = new Float64Array(c.outLength);
-    native().probeSetup(nativeLocalList(c.fsTypeKind), head, out);
+    probeSetup(nativeLocalList(c.fsTypeKind), head, out);
     k = c;
   }
   return k;
@@ -186,7 +185,7 @@ function judge(k: NativeConstants, stage: number, lockPath: string): ProbeResult
 
 function safeFsType(dir: string): string {
   try {
-    return describeFsType(native().fsType(runDirPath(dir)));
+    return describeFsType(fsTypeOf(runDirPath(dir)));
   } catch {
     return 'unknown type';
   }
@@ -206,7 +205,7 @@ function judgeHead(k: NativeConstants, stage: number, len: number, size: number)
     case 'unmarked': {
       const pid = parseLegacyPid(head, len, size);
       if (pid === undefined) return answer('unknown', 'legacy-unparsable');
-      const presence = native().pidProbe(pid);
+      const presence = pidPresence(pid);
       if (presence === 'gone') return answer('free', 'legacy-pid-gone', `pid ${pid}`);
       // A pid that exists may be a recycled stranger: it is never shown.
       if (presence === 'present') return answer('unknown', 'legacy-pid-alive');

@@ -33,7 +33,7 @@ import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom
 import { EVENTS_FILE } from '../contract/files.js';
 import { printableText } from '../contract/names.js';
 import { runFilePath } from '../kernel/dirfd.js';
-import { native } from '../kernel/native.js';
+import { loadAddon } from '../kernel/native.js';
 import { IN_FLIGHT, STATUSES, type Liveness, type RunReport, type Status } from '../contract/types.js';
 import type { ModelObserver, ReportsList } from './model.js';
 import { METRICS_LOOP_SAMPLE_MS } from './limits.js';
@@ -114,7 +114,7 @@ export class RunwardenMetrics {
   ) {
     // The addon first, as the CLI does: a broken install throws AddonLoadError here instead of
     // scraping as `runwarden_root_readable 0`, which would be a false fact about the root.
-    native();
+    loadAddon();
     const registers = [this.registry];
     const runs = new Gauge({ name: 'runwarden_runs', help: 'Runs under the root per status word (none: no status yet). Absent while the root cannot be listed.', labelNames: ['status'], registers });
     const info = new Gauge({

@@ -6,7 +6,8 @@ import { join, resolve } from 'node:path';
 import { RunIdError, RunUnreadableError, type SkipKind } from '../contract/errors.js';
 import { showName } from '../contract/names.js';
 import { errnoCode } from '../kernel/dirfd.js';
-import { native } from '../kernel/native.js';
+import { readDirSorted } from '../kernel/listdir.js';
+import { loadAddon } from '../kernel/native.js';
 import { IN_FLIGHT, JSON_SCHEMA, type RunReport, type RunsDocument, type SkippedRun } from '../contract/types.js';
 import { inspectBatch, runStatus, type BatchResult, type RunStatusOptions } from './inspect.js';
 import { checkSelection, needsReport, selectsName, selectsReport, type RunSelection } from './select.js';
@@ -114,10 +115,10 @@ export interface RootEntries {
  */
 export function rootEntries(abs: string): RootEntries | undefined {
   let listed;
-  const addon = native(); // outside the try: an addon that cannot load is a broken install, not an unreadable root
+  loadAddon(); // outside the try: an addon that cannot load is a broken install, not an unreadable root
   try {
     // Names are bytes: read them as the kernel gives them, never decoded with replacement.
-    listed = addon.readDirSorted(abs);
+    listed = readDirSorted(abs);
   } catch (err) {
     const code = errnoCode(err);
     if (code === 'ENOENT') return undefined;
