@@ -1,12 +1,12 @@
 /**
- * When a safety pass lists a root again: the one rule the live engine and
- * the live dashboard model both follow.
+ * When a safety pass of the live engine lists its root again (the engine
+ * is the one lister of a followed root: live/watching.ts).
  *
  * Creating, removing or renaming an entry moves its directory's mtime, and
  * the root's inotify watch tells of it too, so a root whose identity, mtime
  * and ctime are those of the last listing is not listed again, except after
  * {@link ROOT_RELIST_EVERY} passes anyway (once an hour at 30 s passes: at
- * 100,000 runs a listing's garbage, 100,000 names and more, cost a full
+ * 100,000 runs a listing's garbage, 100,000 names and more, costs a full
  * collection of the heap each time). An mtime under 2 s old when it was
  * taken is not trusted, since a change within the same clock tick as the
  * listing would not show in it. The root is stat'ed through a link, as
@@ -37,9 +37,10 @@ export class RootRelistGate {
 
   /**
    * Records a listing of `root` about to be made, whatever asked for it (the
-   * first listing, a root that moved, a due pass). Without it the first
-   * safety pass after start-up listed the root a second time (at 100,000
-   * runs ~50 MB of garbage, the serve's highest resident set). The identity
+   * first listing, a root that moved, a due pass), so that the first safety
+   * pass after start-up does not list an unchanged root a second time (at
+   * 100,000 runs ~50 MB of garbage, which would be serve's highest resident
+   * set). The identity
    * is taken before the listing, so a change during it shows next time.
    */
   listing(root: string): void {

@@ -1,6 +1,6 @@
 /**
  * The runs root itself, followed: removed, renamed away, replaced by another
- * directory, and back again (issue 23's bad input: a root replaced or removed
+ * directory, and back again (bad input: a root replaced or removed
  * while served).
  *
  * Invariants, and why:

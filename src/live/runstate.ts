@@ -12,7 +12,8 @@
  *   other than its default and dropped by {@link RunState.shed} once every
  *   such field is back at its default. Reads of a field without a RunMore
  *   answer the default, so the engine's code reads and writes them as the
- *   plain fields they were (a 35-field object, 304 bytes per run).
+ *   plain fields they stand for (a plain object of 35 fields would take 304
+ *   bytes per run).
  * - The flags are bits of one number, for the same reason.
  * - What tells that a run's files changed lives in shared slabs
  *   ({@link SigSlots}), addressed by slot number: a view object per run cost
@@ -68,7 +69,7 @@ class RunMore {
   fold: StreamFold = FORGOTTEN;
   /** Why the run cannot be reported, or null. */
   error: string | null = null;
-  /** Cuts the stream into lines while a read is under way or a partial last line is held; dropped when neither (it is made again at the offset), as it and its closures were an eighth of the engine's heap at 100,000 runs. */
+  /** Cuts the stream into lines while a read is under way or a partial last line is held; dropped when neither (it is made again at the offset), as kept, it and its closures would be an eighth of the engine's heap at 100,000 runs. */
   splitter: LineSplitter | undefined = undefined;
   /** Stream bytes read and folded. */
   offset: number = 0;
@@ -258,7 +259,7 @@ export class RunState {
   set sought(v: boolean) {
     this.flag(SOUGHT_BIT, v);
   }
-  /** Cuts the stream into lines while a read is under way or a partial last line is held; dropped when neither (it is made again at the offset), as it and its closures were an eighth of the engine's heap at 100,000 runs. */
+  /** Cuts the stream into lines while a read is under way or a partial last line is held; dropped when neither (it is made again at the offset), as kept, it and its closures would be an eighth of the engine's heap at 100,000 runs. */
   get splitter(): LineSplitter | undefined {
     return this.more === undefined ? undefined : this.more.splitter;
   }
@@ -490,13 +491,13 @@ function fmix(h: number): number {
  * The runs' identities (RunState.sig), kept as what tells a change and no
  * more: for each run two 53-bit hashes of the bits of its files' identities
  * (kernel/identity.ts: twelve numbers for a run's two files), in shared
- * slabs addressed by slot number. Kept whole, the twelve numbers were 96
+ * slabs addressed by slot number. Kept whole, the twelve numbers would be 96
  * bytes per run (9.6 MB at 100,000 runs); the hashes are 16. A change goes
  * unseen only if both hashes, 106 bits from four independent lanes, come out
  * equal for different identities; and what a change tells is only that the
  * run is read again. A new or reused slot holds NaN, which equals nothing,
- * so its first comparison always tells a change (as the zeroed buffers did:
- * no real identity is all zeros).
+ * so its first comparison always tells a change (no real identity is made
+ * of NaN).
  */
 export class SigSlots {
   private readonly slabs: Float64Array[] = [];

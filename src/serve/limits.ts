@@ -1,5 +1,5 @@
 /**
- * Bounds on what clients can make `serve` hold (issue 13, CONTRACT §5.3):
+ * Bounds on what clients can make `serve` hold (CONTRACT §5.3):
  * a cap on open connections, answered with a clear refusal, and timeouts
  * that close a connection which is slow to send its request.
  *

@@ -1,5 +1,5 @@
 /**
- * The dashboard's reading side, off the server's event loop (issue 13: one
+ * The dashboard's reading side, off the server's event loop (one
  * expensive run must never block `serve` for more than 50 ms at a time).
  *
  * {@link OffThreadModel} has the same three calls as {@link DashboardModel}
@@ -147,7 +147,7 @@ export class OffThreadModel {
     const { observer, ...options } = this.options;
     const init: WorkerInit = { root: this.root, options, observe: observer !== undefined };
     // A 4 MB young generation (V8's default here is 16 MB semi-spaces, ~48 MB in all): the first listing's
-    // short-lived reports die in smaller scavenges, so the worker's peak resident set is lower (issue 23).
+    // short-lived reports die in smaller scavenges, so the worker's peak resident set is lower.
     const w = new Worker(new URL('./model-worker.js', import.meta.url), { workerData: init, resourceLimits: { maxYoungGenerationSizeMb: 4 } });
     w.unref();
     w.on('message', (reply: ModelReply | ObserverMessage) => {
