@@ -108,6 +108,7 @@ export {
   type LiveEngineOptions,
   type LiveChange,
   type LiveLine,
+  type LiveRootFacts,
   type LiveRun,
   type LiveStats,
 } from './live/engine.js';
