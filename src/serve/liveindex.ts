@@ -377,7 +377,10 @@ export class LiveIndex {
     this.changed.clear(); // every run is read from the engine now
     this.rootChanged = false;
     this.takeRootFacts();
-    this.engine.forEachRun((id, _dir, report, error) => this.addEntry(this.entryOf(id, report, error)));
+    this.engine.forEachRun((id, _dir, report, error) => {
+      const e = this.entryOf(id, report, error);
+      if (e !== undefined) this.addEntry(e);
+    });
     this.ready = true;
     // The first listing's burst is over: what the allocator holds free (the list worker's arena) goes back to the
     // kernel, now and once more after V8's memory reducer has run (kernel/memory.ts). A request, not needed for any answer.
@@ -396,8 +399,10 @@ export class LiveIndex {
     return this.entries;
   }
 
-  private entryOf(id: string, report: RunReport | null, error: string | null): LiveEntry {
-    return new LiveEntry(report ?? { run_id: id, error: error ?? 'this run has no report yet', kind: 'error' });
+  /** The entry of a run as the engine has it, or undefined for a run it has not derived yet (it tells when it has). */
+  private entryOf(id: string, report: RunReport | null, error: string | null): LiveEntry | undefined {
+    if (report !== null) return new LiveEntry(report);
+    return error === null ? undefined : new LiveEntry({ run_id: id, error, kind: 'error' });
   }
 
   private takeRootFacts(): void {
@@ -422,7 +427,8 @@ export class LiveIndex {
       const run = this.engine.get(dir);
       if (old !== undefined) this.removeEntry(old);
       if (run === undefined) continue; // no longer followed: gone
-      this.addEntry(this.entryOf(run.runId, run.report, run.error));
+      const e = this.entryOf(run.runId, run.report, run.error);
+      if (e !== undefined) this.addEntry(e);
     }
   }
 
