@@ -26,13 +26,12 @@
  */
 import { lstatSync } from 'node:fs';
 import { EVENTS_FILE } from '../contract/files.js';
-import type { RunReport } from '../contract/types.js';
+import type { RunReport, Status } from '../contract/types.js';
 import { runFilePath } from '../kernel/dirfd.js';
 import { monotonicMs } from '../kernel/clock.js';
 import type { SnapshotRead } from '../read/snapshot.js';
 import { detailOf, type DetailLeg, type RunDetail } from '../status/detail.js';
 import type { Inspection } from '../status/inspect.js';
-import type { Status } from '../contract/types.js';
 import { cardState, sectionOf, STRIP_MAX, type LegView, type NodeChip, type NodeDetail, type RunCard, type RunPage, type RunTimes, type TimelineItem } from './view.js';
 
 /** Most events a run page's timeline shows. */
