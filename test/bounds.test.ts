@@ -107,7 +107,7 @@ function appendJunk(dir: string, bytes: number, line = '{}'): void {
 }
 
 function lineCount(dir: string): number {
-  return spawnSync('wc', ['-l', join(dir, 'events.jsonl')], { encoding: 'utf8' }).stdout.trim().split(/\s+/).map(Number)[0] as number;
+  return spawnSync('wc', ['-l', join(dir, 'events.jsonl')], { encoding: 'utf8' }).stdout.trim().split(/\s+/).map(Number)[0];
 }
 
 describe('junk lines (lines that cannot be events) cost a scan, and change no status', () => {
@@ -197,7 +197,7 @@ describe('junk lines (lines that cannot be events) cost a scan, and change no st
     expect(r.status).toBe(0);
     const doc = JSON.parse(r.stdout) as { runs: { run_id: string; status: string | null; warnings: string[] }[] };
     expect(doc.runs.map((x) => x.status)).toEqual(['RUNNING', 'ABANDONED', 'PASS', null]);
-    const j = doc.runs[3]!;
+    const j = doc.runs[3];
     // The tail reader counts the skipped lines of the part it reads line by line, and says which part.
     const tail = readLastLeg(join(junk, 'events.jsonl'));
     const skips: number[] = [];
@@ -222,7 +222,7 @@ describe('capped leg lists', () => {
     expect(d.legs.length).toBe(200);
     expect(d.legs_earlier).toBe(250);
     expect(d.legs[199]).toMatchObject({ state: 'closed', outcome: 'passed' });
-    expect(d.first_started_ts).toBe(events[0]!['ts']);
+    expect(d.first_started_ts).toBe(events[0]['ts']);
     const few = runDetail(dir, { legs: 3 });
     expect(few.legs_earlier).toBe(447);
     expect(few.legs.map((l) => l.outcome)).toEqual(['failed', 'failed', 'passed']);

@@ -52,11 +52,11 @@ function lines(text: string): Line[] {
   return text.split('\n').map((t, i) => {
     const m = /^\s*(`{3,}|~{3,})/.exec(t);
     if (fence === null && m) {
-      fence = (m[1] as string)[0] as string;
+      fence = (m[1])[0];
       return { n: i + 1, text: t, code: true };
     }
     if (fence !== null) {
-      if (m && (m[1] as string)[0] === fence) fence = null;
+      if (m && (m[1])[0] === fence) fence = null;
       return { n: i + 1, text: t, code: true };
     }
     return { n: i + 1, text: t, code: false };
@@ -84,12 +84,12 @@ function anchors(text: string): Set<string> {
     if (l.code) continue;
     const h = /^#{1,6}\s+(.*?)\s*#*\s*$/.exec(l.text);
     if (h) {
-      const base = slug(h[1] as string);
+      const base = slug(h[1]);
       const k = seen.get(base) ?? 0;
       seen.set(base, k + 1);
       out.add(k === 0 ? base : `${base}-${k}`);
     }
-    for (const m of l.text.matchAll(/<a\s+(?:id|name)="([^"]+)"/g)) out.add(m[1] as string);
+    for (const m of l.text.matchAll(/<a\s+(?:id|name)="([^"]+)"/g)) out.add(m[1]);
   }
   return out;
 }
@@ -100,7 +100,7 @@ function links(text: string): { line: number; target: string }[] {
   for (const l of lines(text)) {
     if (l.code) continue;
     const prose = l.text.replace(/`[^`]*`/g, '``');
-    for (const m of prose.matchAll(/!?\[(?:[^\]]|\][^(])*?\]\(([^)\s]+)(?:\s+"[^"]*")?\)/g)) out.push({ line: l.n, target: m[1] as string });
+    for (const m of prose.matchAll(/!?\[(?:[^\]]|\][^(])*?\]\(([^)\s]+)(?:\s+"[^"]*")?\)/g)) out.push({ line: l.n, target: m[1] });
   }
   return out;
 }
@@ -171,7 +171,7 @@ describe('docs/cli.md against the CLI itself', () => {
     expect(r.status, r.stderr).toBe(0);
     return r.stdout;
   };
-  const commands = [...help([]).split('\nCommands:\n')[1]!.matchAll(/^ {2}([a-z]+) /gm)].map((m) => m[1] as string).filter((c) => c !== 'help');
+  const commands = [...help([]).split('\nCommands:\n')[1].matchAll(/^ {2}([a-z]+) /gm)].map((m) => m[1]).filter((c) => c !== 'help');
 
   it('has a section for every command, naming every option its --help lists; README\'s table names every command', () => {
     expect(commands).toEqual(['runs', 'status', 'probe', 'watch', 'exec', 'serve', 'metrics', 'demo']);
@@ -187,7 +187,7 @@ describe('docs/cli.md against the CLI itself', () => {
       const rest = cli.slice(at + 1);
       const section = rest.slice(0, rest.slice(3).search(/\n## /) + 3);
       for (const m of help([c]).matchAll(/^ {2}(?:-[a-zA-Z], )?(--[a-z-]+)/gm)) {
-        const opt = m[1] as string;
+        const opt = m[1];
         if (opt === '--help') continue;
         if (!section.includes(opt)) missing.push(`${c} ${opt}`);
       }
@@ -207,7 +207,7 @@ describe('docs/internals.md', () => {
     const entries = new Map<string, string>();
     let key = '';
     for (const l of block.split('\n')) {
-      if (/^\S/.test(l)) key = l.split(/\s+/)[0] as string;
+      if (/^\S/.test(l)) key = l.split(/\s+/)[0];
       entries.set(key, `${entries.get(key) ?? ''}\n${l}`);
     }
     const missing: string[] = [];
@@ -248,26 +248,26 @@ function examples(file: string): Example[] {
   const all = lines(readFileSync(join(ROOT, file), 'utf8'));
   const out: Example[] = [];
   for (let i = 0; i < all.length; i++) {
-    if ((all[i] as Line).text !== '```ts') continue;
+    if ((all[i]).text !== '```ts') continue;
     const start = i;
     const body: string[] = [];
-    for (i++; i < all.length && (all[i] as Line).text !== '```'; i++) body.push((all[i] as Line).text);
+    for (i++; i < all.length && (all[i]).text !== '```'; i++) body.push((all[i]).text);
     // The marker: the last non-empty prose line before the block's paragraph, if it is one.
     let leg: Example['leg'];
     for (let j = start - 1; j >= 0 && j >= start - 4; j--) {
-      const m = /^<!-- docs-test: leg (\S+)(?: until "([^"]+)")? -->$/.exec((all[j] as Line).text);
-      if (m) leg = { run: m[1] as string, until: m[2] };
+      const m = /^<!-- docs-test: leg (\S+)(?: until "([^"]+)")? -->$/.exec((all[j]).text);
+      if (m) leg = { run: m[1], until: m[2] };
     }
     // "It prints…:" then a fenced block.
     let prints: string | undefined;
     let j = i + 1;
-    while (j < all.length && (all[j] as Line).text.trim() === '') j++;
-    if (j < all.length && /^It prints\b.*:$/.test((all[j] as Line).text)) {
+    while (j < all.length && (all[j]).text.trim() === '') j++;
+    if (j < all.length && /^It prints\b.*:$/.test((all[j]).text)) {
       j++;
-      while (j < all.length && (all[j] as Line).text.trim() === '') j++;
-      if ((all[j] as Line).text === '```') {
+      while (j < all.length && (all[j]).text.trim() === '') j++;
+      if ((all[j]).text === '```') {
         const outLines: string[] = [];
-        for (j++; j < all.length && (all[j] as Line).text !== '```'; j++) outLines.push((all[j] as Line).text);
+        for (j++; j < all.length && (all[j]).text !== '```'; j++) outLines.push((all[j]).text);
         prints = outLines.join('\n');
       }
     }

@@ -9,7 +9,6 @@
  */
 import { spawn } from 'node:child_process';
 import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { nameBytes, showName } from '../src/contract/names.js';
 import { run } from './helpers/exec-procs.js';
@@ -64,7 +63,7 @@ describe('the escaping rule', () => {
     const next = (): number => (seed = (seed * 1103515245 + 12345) & 0x7fffffff);
     const seen = new Map<string, string>();
     for (let i = 0; i < 20000; i++) {
-      const name = Buffer.from(Array.from({ length: 1 + (next() % 8) }, () => alphabet[next() % alphabet.length] as number));
+      const name = Buffer.from(Array.from({ length: 1 + (next() % 8) }, () => alphabet[next() % alphabet.length]));
       const shown = showName(name);
       expect(nameBytes(shown).equals(name)).toBe(true);
       const hex = name.toString('hex');

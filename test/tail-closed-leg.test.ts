@@ -62,7 +62,7 @@ describe('a closed last leg is read from its end', () => {
       closeSync(fd);
       paths[name] = dir;
     }
-    const events = (name: string) => join(paths[name] as string, 'events.jsonl');
+    const events = (name: string) => join(paths[name], 'events.jsonl');
     const size = statSync(events('closes')).size;
     const tail = lastBytes(events('closes'), 5 * 1024 * 1024);
     for (const name of ['duplicate', 'lone']) {
@@ -74,7 +74,7 @@ describe('a closed last leg is read from its end', () => {
     expect(readStream(events('duplicate')).leg).toMatchObject({ open: false, started: true, lastOutcome: 'passed' });
     expect(readStream(events('lone')).leg).toMatchObject({ open: false, started: false, lastOutcome: '' });
     // Every status surface reads the tail: FAIL for all three, the first as the forward fold says it.
-    for (const name of Object.keys(heads)) expect(runStatus(paths[name] as string).status, name).toBe('FAIL');
+    for (const name of Object.keys(heads)) expect(runStatus(paths[name]).status, name).toBe('FAIL');
     for (const name of Object.keys(heads)) {
       const tail = readLastLeg(events(name));
       expect(tail.leg, name).toEqual(referenceLastLeg(events(name)).leg);

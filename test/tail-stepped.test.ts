@@ -35,7 +35,7 @@ function rng(seed: number): () => number {
 /** Lines of a stream: leg events (duplicate and lone finishes, planning starts), node and gate events, junk, and long runs of node events. */
 function generate(seed: number): string[] {
   const r = rng(seed);
-  const pick = <T>(xs: readonly T[]): T => xs[Math.floor(r() * xs.length)] as T;
+  const pick = <T>(xs: readonly T[]): T => xs[Math.floor(r() * xs.length)];
   const ev = (o: Record<string, unknown>): string => JSON.stringify({ schema: 3, ts: 'T', run_id: 'r', ...o });
   const lines: string[] = [];
   const n = 5 + Math.floor(r() * 40);

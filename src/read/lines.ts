@@ -69,7 +69,7 @@ export class LineSplitter {
         // Complete lines wholly before the first candidate cannot be events: count them.
         const lastNl = cand > i ? chunk.lastIndexOf(NL, cand - 1) : -1;
         if (lastNl >= i) {
-          (this.junk as (count: number) => void)(countNewlines(chunk, i, lastNl + 1));
+          this.junk(countNewlines(chunk, i, lastNl + 1));
           i = lastNl + 1;
           this.lineStart = pos + i;
         }

@@ -417,7 +417,7 @@ function tailOfWhole(buf: Buffer, size: number, path: string): Tailed {
   const starts = wholeStarts;
   const events = wholeEvents;
   let n = 0;
-  let deferred: unknown;
+  let deferred: { error: unknown } | undefined;
   let finishAfter = false;
   // The last line ends at the final '\n', or at the end of the file when it has none.
   let end = buf[size - 1] === NL ? size - 1 : size;
@@ -429,7 +429,7 @@ function tailOfWhole(buf: Buffer, size: number, path: string): Tailed {
         ev = parseLine(buf, ls, end, path, ls);
       } catch (err) {
         if (isCandidate(buf, ls, end)) throw err;
-        deferred = err;
+        deferred = { error: err };
         ev = null;
       }
       starts[n] = ls;
@@ -440,7 +440,7 @@ function tailOfWhole(buf: Buffer, size: number, path: string): Tailed {
       if (ls === 0) break;
       end = ls - 1;
     }
-    if (deferred !== undefined) throw deferred;
+    if (deferred !== undefined) throw deferred.error;
     const fold = new StreamFold();
     let atStart = 0;
     for (let k = n - 1; k >= 0; k--) {

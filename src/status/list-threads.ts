@@ -137,7 +137,7 @@ export function packNames(names: readonly string[]): PackedNames {
   const bytes = new SharedArrayBuffer(Math.max(1, total));
   const view = Buffer.from(bytes);
   names.forEach((n, i) => view.write(n, i === 0 ? 0 : (ends[i - 1] as number)));
-  return { count: names.length, bytes, ends: ends.buffer as SharedArrayBuffer };
+  return { count: names.length, bytes, ends: ends.buffer };
 }
 
 /** Chunk `k` of packed names. */
@@ -145,7 +145,7 @@ export function packedChunk(names: PackedNames, k: number): string[] {
   const view = Buffer.from(names.bytes);
   const ends = new Int32Array(names.ends);
   const out: string[] = [];
-  for (let i = k * CHUNK_RUNS; i < Math.min(names.count, (k + 1) * CHUNK_RUNS); i++) out.push(view.toString('utf8', i === 0 ? 0 : (ends[i - 1] as number), ends[i] as number));
+  for (let i = k * CHUNK_RUNS; i < Math.min(names.count, (k + 1) * CHUNK_RUNS); i++) out.push(view.toString('utf8', i === 0 ? 0 : ends[i - 1], ends[i]));
   return out;
 }
 
@@ -163,7 +163,7 @@ export function claimChunk(ctl: Int32Array, chunks: number, owner: number): numb
 }
 
 /** Atomics.waitAsync (Node 16+; not yet in TypeScript's es2022 lib). */
-const waitAsync = (Atomics as unknown as { waitAsync(a: Int32Array, i: number, v: number, ms: number): { async: false; value: string } | { async: true; value: Promise<string> } }).waitAsync;
+const waitAsync = (Atomics as unknown as { waitAsync(this: void, a: Int32Array, i: number, v: number, ms: number): { async: false; value: string } | { async: true; value: Promise<string> } }).waitAsync;
 
 /**
  * From how many run directories a second thread is used by default: below
@@ -275,7 +275,7 @@ async function shareChunks<T>(abs: string, dirs: RunDirs, s: Sharing<T>): Promis
   for (let w = 0; w < workers; w++) {
     const owner = MAIN_OWNER + 1 + w;
     const { port1, port2 } = new MessageChannel();
-    const data: ListWorkerData = { abs, names: packed, control: ctl.buffer as SharedArrayBuffer, owner, port: port2, ...s.worker };
+    const data: ListWorkerData = { abs, names: packed, control: ctl.buffer, owner, port: port2, ...s.worker };
     ports.push(port1);
     // A worker that cannot start (or fails) only leaves its chunks to this thread.
     let worker: Worker;

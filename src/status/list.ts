@@ -166,22 +166,23 @@ function inspector(abs: string, entries: RootEntries, sel: RunSelection, options
   if (own !== undefined) return (_i, name) => own(join(abs, name));
   if (sel.limit !== undefined) return (_i, name) => runStatus(join(abs, name), options);
   let batch = new Map<number, BatchResult>();
-  return (i, name) => {
-    let got = batch.get(i);
-    if (got === undefined) {
-      const at: number[] = [];
-      const dirs: string[] = [];
-      for (let j = i; j < entries.names.length && at.length < BATCH_RUNS; j++) {
-        if (entries.kinds[j] !== 'd') continue;
-        const shown = j === i ? name : shownName(entries.names[j] as string);
-        if (!selectsName(sel, shown)) continue;
-        at.push(j);
-        dirs.push(join(abs, shown));
-      }
-      const results = inspectBatch(dirs, options);
-      batch = new Map(at.map((j, k) => [j, results[k] as BatchResult]));
-      got = batch.get(i) as BatchResult;
+  /** Inspects entry i and the next directories the selection keeps by name, as one batch; answers i's result. */
+  const inspectFrom = (i: number, name: string): BatchResult => {
+    const at: number[] = [];
+    const dirs: string[] = [];
+    for (let j = i; j < entries.names.length && at.length < BATCH_RUNS; j++) {
+      if (entries.kinds[j] !== 'd') continue;
+      const shown = j === i ? name : shownName(entries.names[j] as string);
+      if (!selectsName(sel, shown)) continue;
+      at.push(j);
+      dirs.push(join(abs, shown));
     }
+    const results = inspectBatch(dirs, options);
+    batch = new Map(at.map((j, k) => [j, results[k] as BatchResult]));
+    return batch.get(i) as BatchResult;
+  };
+  return (i, name) => {
+    const got = batch.get(i) ?? inspectFrom(i, name);
     if (!got.ok) throw got.error;
     return got.inspection.report;
   };

@@ -66,12 +66,12 @@ export function headings(md: string): Heading[] {
     .forEach((line, i) => {
       const m = /^(#{1,6})\s+(.*?)\s*#*\s*$/.exec(line);
       if (!m) return;
-      const text = (m[2] as string).replace(/\[([^\]]*)\]\([^)]*\)/g, '$1');
+      const text = (m[2]).replace(/\[([^\]]*)\]\([^)]*\)/g, '$1');
       const base = githubSlug(text);
       const n = seen.get(base) ?? 0;
       seen.set(base, n + 1);
       const number = /^(\d+(?:\.\d+)*)\.?\s/.exec(text)?.[1];
-      out.push({ level: (m[1] as string).length, text, slug: n === 0 ? base : `${base}-${n}`, line: i + 1, number });
+      out.push({ level: (m[1]).length, text, slug: n === 0 ? base : `${base}-${n}`, line: i + 1, number });
     });
   return out;
 }
@@ -84,7 +84,7 @@ export function section(md: string, number: string): { heading: Heading; lines: 
   const hs = headings(md);
   const at = hs.findIndex((h) => h.number === number);
   if (at < 0) throw new Error(`no heading numbered ${number}`);
-  const heading = hs[at] as Heading;
+  const heading = hs[at];
   const next = hs.slice(at + 1).find((h) => h.level <= heading.level);
   const all = withoutFences(md).split('\n');
   return { heading, lines: all.slice(heading.line, next === undefined ? all.length : next.line - 1), first: heading.line + 1 };
@@ -95,7 +95,7 @@ export function ownLines(md: string, number: string): string[] {
   const hs = headings(md);
   const at = hs.findIndex((h) => h.number === number);
   if (at < 0) throw new Error(`no heading numbered ${number}`);
-  const heading = hs[at] as Heading;
+  const heading = hs[at];
   const next = hs[at + 1];
   const all = withoutFences(md).split('\n');
   return all.slice(heading.line, next === undefined ? all.length : next.line - 1);
@@ -148,11 +148,11 @@ export function relativeLinks(md: string): Link[] {
     .forEach((raw, i) => {
       const line = withoutInlineCode(raw);
       for (const m of line.matchAll(/\[([^\]]*)\]\(([^)\s]+)\)/g)) {
-        const target = m[2] as string;
+        const target = m[2];
         if (/^[a-z][a-z0-9+.-]*:/i.test(target)) continue;
         const hash = target.indexOf('#');
         out.push({
-          text: m[1] as string,
+          text: m[1],
           target,
           path: hash < 0 ? target : target.slice(0, hash),
           anchor: hash < 0 ? undefined : target.slice(hash + 1),
@@ -218,7 +218,7 @@ export function citations(files: readonly string[]): Citation[] {
         const before = line.slice(0, m.index);
         if (/\b(?:RFC|ADR)\s*\d+\s*$/i.test(before)) continue;
         const items = m[3] === undefined ? [] : [Number(m[3]), ...(m[4] === undefined ? [] : [Number(m[4])])];
-        out.push({ file: relative(REPO, file), line: i + 1, section: m[1] as string, kind: m[2] as Citation['kind'], items });
+        out.push({ file: relative(REPO, file), line: i + 1, section: m[1], kind: m[2] as Citation['kind'], items });
       }
     });
   }

@@ -46,7 +46,7 @@ function lockFileExists(runDir: string): boolean {
  * written through.
  */
 function refuseLinkedRunDir(run: string, root: string, runDir: string): void {
-  let linked = false;
+  let linked: boolean;
   try {
     linked = lstatSync(runDirPath(runDir)).isSymbolicLink();
   } catch {
@@ -83,7 +83,7 @@ function refusePausedRun(runId: string, gates: readonly string[], force: boolean
 
 /** What must be said or refused before a leg may start on this run. */
 function preflight(runDir: string, runId: string, force: boolean): void {
-  let open = false;
+  let open: boolean;
   try {
     const { leg } = readLastLeg(join(runDir, EVENTS_FILE));
     open = leg.open;

@@ -111,7 +111,7 @@ export function registerServe(program: Command): void {
           intervalMs: LIVE_INTERVAL_MS,
         });
       } catch (e) {
-        model.close();
+        await model.close();
         const code = (e as NodeJS.ErrnoException).code;
         if (code === 'EADDRINUSE') throw new UserError(`port ${port} on ${opts.host} is in use; pick another with --port, or --port 0 for any free port`);
         if (code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND' || code === 'EAI_AGAIN') throw new UserError(`cannot bind ${opts.host}: not an address of this machine`);
