@@ -27,8 +27,7 @@
  * after that start, so every node event that can decide a gate is folded.
  * The dense region is also at least the lines from the restart point when
  * those lie within the last {@link DENSE_BYTES} of the file, so a short last
- * leg is read exactly as before; only a longer one is searched instead of
- * parsed. A leg closed `passed` or `failed` is not searched for past the last
+ * leg is parsed whole; only a longer one is searched instead of parsed. A leg closed `passed` or `failed` is not searched for past the last
  * {@link CLOSED_LEG_BYTES} (CONTRACT §2.5 rule 7): those bytes are folded
  * inside a leg taken as opened before them, which equals the forward fold
  * unless the last finish closes nothing (a duplicate or lone finish). The

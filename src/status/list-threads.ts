@@ -35,8 +35,9 @@ export const AHEAD = 8;
 
 /**
  * A worker's young generation, MB (V8's resourceLimits.maxYoungGenerationSizeMb).
- * At 100,000 runs with two threads, peak RSS was 156–173 MB with 8, 150–152
- * with 4 and 144–146 with 2, in the same wall time (interleaved runs).
+ * A worker's garbage dies young (one chunk's texts), so a small one costs no
+ * wall time and keeps two threads' peak memory within the listing's budget
+ * (docs/benchmarks.md, "Listing many runs").
  */
 const WORKER_YOUNG_MB = 2;
 
@@ -67,7 +68,7 @@ export interface ListWorkerData {
   owner: number;
   /** Where it sends its chunks. */
   port: MessagePort;
-  /** What it sends per run (absent: `text`, as before there were modes). */
+  /** What it sends per run (absent: `text`). */
   mode?: ListWorkerMode;
   /** Run directories per inspectBatch within a chunk (absent: the whole chunk at once). */
   batchRuns?: number;
@@ -152,7 +153,7 @@ export function packedChunk(names: PackedNames, k: number): string[] {
 /**
  * Claims the next chunk for owner `owner` when it lies within {@link AHEAD}
  * of the chunk being written: its number, or -1 (none left, or too far
- * ahead for now).
+ * ahead of the writing).
  */
 export function claimChunk(ctl: Int32Array, chunks: number, owner: number): number {
   if (Atomics.load(ctl, CLAIM) - Atomics.load(ctl, WRITTEN) >= AHEAD) return -1;
@@ -167,19 +168,16 @@ const waitAsync = (Atomics as unknown as { waitAsync(this: void, a: Int32Array, 
 
 /**
  * From how many run directories a second thread is used by default: below
- * this a worker's start-up (its own module load, ~0.1 s) costs more than it
- * saves. Measured on the 2-core machine of bench/RESULTS.md: even at 10,000
- * runs (1.0–1.2 s wall with two threads against 1.1–1.35 s with one); at
- * 100,000, 4.6–5.8 s against 6.7–7.1 s.
+ * this a worker's start-up (its own module load) costs about what it saves
+ * (docs/benchmarks.md, "Listing many runs", has the figures on 2 cores).
  */
 export const THREADS_DEFAULT_FROM_RUNS = 20_000;
 
 /**
  * The most threads that may inspect runs: one per core
  * (os.availableParallelism). More never finish sooner, since the work is
- * CPU and each thread costs its own heap: on 2 cores and 30,000 runs, 99
- * threads peaked at 1,126 MB and took 3.75 s where 2 took 100 MB and 0.74 s
- * (issue 25). `cores` is a test seam.
+ * CPU and each thread costs its own heap (docs/benchmarks.md: 99 threads on
+ * 2 cores). `cores` is a test seam.
  */
 export function threadsCap(cores: number = availableParallelism()): number {
   return Math.max(1, cores);
@@ -192,8 +190,7 @@ export function threadsCap(cores: number = availableParallelism()): number {
  * and there are at least {@link THREADS_DEFAULT_FROM_RUNS} runs; else one.
  * Never more by default: a thread costs its own heap, and with the worker's
  * young generation kept small two threads stay under the 150 MB budget at
- * 100,000 runs (140–148 MB peak, against 115–120 MB for one), for about a
- * seventh more CPU time in all; they pay in wall time where a core would
+ * 100,000 runs, for a little more CPU time in all; they pay in wall time where a core would
  * otherwise idle. `cores` is a test seam (default: os.availableParallelism).
  */
 export function threadsFor(dirs: number, asked?: number, cores: number = availableParallelism()): number {
@@ -284,7 +281,7 @@ async function shareChunks<T>(abs: string, dirs: RunDirs, s: Sharing<T>): Promis
         workerData: data,
         transferList: [port2],
         // A small young generation: a worker's garbage dies young (one chunk's texts), and the default
-        // (tens of MB per thread) was most of what a second thread added to peak memory.
+        // (tens of MB per thread) would be most of what a second thread adds to peak memory.
         resourceLimits: { maxYoungGenerationSizeMb: WORKER_YOUNG_MB },
       });
     } catch {

@@ -110,7 +110,7 @@ export interface RootEntries {
  * of the names), or undefined when there is no root. Throws RunIdError
  * when the root exists but is not a readable directory. Read by the addon
  * in one call (native readDirSorted): no Buffer or Dirent per entry, which
- * at 100,000 runs were tens of MB.
+ * at 100,000 runs would be tens of MB.
  */
 export function rootEntries(abs: string): RootEntries | undefined {
   let listed;
@@ -252,7 +252,7 @@ export function forEachRun(root: string, options: ListRunsOptions, onRun: (repor
  * (CONTRACT §5.2) through `write`, a report at a time, byte for byte what
  * `JSON.stringify(runsDocument(listRuns(root, options)), null, 2)` gives,
  * without holding every report or the whole text: at 100,000 runs those
- * were most of the CLI's memory. Returns what listRuns would, without
+ * would be most of the CLI's memory. Returns what listRuns would, without
  * `runs`. Throws as listRuns does, before anything is written.
  */
 export function writeRunsDocument(root: string, options: ListRunsOptions, write: (text: string) => void): Omit<RunList, 'runs'> {

@@ -174,7 +174,7 @@ export function registerExec(program: Command): void {
         result = await runLeg(runDir, command, { runId, nodeId });
       } catch (e) {
         // ELOCKIO (the kernel refused the directory or file: EACCES, EROFS …) is no
-        // refusal of a busy run; it stays an error (exit 1), as it always was.
+        // refusal of a busy run; it is an error (exit 1).
         if (e instanceof LockHeldError || (e instanceof LockFileError && e.code !== 'ELOCKIO') || e instanceof RunFileError) refuse(e.message);
         if (e instanceof WriteError && isDiskFull(e.errno)) {
           throw new UserError(
