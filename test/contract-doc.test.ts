@@ -1,6 +1,5 @@
 /**
- * docs/CONTRACT.md is the contract the code cites, so it is checked like code
- * (issue 24 item 3):
+ * docs/CONTRACT.md is the contract the code cites, so it is checked like code:
  * - every "(runwarden addition N)" mark is in §6.1's list and every item of the
  *   list is marked where its links say it stands; the numbers run 1..N;
  * - every § the source tree, README.md and docs/ cite is a heading, and a cited
@@ -270,7 +269,7 @@ describe('quoted messages are the code\'s', () => {
     { starts: 'runwarden: disk full: could not write', file: 'src/cli/commands/exec.ts' },
   ];
   // Code spans, and the lines of fenced blocks, of the contract.
-  const quoted = [...md.matchAll(/(?<!`)`([^`]+)`(?!`)/g)].map((m) => (m[1]).replace(/\s+/g, ' '));
+  const quoted = [...md.matchAll(/(?<!`)`([^`]+)`(?!`)/g)].map((m) => m[1].replace(/\s+/g, ' '));
   const fenced = md.split('\n').map((l) => l.trim());
   /** The strings a source file builds: its quoted and template literals, with `a` + `b` joined. */
   const literals = (file: string): RegExp[] => {

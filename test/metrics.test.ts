@@ -53,7 +53,7 @@ function runsJson(dir: string): { runs: any[]; skipped: { run_id: string; error:
 /** What the metrics must say, worked out from a runs --json document. */
 function expected(doc: { runs: any[] }) {
   const counts: Record<string, number> = Object.fromEntries(LABELS.map((l) => [l, 0]));
-  for (const r of doc.runs) counts[r.status ?? 'none'] = (counts[r.status ?? 'none']) + 1;
+  for (const r of doc.runs) counts[r.status ?? 'none'] = counts[r.status ?? 'none'] + 1;
   const info = doc.runs
     .filter((r) => ['PLANNING', 'RUNNING', 'ABANDONED'].includes(r.status))
     .map((r) => `${r.run_id}|${r.graph ?? ''}|${r.status}`)

@@ -127,12 +127,12 @@ export function tbdExports(text: string, target: string): Set<string> {
     if (section !== 'exports' && section !== 'reexports') continue;
     const t = /^\s*-\s*targets:\s*\[(.*)\]/.exec(line);
     if (t) {
-      targets = (t[1]).split(',').map((s) => s.trim());
+      targets = t[1].split(',').map((s) => s.trim());
       continue;
     }
     const s = /^\s*(symbols|weak-symbols|thread-local-symbols):\s*\[(.*)\]/.exec(line);
     if (s && targets.includes(target)) {
-      for (const name of (s[2]).split(',')) {
+      for (const name of s[2].split(',')) {
         const n = name.trim().replace(/^'(.*)'$/, '$1');
         if (n !== '') out.add(n);
       }
