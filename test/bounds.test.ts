@@ -14,6 +14,7 @@ import { readLastLeg, readSnapshot, readStream, runStatus } from '../dist/index.
 import { runDetail } from '../dist/status/detail.js';
 import { CLI, cleanupTemp, killAll, ROOT, tempDir } from './helpers/lock-procs.js';
 import { DIAMOND, ev, holdRun, killedHolder, openRun, passedRun, runDir, writeEvents } from './helpers/serve-fixtures.js';
+import { encodeEvents } from './helpers/events.js';
 
 afterAll(async () => {
   await killAll();
@@ -117,22 +118,22 @@ describe('junk lines (lines that cannot be events) cost a scan, and change no st
     const dir = runDir(root, id);
     // Junk of several kinds between real events; the escaped key IS an event key, so that line is an event.
     const lines = [
-      JSON.stringify(ev(id, 'run_started')),
+      ev(id, 'run_started'),
       '{}',
       '',
       '{"note":"the word event, unquoted"}',
       '{"x":"\\"event\\" in a string is no key"}',
-      JSON.stringify(ev(id, 'node_started', { node_id: 'a' })),
+      ev(id, 'node_started', { node_id: 'a' }),
       '{"schema":3,"ev\\u0065nt":"node_passed","node_id":"a"}',
       '[1,2,3]',
       '{}\r',
-      JSON.stringify(ev(id, 'run_finished', { outcome: 'failed' })),
-      JSON.stringify(ev(id, 'run_started')),
+      ev(id, 'run_finished', { outcome: 'failed' }),
+      ev(id, 'run_started'),
       ...Array.from({ length: 5000 }, (_, i) => (i % 7 === 0 ? '{"a":{"b":[1,{}]}}' : '{}')),
-      JSON.stringify(ev(id, 'node_started', { node_id: 'b' })),
+      ev(id, 'node_started', { node_id: 'b' }),
       ...Array.from({ length: 3000 }, () => '{}'),
     ];
-    writeFileSync(join(dir, 'events.jsonl'), lines.join('\n') + '\n');
+    writeFileSync(join(dir, 'events.jsonl'), encodeEvents(lines));
     const path = join(dir, 'events.jsonl');
     const perLine: number[] = [];
     const reference = readStream(path, { onSkip: (o) => perLine.push(o) }); // one call per skipped line: no bulk path

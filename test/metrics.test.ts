@@ -95,7 +95,7 @@ beforeAll(async () => {
   const newer = runDir(root, ID.newer);
   writeEvents(newer, [ev(ID.newer, 'run_started'), { ...ev(ID.newer, 'node_started', { node_id: 'x' }), schema: 4 }]);
   const longline = runDir(root, ID.longline);
-  writeEvents(longline, [ev(ID.longline, 'run_started'), JSON.stringify({ schema: 3, event: 'node_started', node_id: 'x', detail: 'x'.repeat(1_100_000) })]);
+  writeEvents(longline, [ev(ID.longline, 'run_started'), { schema: 3, event: 'node_started', node_id: 'x', detail: 'x'.repeat(1_100_000) }]);
   // Not runs: a stray file and a symlink. Listed as skipped by runs --json, but not scan errors.
   writeFileSync(join(root, 'notes.txt'), 'stray\n');
   symlinkSync(tempDir('rw-outside-'), join(root, '20261201-090000.000000001-99'));

@@ -16,6 +16,7 @@ import { cleanupTemp, killAll, tempDir, track, waitReady } from './helpers/lock-
 import { needs } from './helpers/prereq.js';
 import { getJson } from './helpers/serve-client.js';
 import { startServeCli } from './helpers/serve-cli.js';
+import { eventLine } from './helpers/events.js';
 
 const FF = Buffer.of(0xff);
 const FFFD = Buffer.from('\ufffd', 'utf8');
@@ -32,7 +33,7 @@ function openLegRun(root: string, name: Buffer, graph: string): void {
   const dir = Buffer.concat([Buffer.from(root + '/'), name]);
   mkdirSync(dir, { mode: 0o700 });
   const file = (f: string): Buffer => Buffer.concat([dir, Buffer.from('/' + f)]);
-  writeFileSync(file('events.jsonl'), JSON.stringify({ schema: 3, ts: '2026-12-01T10:00:00Z', run_id: 'r', event: 'run_started', command: ['sleep', '600'] }) + '\n');
+  writeFileSync(file('events.jsonl'), eventLine({ event: 'run_started', command: ['sleep', '600'] }, { ts: '2026-12-01T10:00:00Z' }));
   writeFileSync(file('state.json'), JSON.stringify({ schema: 3, graph: { name: graph, nodes: [{ id: 'a' }] }, nodes: {} }));
   writeFileSync(file('resume.lock'), 'oh-my-graph-lock 1\n4242\n');
 }

@@ -19,10 +19,11 @@ import { readStream } from '../src/read/stream.js';
 import { CLOSED_LEG_BYTES, readLastLeg } from '../src/read/tail.js';
 import { referenceLastLeg } from './helpers/tail-reference.js';
 import { cleanup, tempDir } from './helpers/reading-fixtures.js';
+import { eventLine } from './helpers/events.js';
 
 afterAll(cleanup);
 
-const ev = (o: Record<string, unknown>) => JSON.stringify({ schema: 3, ts: '2026-12-02T10:00:00Z', run_id: 'r', ...o }) + '\n';
+const ev = (o: Record<string, unknown>) => eventLine(o, { ts: '2026-12-02T10:00:00Z' });
 
 /** The last `n` bytes of a file. */
 function lastBytes(path: string, n: number): Buffer {
