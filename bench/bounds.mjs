@@ -147,7 +147,6 @@ const only = (id) => {
 // Each CLI measurement gets a root of its own holding only its run, its files hard-linked (nothing copied).
 const A = { runs: [], status: [], startup: [], runsCpu: [], statusCpu: [] };
 let aRuns;
-let aStatus;
 log(`A: runs --json and status over the 200 MiB junk run, ${reps} times each`);
 {
   const junkRoot = only('junk');
@@ -162,7 +161,6 @@ log(`A: runs --json and status over the 200 MiB junk run, ${reps} times each`);
     const s = cli(['status', '--root', junkRoot, IDS.junk]);
     A.status.push(s.ms);
     A.statusCpu.push(s.cpuMs);
-    aStatus = s;
   }
 }
 // The limit, reported without a target: lines that have an event's shape must be parsed by a whole-stream fold.

@@ -7,7 +7,7 @@
  * a slow moment of this noisy machine moves a whole repetition, not a ratio.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -22,7 +22,6 @@ import {
   pidFromFile,
   probeComposedShared,
   probeExclusive,
-  probeShared,
   properLockfileCheck,
 } from './lib/probes.js';
 import { forkWorker, stop, waitMessage } from './lib/procs.js';

@@ -380,7 +380,7 @@ Idle cost of \`runwarden serve\` with one page open, ${SETTLED} settled runs plu
 
 Idle cost of the engine over ${SETTLED} settled runs (plus the dead ones left by the rounds), nothing changing, ${IDLE_MS / 1000} s window: **${pct(notified.idleShare)} of a core** with inotify, ${pct(polled.idleShare)} polling (open legs only; there were none left alive). First derivation of the whole root: ${notified.startMs.toFixed(0)} ms (inotify), ${polled.startMs.toFixed(0)} ms (polling). Stream bytes read by the inotify engine over the whole run: ${notified.stats.bytesRead.toLocaleString('en-US')}; whole re-reads: ${notified.stats.rereads}.
 
-${HOLDER_MODE === 'flock-x' ? 'Before holders were watched for their exit (issue 21, at 10,000 runs) such a death reached \`watch\` in 0.70 s (median of 5; its 1 s re-probe) and the page in 5.1 s (the engine\'s 5 s re-probe of open legs).' : 'Before this change \`watch\` found a death only on its next idle re-derivation (every 1 s: up to ~1 s, issue 10), and the dashboard on its next 1 s tick.'}
+${HOLDER_MODE === 'flock-x' ? 'Before holders were watched for their exit (issue 21, at 10,000 runs) such a death reached `watch` in 0.70 s (median of 5; its 1 s re-probe) and the page in 5.1 s (the engine\'s 5 s re-probe of open legs).' : 'Before this change `watch` found a death only on its next idle re-derivation (every 1 s: up to ~1 s, issue 10), and the dashboard on its next 1 s tick.'}
 
 <details><summary>raw latencies (ms)</summary>
 

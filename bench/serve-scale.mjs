@@ -92,6 +92,8 @@ import { line, MARKED } from './lib/runs.js';
 import { writeSection } from './lib/sections.js';
 import { onFrames } from './lib/sse.js';
 
+/* global document, window, MutationObserver, requestAnimationFrame -- the page's own, in functions run by page.evaluate */
+
 const benchDir = dirname(fileURLToPath(import.meta.url));
 const repo = dirname(benchDir);
 const BIN = join(repo, 'bin', 'runwarden.js');
@@ -430,7 +432,7 @@ async function measure(n) {
   // Both latencies are measured in the page (see the header): the clocks first.
   const clock = await clockOffset(page);
   log(`size ${n}: page clock − node clock ${clock.offset.toFixed(2)} ms (± ${clock.err.toFixed(2)})`);
-  const sse = await sseWatch(serve.url);
+  const sse = sseWatch(serve.url);
   await page.evaluate(() => {
     // One listener, added after the page's own: it runs once the page has applied the frame.
     window.__rw = { id: '', frame: 0, handled: 0, bytes: 0 };
@@ -543,7 +545,7 @@ if (SERVE_AS) out += `serve ran as user ${SERVE_AS} (setpriv), everything else a
 out += `Each root: settled runs with 3-line streams and a marked lock nobody holds, no snapshot, plus ${IN_FLIGHT + KILLS} in flight, each held by its own holder process${KILLS ? ` (${KILLS} of them are killed one by one for the latency rows)` : ''}. `;
 out += LATENCY_ONLY
   ? `No idle windows; steady RSS is read once start-up has settled (the first 2 s slice under 10 % of a core after the first page).\n\n`
-  : `Idle windows ${IDLE_S} s, begun once the server's start-up work is done (the first 2 s slice under 10 % of a core after the first page; the wait is the \"settled\" column), then ${WARMUP_S} s of its aftermath measured on their own (V8 compacting the heap the first pass left: the \"after start-up\" column). Latencies are from the moment of the kill or append to the moment the page's DOM shows it, stamped in the page by a MutationObserver installed before the kill (see the script's header; the older rows polled the page from playwright every 5 ms).\n\n`;
+  : `Idle windows ${IDLE_S} s, begun once the server's start-up work is done (the first 2 s slice under 10 % of a core after the first page; the wait is the "settled" column), then ${WARMUP_S} s of its aftermath measured on their own (V8 compacting the heap the first pass left: the "after start-up" column). Latencies are from the moment of the kill or append to the moment the page's DOM shows it, stamped in the page by a MutationObserver installed before the kill (see the script's header; the older rows polled the page from playwright every 5 ms).\n\n`;
 
 // Issue 23's targets first: judged at 100,000 runs, shown for every size.
 const judged = (r, ok) => (r.n === 100000 && ok !== undefined ? (ok ? ' ✓' : ' **missed**') : '');

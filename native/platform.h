@@ -8,7 +8,7 @@
 //
 //   fs_linux.cc   linux: statfs f_type magics, statx, flock(2). Built and tested.
 //   fs_darwin.cc  darwin: statfs f_fstypename names, fstatat, flock(2). Written against
-//                 the documented interfaces; never compiled or run here.
+//                 the documented interfaces; compiled by the darwin build gate, never run.
 //   fs_other.cc   anything else: no flock, no filesystem type; every call
 //                 reports ENOSYS, and the TypeScript side answers unknown.
 //

@@ -19,7 +19,7 @@ import { spawnSync } from 'node:child_process';
 import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync, appendFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
-import { Extractor, ExtractorConfig, type ExtractorMessage } from '@microsoft/api-extractor';
+import { Extractor, ExtractorConfig, ExtractorLogLevel, type ExtractorMessage } from '@microsoft/api-extractor';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ROOT } from './helpers/lock-procs.js';
 
@@ -63,7 +63,7 @@ function extract(edit: (cfg: ReturnType<typeof ExtractorConfig.loadFile>) => voi
   const result = Extractor.invoke(config, {
     localBuild: false,
     messageCallback: (m: ExtractorMessage) => {
-      if (m.logLevel === 'warning' || m.logLevel === 'error') messages.push(`${m.messageId}: ${m.text}`);
+      if (m.logLevel === ExtractorLogLevel.Warning || m.logLevel === ExtractorLogLevel.Error) messages.push(`${m.messageId}: ${m.text}`);
       m.handled = true;
     },
   });

@@ -8,24 +8,24 @@
  * claims live in bench/RESULTS.md as ratios.
  */
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 // The bench is plain ESM JavaScript over dist/ (npm test builds dist first).
-// @ts-ignore untyped JS module (bench/ is plain ESM JavaScript)
+// @ts-expect-error untyped JS module (bench/ is plain ESM JavaScript)
 import { buildC, buildFloor, runFloor } from '../bench/lib/floor.js';
-// @ts-ignore untyped JS module (bench/ is plain ESM JavaScript)
+// @ts-expect-error untyped JS module (bench/ is plain ESM JavaScript)
 import { smallRun } from '../bench/lib/runs.js';
-// @ts-ignore untyped JS module (bench/ is plain ESM JavaScript)
+// @ts-expect-error untyped JS module (bench/ is plain ESM JavaScript)
 import { runCost } from '../bench/cost.js';
-// @ts-ignore untyped JS module (bench/ is plain ESM JavaScript)
+// @ts-expect-error untyped JS module (bench/ is plain ESM JavaScript)
 import { FREE, HELD, judgeChurn, KINDS, runPollers, SETTINGS } from '../bench/pollers.js';
-// @ts-ignore untyped JS module (bench/ is plain ESM JavaScript)
+// @ts-expect-error untyped JS module (bench/ is plain ESM JavaScript)
 import { extractRunsSection, RUNS_HEADING } from '../bench/lib/report.js';
-// @ts-ignore untyped JS module (bench/ is plain ESM JavaScript)
+// @ts-expect-error untyped JS module (bench/ is plain ESM JavaScript)
 import { pollersSvg } from '../bench/lib/svg.js';
-// @ts-ignore untyped JS module (bench/ is plain ESM JavaScript)
+// @ts-expect-error untyped JS module (bench/ is plain ESM JavaScript)
 import { killAll } from '../bench/lib/procs.js';
 import { acquireLock } from '../src/index.js';
 import { needs } from './helpers/prereq.js';

@@ -14,6 +14,7 @@ import { readLastLeg, readSnapshot, readStream, runStatus } from '../dist/index.
 import { runDetail } from '../dist/status/detail.js';
 import { CLI, cleanupTemp, killAll, ROOT, tempDir } from './helpers/lock-procs.js';
 import { DIAMOND, ev, holdRun, killedHolder, openRun, passedRun, runDir, writeEvents } from './helpers/serve-fixtures.js';
+import { encodeEvents } from './helpers/events.js';
 
 afterAll(async () => {
   await killAll();
@@ -107,7 +108,7 @@ function appendJunk(dir: string, bytes: number, line = '{}'): void {
 }
 
 function lineCount(dir: string): number {
-  return spawnSync('wc', ['-l', join(dir, 'events.jsonl')], { encoding: 'utf8' }).stdout.trim().split(/\s+/).map(Number)[0] as number;
+  return spawnSync('wc', ['-l', join(dir, 'events.jsonl')], { encoding: 'utf8' }).stdout.trim().split(/\s+/).map(Number)[0];
 }
 
 describe('junk lines (lines that cannot be events) cost a scan, and change no status', () => {
@@ -117,22 +118,22 @@ describe('junk lines (lines that cannot be events) cost a scan, and change no st
     const dir = runDir(root, id);
     // Junk of several kinds between real events; the escaped key IS an event key, so that line is an event.
     const lines = [
-      JSON.stringify(ev(id, 'run_started')),
+      ev(id, 'run_started'),
       '{}',
       '',
       '{"note":"the word event, unquoted"}',
       '{"x":"\\"event\\" in a string is no key"}',
-      JSON.stringify(ev(id, 'node_started', { node_id: 'a' })),
+      ev(id, 'node_started', { node_id: 'a' }),
       '{"schema":3,"ev\\u0065nt":"node_passed","node_id":"a"}',
       '[1,2,3]',
       '{}\r',
-      JSON.stringify(ev(id, 'run_finished', { outcome: 'failed' })),
-      JSON.stringify(ev(id, 'run_started')),
+      ev(id, 'run_finished', { outcome: 'failed' }),
+      ev(id, 'run_started'),
       ...Array.from({ length: 5000 }, (_, i) => (i % 7 === 0 ? '{"a":{"b":[1,{}]}}' : '{}')),
-      JSON.stringify(ev(id, 'node_started', { node_id: 'b' })),
+      ev(id, 'node_started', { node_id: 'b' }),
       ...Array.from({ length: 3000 }, () => '{}'),
     ];
-    writeFileSync(join(dir, 'events.jsonl'), lines.join('\n') + '\n');
+    writeFileSync(join(dir, 'events.jsonl'), encodeEvents(lines));
     const path = join(dir, 'events.jsonl');
     const perLine: number[] = [];
     const reference = readStream(path, { onSkip: (o) => perLine.push(o) }); // one call per skipped line: no bulk path
@@ -197,7 +198,7 @@ describe('junk lines (lines that cannot be events) cost a scan, and change no st
     expect(r.status).toBe(0);
     const doc = JSON.parse(r.stdout) as { runs: { run_id: string; status: string | null; warnings: string[] }[] };
     expect(doc.runs.map((x) => x.status)).toEqual(['RUNNING', 'ABANDONED', 'PASS', null]);
-    const j = doc.runs[3]!;
+    const j = doc.runs[3];
     // The tail reader counts the skipped lines of the part it reads line by line, and says which part.
     const tail = readLastLeg(join(junk, 'events.jsonl'));
     const skips: number[] = [];
@@ -222,7 +223,7 @@ describe('capped leg lists', () => {
     expect(d.legs.length).toBe(200);
     expect(d.legs_earlier).toBe(250);
     expect(d.legs[199]).toMatchObject({ state: 'closed', outcome: 'passed' });
-    expect(d.first_started_ts).toBe(events[0]!['ts']);
+    expect(d.first_started_ts).toBe(events[0]['ts']);
     const few = runDetail(dir, { legs: 3 });
     expect(few.legs_earlier).toBe(447);
     expect(few.legs.map((l) => l.outcome)).toEqual(['failed', 'failed', 'passed']);

@@ -121,10 +121,10 @@ async function within(r: Running, what: string): Promise<Ran> {
 /** Asserts the samples hold a backward step of the wall clock of at least `backMs`, with the monotonic clock going on forward. */
 function expectStepBack(samples: Sample[], backMs: number): void {
   for (let i = 1; i < samples.length; i++) {
-    expect((samples[i] as Sample).mono).toBeGreaterThanOrEqual((samples[i - 1] as Sample).mono);
+    expect(samples[i].mono).toBeGreaterThanOrEqual(samples[i - 1].mono);
   }
-  const first = samples[0] as Sample;
-  const last = samples[samples.length - 1] as Sample;
+  const first = samples[0];
+  const last = samples[samples.length - 1];
   expect(last.mono - first.mono).toBeGreaterThan(0);
   expect(last.mono - first.mono).toBeLessThan(BOUND_MS * 10); // it did not jump with the wall clock
   expect(last.wall - first.wall).toBeLessThan(-backMs + (last.mono - first.mono));
@@ -137,9 +137,9 @@ describe('a wall clock stepped back', () => {
     const w = witness(clock.env);
     await until(() => w.samples.length >= 3);
     const real = Date.now();
-    expect(Math.abs((w.samples[0] as Sample).wall - real)).toBeLessThan(HOUR / 2); // +0: the real time
+    expect(Math.abs(w.samples[0].wall - real)).toBeLessThan(HOUR / 2); // +0: the real time
     clock.set('-1h');
-    await until(() => (w.samples[w.samples.length - 1] as Sample).wall < Date.now() - HOUR / 2);
+    await until(() => w.samples[w.samples.length - 1].wall < Date.now() - HOUR / 2);
     await until(() => w.samples.length >= 10);
     expectStepBack(w.samples, HOUR / 2);
   });
@@ -156,7 +156,7 @@ describe('a wall clock stepped back', () => {
     await until(() => w.stdout().includes('node command started') && seen.samples.length >= 2);
     // Step back after watch read its last line, so its idle time would run negative on the wall clock.
     clock.set('-1h');
-    await until(() => (seen.samples[seen.samples.length - 1] as Sample).wall < Date.now() - HOUR / 2);
+    await until(() => seen.samples[seen.samples.length - 1].wall < Date.now() - HOUR / 2);
     leg.proc.kill('SIGKILL');
     const res = await within(w, 'watch');
     expect(res.code).toBe(3);
@@ -203,14 +203,14 @@ describe('a wall clock stepped back', () => {
         .filter((l) => /flock\(\d+, LOCK_EX\|LOCK_NB\) = -1 EAGAIN/.test(l))
         .map((l) => Number(/^(?:\d+ +)?(\d+\.\d+) /.exec(l)?.[1]) * 1000);
       expect(refusals.length, 'strace saw the refused attempts').toBeGreaterThan(1);
-      const [first, last] = [refusals[0] as number, refusals[refusals.length - 1] as number];
+      const [first, last] = [refusals[0], refusals[refusals.length - 1]];
       if (steps.some((st) => st.before > first && st.after < last)) met++;
     }
     expect(met, 'a step of the wall clock fell inside the retry window').toBe(1);
     // The witness, under the same clock, saw it stepped back (by 3 h now, whatever the last try reached).
     clock.set('-3h');
     await until(() => witnessed.samples.length >= 2);
-    await until(() => (witnessed.samples[witnessed.samples.length - 1] as Sample).wall < (witnessed.samples[0] as Sample).wall - HOUR);
+    await until(() => witnessed.samples[witnessed.samples.length - 1].wall < witnessed.samples[0].wall - HOUR);
     expectStepBack(witnessed.samples, HOUR);
   });
 });

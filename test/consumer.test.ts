@@ -66,7 +66,7 @@ function ok(r: SpawnSyncReturns<string>, what: string): string {
 /** The last line of a program's stdout, parsed. */
 function lastJson<T>(out: string): T {
   const lines = out.trim().split('\n');
-  return JSON.parse(lines[lines.length - 1] as string) as T;
+  return JSON.parse(lines[lines.length - 1]) as T;
 }
 
 interface Packed {
@@ -96,7 +96,7 @@ function pack(): Packed {
     recursive: true,
     filter: (from) => {
       const rel = relative(ROOT, from);
-      return !skip.has(rel.split(sep)[0] as string) && !rel.startsWith(join('bench', 'out')) && !rel.endsWith('.tgz');
+      return !skip.has(rel.split(sep)[0]) && !rel.startsWith(join('bench', 'out')) && !rel.endsWith('.tgz');
     },
   });
   symlinkSync(join(ROOT, 'node_modules'), join(checkout, 'node_modules'), 'dir');
@@ -105,12 +105,12 @@ function pack(): Packed {
     'npm pack',
   );
   const info = JSON.parse(out.slice(out.indexOf('['))) as Array<{ filename: string; files: Array<{ path: string }> }>;
-  const first = info[0] as (typeof info)[number];
+  const first = info[0];
   const deps: Record<string, string> = { runwarden: `file:${join(dest, first.filename)}` };
   for (const { name, dir } of runtimeDeps()) {
     const r = ok(run('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', dest, dir], { cwd: dest }), `npm pack ${name}`);
     const [d] = JSON.parse(r.slice(r.indexOf('['))) as Array<{ filename: string }>;
-    deps[name] = `file:${join(dest, (d as { filename: string }).filename)}`;
+    deps[name] = `file:${join(dest, (d).filename)}`;
   }
   packed = { tarball: join(dest, first.filename), files: first.files.map((f) => f.path).sort(), arches, darwin, deps };
   return packed;
@@ -448,7 +448,7 @@ describe('the packed tarball', () => {
     const readme = readFileSync(join(unpacked, 'package', 'README.md'), 'utf8');
     for (const m of readme.matchAll(/!\[[^\]]*\]\(([^)]+)\)/g)) {
       expect(m[1], 'README image').not.toMatch(/^[a-z]+:/);
-      expect(existsSync(join(ROOT, m[1] as string)), `README image ${m[1]}`).toBe(true);
+      expect(existsSync(join(ROOT, m[1])), `README image ${m[1]}`).toBe(true);
     }
     const size = readFileSync(p.tarball).length;
     console.log(`tarball ${size} bytes, ${p.files.length} files`);

@@ -1,6 +1,5 @@
 /**
- * docs/CONTRACT.md is the contract the code cites, so it is checked like code
- * (issue 24 item 3):
+ * docs/CONTRACT.md is the contract the code cites, so it is checked like code:
  * - every "(runwarden addition N)" mark is in §6.1's list and every item of the
  *   list is marked where its links say it stands; the numbers run 1..N;
  * - every § the source tree, README.md and docs/ cite is a heading, and a cited
@@ -12,7 +11,7 @@
  *   are parameters, each allowed below with its reason;
  * - every file name, event name, status word, probe reason, error code and
  *   reason string the code exports is written in the contract;
- * - §5.2's table lists every command with exactly the options its --help shows.
+ * - §5.2's list names every command with exactly the options its --help shows.
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
@@ -47,7 +46,7 @@ describe('runwarden additions', () => {
   const items: { n: number; text: string }[] = [];
   for (const l of list.lines) {
     const m = /^(\d+)\.\s+(.*)$/.exec(l);
-    if (m) items.push({ n: Number(m[1]), text: m[2] as string });
+    if (m) items.push({ n: Number(m[1]), text: m[2] });
     else if (/^\s+\S/.test(l) && items.length > 0) (items[items.length - 1] as { text: string }).text += ` ${l.trim()}`;
   }
   const outside = md.split('\n').filter((_, i) => i + 1 < list.heading.line || i + 1 >= list.first + list.lines.length);
@@ -65,7 +64,7 @@ describe('runwarden additions', () => {
   it('each item links to the sections where it is marked, and to no other', () => {
     const byAnchor = new Map(headings(md).map((h) => [h.slug, h]));
     for (const item of items) {
-      const anchors = [...item.text.matchAll(/\]\(#([^)]+)\)/g)].map((m) => m[1] as string);
+      const anchors = [...item.text.matchAll(/\]\(#([^)]+)\)/g)].map((m) => m[1]);
       expect(anchors.length, `§6.1 item ${item.n} links to where it stands`).toBeGreaterThan(0);
       const linked = anchors.map((a) => {
         const h = byAnchor.get(a);
@@ -189,19 +188,19 @@ describe('the contract holds rules, not measurements', () => {
 });
 
 describe('every name the code exports is in the contract', () => {
-  const code = new Set([...withoutFences(md).matchAll(/`([^`\n]+)`/g)].map((m) => m[1] as string));
+  const code = new Set([...withoutFences(md).matchAll(/`([^`\n]+)`/g)].map((m) => m[1]));
   const plain = withoutFences(md);
   const unionOf = (file: string, type: string): string[] => {
     const text = readFileSync(join(REPO, file), 'utf8');
     const body = new RegExp(`export type ${type} =([^;]+);`).exec(text)?.[1] ?? '';
-    return [...body.matchAll(/'([^']+)'/g)].map((m) => m[1] as string);
+    return [...body.matchAll(/'([^']+)'/g)].map((m) => m[1]);
   };
 
   it('files, the marker, event names, statuses, node states, probe reasons and error codes, in code font', () => {
     // Event names: every `run_…`, `node_…` and `gate_…` literal the stream's modules know.
     const events = new Set<string>(NODE_EVENTS);
     for (const f of ['src/contract/events.ts', 'src/contract/fold.ts']) {
-      for (const m of readFileSync(join(REPO, f), 'utf8').matchAll(/'((?:run|node|gate)_[a-z]+)'/g)) events.add(m[1] as string);
+      for (const m of readFileSync(join(REPO, f), 'utf8').matchAll(/'((?:run|node|gate)_[a-z]+)'/g)) events.add(m[1]);
     }
     expect(events.has('run_started') && events.has('run_finished'), 'the scan finds the leg events').toBe(true);
     const names: Record<string, readonly string[]> = {
@@ -233,18 +232,19 @@ describe('§5.2 lists every command with the options its --help shows', () => {
   };
   const optionsOf = (text: string): string[] => {
     const opts = text.slice(text.indexOf('\nOptions:'));
-    return [...new Set([...opts.matchAll(/^\s+(?:-\w, )?(--[a-z][a-z-]*)/gm)].map((m) => m[1] as string))].filter((o) => o !== '--help').sort();
+    return [...new Set([...opts.matchAll(/^\s+(?:-\w, )?(--[a-z][a-z-]*)/gm)].map((m) => m[1]))].filter((o) => o !== '--help').sort();
   };
 
   it('the same commands, and per command the same options', () => {
     expect(existsSync(join(REPO, 'dist', 'index.js')), 'dist/ is built (npm run build)').toBe(true);
     const top = help(['--help']);
-    const commands = [...top.slice(top.indexOf('\nCommands:')).matchAll(/^ {2}([a-z]+)\b/gm)].map((m) => m[1] as string).filter((c) => c !== 'help');
+    const commands = [...top.slice(top.indexOf('\nCommands:')).matchAll(/^ {2}([a-z]+)\b/gm)].map((m) => m[1]).filter((c) => c !== 'help');
     expect(commands.length).toBeGreaterThan(5);
     const rows = new Map<string, string[]>();
     for (const l of section(md, '5.2').lines) {
-      const m = /^\|\s*`([a-z]+)([^`]*)`\s*\|/.exec(l);
-      if (m) rows.set(m[1] as string, [...new Set([...(m[2] as string).matchAll(/--[a-z][a-z-]*/g)].map((x) => x[0]))].sort());
+      // One item a command: "- `runs [--root DIR] …`: what it does".
+      const m = /^\s*-\s+`([a-z]+)([^`]*)`:(?:\s|$)/.exec(l);
+      if (m) rows.set(m[1], [...new Set([...m[2].matchAll(/--[a-z][a-z-]*/g)].map((x) => x[0]))].sort());
     }
     expect([...rows.keys()].sort()).toEqual([...commands].sort());
     for (const c of commands) expect(rows.get(c), `runwarden ${c}`).toEqual(optionsOf(help([c, '--help'])));
@@ -269,7 +269,7 @@ describe('quoted messages are the code\'s', () => {
     { starts: 'runwarden: disk full: could not write', file: 'src/cli/commands/exec.ts' },
   ];
   // Code spans, and the lines of fenced blocks, of the contract.
-  const quoted = [...md.matchAll(/(?<!`)`([^`]+)`(?!`)/g)].map((m) => (m[1] as string).replace(/\s+/g, ' '));
+  const quoted = [...md.matchAll(/(?<!`)`([^`]+)`(?!`)/g)].map((m) => m[1].replace(/\s+/g, ' '));
   const fenced = md.split('\n').map((l) => l.trim());
   /** The strings a source file builds: its quoted and template literals, with `a` + `b` joined. */
   const literals = (file: string): RegExp[] => {

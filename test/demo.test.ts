@@ -83,8 +83,8 @@ describe('runwarden demo', () => {
     // The printed stop command works, and the held runs then read ABANDONED.
     process.kill(r.pid!, 'SIGTERM');
     expect(await waitGone(r.pid!)).toBe(true);
-    expect(runStatus(join(root, json.runs[0]!.run_id)).status).toBe('ABANDONED');
-    expect(runStatus(join(root, json.runs[1]!.run_id)).status).toBe('ABANDONED');
+    expect(runStatus(join(root, json.runs[0].run_id)).status).toBe('ABANDONED');
+    expect(runStatus(join(root, json.runs[1].run_id)).status).toBe('ABANDONED');
   });
 
   it('its holder exits by itself when its time is up', async () => {
@@ -102,7 +102,7 @@ describe('runwarden demo', () => {
     expect(r.status).toBe(0);
     const m = /^Created 9 demo runs under (.+)$/m.exec(r.stdout);
     expect(m?.[1]?.startsWith(join(tmp, 'runwarden-demo-'))).toBe(true);
-    expect(existsSync(m![1]!)).toBe(true);
+    expect(existsSync(m![1])).toBe(true);
   });
 
   it('refuses a non-empty root, a bad hold time, and keeps the 10-minute ceiling', () => {

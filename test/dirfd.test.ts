@@ -40,7 +40,7 @@ function codeOf(f: () => unknown): string | undefined {
 /** The O_CLOEXEC bit as /proc/self/fdinfo shows a descriptor's flags (octal). */
 function cloexec(fd: number): boolean {
   const flags = /flags:\s+([0-7]+)/.exec(readFileSync(`/proc/self/fdinfo/${fd}`, 'utf8'));
-  return flags !== null && (parseInt(flags[1] as string, 8) & 0o2000000) !== 0;
+  return flags !== null && (parseInt(flags[1], 8) & 0o2000000) !== 0;
 }
 
 describe('the addon: directories by descriptor', () => {

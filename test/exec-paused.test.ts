@@ -1,22 +1,24 @@
 /**
- * `exec` on a run PAUSED at a gate (issue 25 item 3): the run waits for
+ * `exec` on a run PAUSED at a gate: the run waits for
  * `oh-my-graph resume … --approve/--reject`; a leg would close with its own
  * run_finished and take that decision away. Without --force exec refuses:
  * exit 2, one line naming the gate and both resume commands, and nothing
- * under the run changes (names, sizes, modes, mtimes, ctimes, inodes). With
+ * under the run changes (helpers/tree.ts: names, contents, modes, mtimes,
+ * ctimes, inodes; a refusal must not even touch an inode). With
  * --force the leg runs, after a warning.
  *
  * The paused run is written as oh-my-graph writes one (CONTRACT §2, §3.1):
  * events.jsonl with the gate's `gate_paused` and a closing
  * `run_finished {outcome: "paused"}`, and a schema-3 state.json.
  */
-import { lstatSync, readdirSync } from 'node:fs';
+import { lstatSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { runStatus } from '../src/index.js';
 import { events, run } from './helpers/exec-procs.js';
 import { cleanupTemp, killAll, tempDir } from './helpers/lock-procs.js';
 import { ev, runDir, writeEvents, writeState } from './helpers/serve-fixtures.js';
+import { fingerprint } from './helpers/tree.js';
 
 afterEach(() => killAll());
 afterAll(async () => {
@@ -38,18 +40,6 @@ function pausedRun(root: string, id: string, gates: string[]): string {
   ]);
   writeState(dir, id, 'deploy-flow', GRAPH, { plan: { verdict: 'PASS', cost_usd: 0.1 } });
   return dir;
-}
-
-/** Everything under `dir`, ctime included: a refusal must not even touch an inode. */
-function fingerprint(dir: string): string[] {
-  const out: string[] = [];
-  const st0 = lstatSync(dir, { bigint: true });
-  out.push(`. ${st0.mode} ${st0.mtimeNs} ${st0.ctimeNs} ${st0.ino}`);
-  for (const name of readdirSync(dir).sort()) {
-    const st = lstatSync(join(dir, name), { bigint: true });
-    out.push(`${name} ${st.mode} ${st.size} ${st.mtimeNs} ${st.ctimeNs} ${st.ino} ${st.nlink}`);
-  }
-  return out;
 }
 
 describe('exec on a run paused at a gate', () => {

@@ -270,7 +270,7 @@ describe('runwarden exec', () => {
     expect(res.code).toBe(0);
     const lines = readFileSync(join(dir, 'events.jsonl'), 'utf8').split('\n');
     expect(lines[0]).toBe('{"schema":3,"run_id":"run-l","event":"run_fini');
-    expect(JSON.parse(lines[1] as string)).toMatchObject({ event: 'run_started' });
+    expect(JSON.parse(lines[1])).toMatchObject({ event: 'run_started' });
     expect(runStatus(dir).status).toBe('PASS');
   });
 

@@ -13,7 +13,7 @@ import { AbortError, followRun, startLeg, StreamError, type FollowItem } from '.
 import { sharedDirWatcher } from '../src/kernel/notify.js';
 import { FOLLOW_STATS } from '../src/live/follow.js';
 import { cleanupTemp, killAll, ROOT, startHolder, tempDir, track, until, waitReady } from './helpers/lock-procs.js';
-import { eventLine } from './helpers/events.js';
+import { encodeEvents, eventLine } from './helpers/events.js';
 import { needs } from './helpers/prereq.js';
 
 afterEach(async () => {
@@ -179,7 +179,7 @@ describe('followRun', () => {
   it('reports skipped and newer-schema lines, once for the newer schema, and keeps going', async () => {
     const dir = join(tempDir('rw-follow-'), 'odd');
     await startHolder(join(dir, 'resume.lock'));
-    writeFileSync(join(dir, 'events.jsonl'), line({ event: 'run_started' }) + 'garbage\n' + JSON.stringify({ schema: 4, event: 'x' }) + '\n' + JSON.stringify({ schema: 4, event: 'y' }) + '\n');
+    writeFileSync(join(dir, 'events.jsonl'), line({ event: 'run_started' }) + encodeEvents(['garbage', { schema: 4, event: 'x' }, { schema: 4, event: 'y' }]));
     const seen: FollowItem[] = [];
     const following = (async () => {
       for await (const item of followRun(dir, { pollMs: 5 })) seen.push(item);

@@ -60,7 +60,7 @@ function tracedProbe(lockPath: string): { result: unknown; opens: string[]; stat
   const dirFds = new Set<string>();
   for (const l of lines) {
     const m = /openat\(AT_FDCWD, "([^"]*)", [^)]*O_DIRECTORY[^)]*\) = (\d+)$/.exec(l);
-    if (m && m[1] === dir) dirFds.add(m[2] as string);
+    if (m && m[1] === dir) dirFds.add(m[2]);
   }
   const viaDir = (l: string, call: RegExp): boolean => [...dirFds].some((fd) => call.test(l) && l.includes(`(${fd}, `));
   return {

@@ -20,6 +20,7 @@ import { CLOSING_RESERVE_BYTES } from '../src/write/append.js';
 import { run } from './helpers/exec-procs.js';
 import { cleanupTemp, killAll, tempDir } from './helpers/lock-procs.js';
 import { needs } from './helpers/prereq.js';
+import { encodeEvents } from './helpers/events.js';
 
 const mounts: string[] = [];
 let base: string;
@@ -57,10 +58,10 @@ function fillThenExit(runId: string, file: string, code: number, block = PAGE): 
   const ts = new Date(0).toISOString(); // every ts has this length
   const opening = (pad: string) =>
     Buffer.byteLength(
-      JSON.stringify({ schema: 3, ts, run_id: runId, event: 'run_started', command: argv(pad) }) +
-        '\n' +
-        JSON.stringify({ schema: 3, ts, run_id: runId, event: 'node_started', node_id: 'command' }) +
-        '\n',
+      encodeEvents([
+        { schema: 3, ts, run_id: runId, event: 'run_started', command: argv(pad) },
+        { schema: 3, ts, run_id: runId, event: 'node_started', node_id: 'command' },
+      ]),
     );
   return argv('p'.repeat(block - 16 - opening('')));
 }

@@ -116,7 +116,7 @@ describe('layout', () => {
       if (from === undefined) continue;
       const text = readFileSync(file, 'utf8');
       for (const m of text.matchAll(/(?:from|import)\s*\(?\s*'(\.{1,2}\/[^']+)'/g)) {
-        const target = normalize(join(dirname(file), m[1]!));
+        const target = normalize(join(dirname(file), m[1]));
         const to = layerOf(target);
         edges++;
         if (to === undefined) {

@@ -24,6 +24,7 @@ import {
 import { events } from './helpers/exec-procs.js';
 import { CLI, cleanupTemp, killAll, ROOT, startFlock1, startHolder, tempDir, track, waitReady } from './helpers/lock-procs.js';
 import { needs } from './helpers/prereq.js';
+import { encodeEvents, eventLine } from './helpers/events.js';
 
 afterEach(async () => {
   await killAll();
@@ -187,7 +188,7 @@ describe('a leg written through the library', () => {
     const root = tempDir('rw-leg-');
     const dir = join(root, 'orphan');
     mkdirSync(dir);
-    writeFileSync(join(dir, 'events.jsonl'), JSON.stringify({ schema: 3, ts: '2026-01-01T00:00:00Z', run_id: 'orphan', event: 'run_started' }) + '\n');
+    writeFileSync(join(dir, 'events.jsonl'), eventLine({ event: 'run_started' }, { runId: 'orphan', ts: '2026-01-01T00:00:00Z' }));
     expect(() => startLeg(dir)).toThrow(LockHeldError);
     expect(existsSync(join(dir, 'resume.lock'))).toBe(false);
     using leg = startLeg(dir, { force: true });
@@ -220,7 +221,7 @@ describe('a leg written through the library', () => {
   it('an unreadable stream refuses the start (StreamError) and leaves nothing held', () => {
     const dir = join(tempDir('rw-leg-'), 'bad');
     mkdirSync(dir);
-    writeFileSync(join(dir, 'events.jsonl'), JSON.stringify({ schema: 99, event: 'run_started' }) + '\n');
+    writeFileSync(join(dir, 'events.jsonl'), encodeEvents([{ schema: 99, event: 'run_started' }]));
     expect(() => startLeg(dir)).toThrow(StreamError);
     using leg = startLeg(join(dir, '..', 'good'));
     leg.release();

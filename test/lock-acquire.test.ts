@@ -172,7 +172,7 @@ describe('acquireLock: refusals and their exact wording', () => {
 
   it('a pre-flock file whose pid is gone: says "very likely stale" and names that pid', () => {
     const r = spawnSync('true');
-    const pid = r.pid as number;
+    const pid = r.pid;
     expect(processPresence(pid)).toBe('gone');
     const path = join(tempDir(), 'resume.lock');
     writeFileSync(path, `${pid}\n`);

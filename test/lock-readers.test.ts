@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { acquireLock, acquireLockAsync } from '../src/lock/acquire.js';
 import { LockHeldError } from '../src/contract/errors.js';
-import { cleanupTemp, flockHolders, killAll, startFlock1, startGatedReader, tempDir, track, until, waitReady } from './helpers/lock-procs.js';
+import { cleanupTemp, flockHolders, killAll, startFlock1, startGatedReader, tempDir, track, until } from './helpers/lock-procs.js';
 import { needs } from './helpers/prereq.js';
 
 afterEach(killAll);
@@ -127,7 +127,7 @@ describe('acquire past readers', () => {
     try {
       const lock = await acquireLockAsync(lockPath); // default timeoutMs: 100
       expect(lock.held).toBe(true);
-      await lock.release();
+      lock.release();
     } finally {
       clearInterval(t);
     }

@@ -5,7 +5,7 @@
  * compared with what `runs --json` says about the same root at the same
  * moment, and the scraped text is checked by promtool.
  */
-import { spawnSync } from 'node:child_process';
+import { spawnSync, type SpawnSyncReturns } from 'node:child_process';
 import { lstatSync, renameSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -53,7 +53,7 @@ function runsJson(dir: string): { runs: any[]; skipped: { run_id: string; error:
 /** What the metrics must say, worked out from a runs --json document. */
 function expected(doc: { runs: any[] }) {
   const counts: Record<string, number> = Object.fromEntries(LABELS.map((l) => [l, 0]));
-  for (const r of doc.runs) counts[r.status ?? 'none'] = (counts[r.status ?? 'none'] as number) + 1;
+  for (const r of doc.runs) counts[r.status ?? 'none'] = counts[r.status ?? 'none'] + 1;
   const info = doc.runs
     .filter((r) => ['PLANNING', 'RUNNING', 'ABANDONED'].includes(r.status))
     .map((r) => `${r.run_id}|${r.graph ?? ''}|${r.status}`)
@@ -74,7 +74,7 @@ function metricsInfo(exp: Exposition): string[] {
     .sort();
 }
 
-function promtoolCheck(text: string): ReturnType<typeof spawnSync> {
+function promtoolCheck(text: string): SpawnSyncReturns<string> {
   return spawnSync('promtool', ['check', 'metrics'], { input: text, encoding: 'utf8' });
 }
 
@@ -95,7 +95,7 @@ beforeAll(async () => {
   const newer = runDir(root, ID.newer);
   writeEvents(newer, [ev(ID.newer, 'run_started'), { ...ev(ID.newer, 'node_started', { node_id: 'x' }), schema: 4 }]);
   const longline = runDir(root, ID.longline);
-  writeEvents(longline, [ev(ID.longline, 'run_started'), JSON.stringify({ schema: 3, event: 'node_started', node_id: 'x', detail: 'x'.repeat(1_100_000) })]);
+  writeEvents(longline, [ev(ID.longline, 'run_started'), { schema: 3, event: 'node_started', node_id: 'x', detail: 'x'.repeat(1_100_000) }]);
   // Not runs: a stray file and a symlink. Listed as skipped by runs --json, but not scan errors.
   writeFileSync(join(root, 'notes.txt'), 'stray\n');
   symlinkSync(tempDir('rw-outside-'), join(root, '20261201-090000.000000001-99'));
@@ -127,7 +127,7 @@ describe('GET /metrics', () => {
     // The last event time of each tracked run is its stream's modification time.
     const last = samplesOf(exp, 'runwarden_run_last_event_timestamp_seconds');
     expect(last.map((s) => s.labels['run_id']).sort()).toEqual([...ids].sort());
-    for (const s of last) expect(s.value).toBeCloseTo(lstatSync(join(root, s.labels['run_id'] as string, 'events.jsonl')).mtimeMs / 1000, 3);
+    for (const s of last) expect(s.value).toBeCloseTo(lstatSync(join(root, s.labels['run_id'], 'events.jsonl')).mtimeMs / 1000, 3);
     expect(valueOf(exp, 'runwarden_root_readable')).toBe(1);
   });
 
@@ -175,7 +175,7 @@ describe('GET /metrics', () => {
     const first = (await scrape(serve.port)).exp;
     const abandoned = valueOf(first, 'runwarden_runs', { status: 'ABANDONED' }) as number;
     doomed.proc.kill('SIGKILL');
-    let now: Exposition = first;
+    let now: Exposition;
     const end = Date.now() + 60_000;
     for (;;) {
       now = (await scrape(serve.port)).exp;

@@ -9,7 +9,6 @@
  */
 import { spawn } from 'node:child_process';
 import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { nameBytes, showName } from '../src/contract/names.js';
 import { run } from './helpers/exec-procs.js';
@@ -17,6 +16,7 @@ import { cleanupTemp, killAll, tempDir, track, waitReady } from './helpers/lock-
 import { needs } from './helpers/prereq.js';
 import { getJson } from './helpers/serve-client.js';
 import { startServeCli } from './helpers/serve-cli.js';
+import { eventLine } from './helpers/events.js';
 
 const FF = Buffer.of(0xff);
 const FFFD = Buffer.from('\ufffd', 'utf8');
@@ -33,7 +33,7 @@ function openLegRun(root: string, name: Buffer, graph: string): void {
   const dir = Buffer.concat([Buffer.from(root + '/'), name]);
   mkdirSync(dir, { mode: 0o700 });
   const file = (f: string): Buffer => Buffer.concat([dir, Buffer.from('/' + f)]);
-  writeFileSync(file('events.jsonl'), JSON.stringify({ schema: 3, ts: '2026-12-01T10:00:00Z', run_id: 'r', event: 'run_started', command: ['sleep', '600'] }) + '\n');
+  writeFileSync(file('events.jsonl'), eventLine({ event: 'run_started', command: ['sleep', '600'] }, { ts: '2026-12-01T10:00:00Z' }));
   writeFileSync(file('state.json'), JSON.stringify({ schema: 3, graph: { name: graph, nodes: [{ id: 'a' }] }, nodes: {} }));
   writeFileSync(file('resume.lock'), 'oh-my-graph-lock 1\n4242\n');
 }
@@ -64,7 +64,7 @@ describe('the escaping rule', () => {
     const next = (): number => (seed = (seed * 1103515245 + 12345) & 0x7fffffff);
     const seen = new Map<string, string>();
     for (let i = 0; i < 20000; i++) {
-      const name = Buffer.from(Array.from({ length: 1 + (next() % 8) }, () => alphabet[next() % alphabet.length] as number));
+      const name = Buffer.from(Array.from({ length: 1 + (next() % 8) }, () => alphabet[next() % alphabet.length]));
       const shown = showName(name);
       expect(nameBytes(shown).equals(name)).toBe(true);
       const hex = name.toString('hex');

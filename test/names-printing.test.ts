@@ -20,6 +20,7 @@ import { run } from './helpers/exec-procs.js';
 import { cleanupTemp, tempDir } from './helpers/lock-procs.js';
 import { needs } from './helpers/prereq.js';
 import { parseExposition, samplesOf } from './helpers/prom-text.js';
+import { eventLine } from './helpers/events.js';
 
 afterAll(() => cleanupTemp());
 
@@ -28,7 +29,7 @@ function abandonedRun(root: string, name: Buffer, graph: string, mtimeSec: numbe
   const dir = Buffer.concat([Buffer.from(root + '/'), name]);
   mkdirSync(dir, { mode: 0o700 });
   const file = (f: string): Buffer => Buffer.concat([dir, Buffer.from('/' + f)]);
-  writeFileSync(file('events.jsonl'), JSON.stringify({ schema: 3, ts: '2026-12-01T10:00:00Z', run_id: 'r', event: 'run_started' }) + '\n');
+  writeFileSync(file('events.jsonl'), eventLine({ event: 'run_started' }, { ts: '2026-12-01T10:00:00Z' }));
   writeFileSync(file('state.json'), JSON.stringify({ schema: 3, graph: { name: graph, nodes: [{ id: 'a' }] }, nodes: {} }));
   writeFileSync(file('resume.lock'), 'oh-my-graph-lock 1\n4242\n');
   utimesSync(file('events.jsonl'), mtimeSec, mtimeSec);

@@ -30,7 +30,7 @@ beforeAll(() => {
   const r = spawnSync('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', work], { cwd: ROOT, encoding: 'utf8', timeout: 300_000 });
   expect(r.status, `npm pack failed:\n${r.stderr}`).toBe(0);
   const [info] = JSON.parse(r.stdout.slice(r.stdout.indexOf('['))) as Array<{ filename: string }>;
-  tarball = join(work, (info as { filename: string }).filename);
+  tarball = join(work, (info).filename);
   unpacked = join(work, 'unpacked');
   mkdirSync(unpacked);
   const x = spawnSync('tar', ['xzf', tarball, '-C', unpacked], { encoding: 'utf8' });

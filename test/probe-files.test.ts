@@ -24,7 +24,7 @@ const MARKED = 'oh-my-graph-lock 1\n4242\n';
 /** A pid that belonged to a process which has exited. */
 function deadPid(): number {
   const r = spawnSync('true');
-  const pid = r.pid as number;
+  const pid = r.pid;
   expect(processPresence(pid)).toBe('gone');
   return pid;
 }
@@ -229,7 +229,7 @@ describe('probeLock on files', () => {
     const given = new Set<string>();
     for (const file of ['src/lock/probe.ts', 'src/status/inspect.ts']) {
       const text = readFileSync(join(ROOT, file), 'utf8');
-      for (const m of text.matchAll(/answer\('(?:held|free|unknown)', '([a-z-]+)'|liveness: '(?:held|free|unknown)', reason: '([a-z-]+)'/g)) given.add((m[1] ?? m[2]) as string);
+      for (const m of text.matchAll(/answer\('(?:held|free|unknown)', '([a-z-]+)'|liveness: '(?:held|free|unknown)', reason: '([a-z-]+)'/g)) given.add((m[1] ?? m[2]));
     }
     expect(given.size, 'the scan found the answers (a rewrite of their spelling must update it)').toBeGreaterThanOrEqual(10);
     expect([...given].filter((r) => !(PROBE_REASONS as readonly string[]).includes(r))).toEqual([]);
@@ -240,7 +240,7 @@ describe('probeLock on files', () => {
       expect(at, `${file} has ${JSON.stringify(lead)}`).toBeGreaterThan(-1);
       // The run of code spans right after the lead, joined by commas and "and".
       const run = /^\s*(?:`[a-z-]+`(?:,\s*(?:and\s+)?|\s+and\s+)?)+/.exec(text.slice(at + lead.length))?.[0] ?? '';
-      return [...run.matchAll(/`([a-z-]+)`/g)].map((m) => m[1] as string);
+      return [...run.matchAll(/`([a-z-]+)`/g)].map((m) => m[1]);
     };
     expect(listAfter('docs/CONTRACT.md', '(`PROBE_REASONS`):')).toEqual([...PROBE_REASONS]);
     expect(listAfter('docs/library.md', 'the closed set of probe reasons:')).toEqual([...PROBE_REASONS]);

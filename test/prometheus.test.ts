@@ -64,7 +64,7 @@ async function eventually<T>(what: string, probe: () => Promise<T | undefined>, 
     } catch (e) {
       last = e;
     }
-    if (Date.now() > end) throw new Error(`${what}: not seen within ${ms} ms${last === undefined ? '' : ` (last error: ${String(last)})`}`);
+    if (Date.now() > end) throw new Error(`${what}: not seen within ${ms} ms${last === undefined ? '' : ` (last error: ${last instanceof Error ? last.message : JSON.stringify(last)})`}`);
     await new Promise((r) => setTimeout(r, 250));
   }
 }

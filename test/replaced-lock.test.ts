@@ -106,7 +106,7 @@ describe('a holder that retakes the new file while a reader is between its probe
     holder.proc.stdout?.on('data', (d: Buffer) => (said += d.toString()));
     writeFileSync(join(dir, 'events.jsonl'), line({ event: 'run_started' }));
     const old = ino(lockPath);
-    REPLACERS['cp then mv (a restore)']!(lockPath);
+    REPLACERS['cp then mv (a restore)'](lockPath);
     let first: ReturnType<typeof probeLock> | undefined;
     let retakenFirst = false;
     const pause = new Int32Array(new SharedArrayBuffer(4));

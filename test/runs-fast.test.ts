@@ -132,7 +132,7 @@ describe('readDirSorted: the root listed by the addon', () => {
     execFileSync('mkfifo', [join(root, 'd-fifo')]);
     const { names, kinds } = native().readDirSorted(root);
     const bytes = names.map((n) => Buffer.from(n, 'latin1'));
-    const expected = readdirSync(root, { encoding: 'buffer' }).sort(Buffer.compare);
+    const expected = readdirSync(root, { encoding: 'buffer' }).sort((a, b) => Buffer.compare(a, b));
     expect(bytes).toEqual(expected);
     const kindOf = Object.fromEntries(names.map((n, i) => [n, kinds[i]]));
     expect(kindOf).toEqual({ 'a-link': 'l', 'a\xff': 'd', 'b-dir': 'd', 'c-file': 'f', 'd-fifo': 'p' });
@@ -144,8 +144,8 @@ describe('inspectBatch: one lock-table read for a batch of probes', () => {
     const root = tempDir();
     const dirs: string[] = [];
     for (let i = 0; i < 12; i++) dirs.push(makeRun(root, `r${String(i).padStart(2, '0')}`, i % 3));
-    const held = await startHolder(join(dirs[3] as string, 'resume.lock'));
-    writeFileSync(join(dirs[6] as string, 'events.jsonl'), '{"schema":99,"event":"run_started"}\n');
+    const held = await startHolder(join(dirs[3], 'resume.lock'));
+    writeFileSync(join(dirs[6], 'events.jsonl'), '{"schema":99,"event":"run_started"}\n');
     dirs.push(join(root, 'missing'));
     const batch = inspectBatch(dirs);
     const one = dirs.map((d) => {
@@ -166,7 +166,7 @@ describe('inspectBatch: one lock-table read for a batch of probes', () => {
     needs(ctx, 'linux: /proc/locks');
     const root = tempDir();
     const dirs = [0, 1, 2, 3].map((i) => makeRun(root, `r${i}`, 0));
-    const lockPath = join(dirs[1] as string, 'resume.lock');
+    const lockPath = join(dirs[1], 'resume.lock');
     await startHolder(lockPath);
     copyFileSync(lockPath, `${lockPath}.x`);
     renameSync(`${lockPath}.x`, lockPath);

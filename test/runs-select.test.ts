@@ -20,8 +20,8 @@ async function mixedRoot(): Promise<{ root: string; ids: Record<string, string[]
   const ids: Record<string, string[]> = { pass: [], fail: [], abandoned: [], none: [] };
   for (let i = 0; i < 12; i++) {
     const id = runId();
-    const kind = ['pass', 'fail', 'abandoned', 'none'][i % 4] as string;
-    ids[kind]!.push(id);
+    const kind = ['pass', 'fail', 'abandoned', 'none'][i % 4];
+    ids[kind].push(id);
     if (kind === 'none') {
       makeRun(root, id, {});
       continue;
@@ -50,28 +50,28 @@ describe('run selection', () => {
     const abandoned = cli(['runs', '--root', root, '--status', 'abandoned', '--json']);
     expect(abandoned.status).toBe(0);
     const doc = JSON.parse(abandoned.stdout);
-    expect(doc.runs.map((r: { run_id: string }) => r.run_id).sort()).toEqual([...ids['abandoned']!].sort());
+    expect(doc.runs.map((r: { run_id: string }) => r.run_id).sort()).toEqual([...ids['abandoned']].sort());
     expect(doc.runs.every((r: { status: string }) => r.status === 'ABANDONED')).toBe(true);
     expect(doc.more).toBe(false);
 
     const pass = JSON.parse(cli(['runs', '--root', root, '--status', 'PASS', '--json']).stdout);
-    expect(pass.runs.map((r: { run_id: string }) => r.run_id).sort()).toEqual([...ids['pass']!].sort());
+    expect(pass.runs.map((r: { run_id: string }) => r.run_id).sort()).toEqual([...ids['pass']].sort());
 
     const none = JSON.parse(cli(['runs', '--root', root, '--status', 'none', '--json']).stdout);
-    expect(none.runs.map((r: { run_id: string }) => r.run_id).sort()).toEqual([...ids['none']!].sort());
+    expect(none.runs.map((r: { run_id: string }) => r.run_id).sort()).toEqual([...ids['none']].sort());
 
     const beta = JSON.parse(cli(['runs', '--root', root, '--graph', 'beta', '--status', 'pass,fail', '--json']).stdout);
     expect(beta.runs.length).toBeGreaterThan(0);
     expect(beta.runs.every((r: { graph: string; status: string }) => r.graph === 'beta' && (r.status === 'PASS' || r.status === 'FAIL'))).toBe(true);
 
-    const one = ids['fail']![0]!;
+    const one = ids['fail'][0];
     const byId = JSON.parse(cli(['runs', '--root', root, '--id', one.slice(-12), '--json']).stdout);
     expect(byId.runs.map((r: { run_id: string }) => r.run_id)).toEqual([one]);
 
     const table = cli(['runs', '--root', root, '--status', 'abandoned']);
     expect(table.status).toBe(0);
-    for (const id of ids['abandoned']!) expect(table.stdout).toContain(id);
-    expect(table.stdout).not.toContain(ids['pass']![0]!);
+    for (const id of ids['abandoned']) expect(table.stdout).toContain(id);
+    expect(table.stdout).not.toContain(ids['pass'][0]);
 
     const nothing = cli(['runs', '--root', root, '--graph', 'no-such-graph']);
     expect(nothing.status).toBe(0);

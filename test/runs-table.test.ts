@@ -77,11 +77,11 @@ describe('runs table: bounded by a page, not by the list', () => {
     const first = rows.slice(0, TABLE_PAGE_ROWS);
     const last = rows.slice(2 * TABLE_PAGE_ROWS);
     // The header and the first two pages share one set of widths (their cells are alike).
-    const at = statusAt(rows[0] as string);
+    const at = statusAt(rows[0]);
     expect(lines[1]?.indexOf('STATUS')).toBe(at);
     expect(rows.slice(0, 2 * TABLE_PAGE_ROWS).every((l) => statusAt(l) === at)).toBe(true);
     // The last page holds the long id and graph: its rows are aligned with each other, and wider.
-    const atLast = statusAt(last[0] as string);
+    const atLast = statusAt(last[0]);
     expect(last.every((l) => statusAt(l) === atLast)).toBe(true);
     expect(atLast).toBe(longId.length + 2 + LONG_CELL.length + 2 + 'NODES'.length + 2 + '$0.2500'.length + 2);
     expect(atLast).toBeGreaterThan(at);

@@ -13,6 +13,7 @@ import { readStream } from '../src/read/stream.js';
 import { StreamError } from '../src/contract/errors.js';
 import { StreamFold } from '../src/contract/fold.js';
 import { cleanup, ev, tempDir } from './helpers/reading-fixtures.js';
+import { encodeEvents } from './helpers/events.js';
 
 afterAll(cleanup);
 
@@ -113,21 +114,21 @@ describe('reading rules', () => {
   });
 
   it('lines of the wrong shape are skipped wherever they are, and counted', () => {
-    const bad = [
+    const bad: (object | string)[] = [
       'not json',
       '[1,2,3]',
       'null',
       '"run_started"',
-      JSON.stringify({ schema: '3', event: 'run_started' }),
-      JSON.stringify({ schema: 3.5, event: 'run_started' }),
-      JSON.stringify({ schema: 3, ts: 't' }),
-      JSON.stringify({ schema: 3, event: 'run_finished', outcome: 7 }),
-      JSON.stringify({ schema: 3, event: 'node_started' }),
-      JSON.stringify({ schema: 3, event: 'run_started', run_id: 12 }),
+      { schema: '3', event: 'run_started' },
+      { schema: 3.5, event: 'run_started' },
+      { schema: 3, ts: 't' },
+      { schema: 3, event: 'run_finished', outcome: 7 },
+      { schema: 3, event: 'node_started' },
+      { schema: 3, event: 'run_started', run_id: 12 },
       '',
       '{"schema":3,"event":"run_started"',
     ];
-    const s = bad.join('\n') + '\n' + ev('run_started') + bad.join('\n') + '\n' + ev('node_started', { node_id: 'x' });
+    const s = encodeEvents(bad) + ev('run_started') + encodeEvents(bad) + ev('node_started', { node_id: 'x' });
     const f = both(s);
     expect(f.skippedLines).toBe(bad.length * 2);
     expect(f.leg).toMatchObject({ open: true, legs: 1 });

@@ -120,7 +120,7 @@ function countProbes(lock: string, how: 'path' | 'at'): Counted {
     const m = /^(\d+)\s+(<\.\.\. )?(\w+)/.exec(line);
     // A call interrupted by another thread's line shows as "<... name resumed>": counted once, at its start.
     if (!inside || !m || Number(m[1]) !== out.pid || m[2] !== undefined) continue;
-    const name = m[3] as string;
+    const name = m[3];
     byName[name] = (byName[name] ?? 0) + 1;
     total++;
     if (name === 'flock' && line.includes('LOCK_SH|LOCK_NB')) shared++;
@@ -214,7 +214,7 @@ describe('system calls per settled run of `runs --json` (a budget, counted by st
       // "PID name(args…" — a call split by another thread's line continues as "PID <... name resumed>": counted once, at its start.
       const m = /^\d+\s+(\w+)\(/.exec(line);
       if (m === null || !under.some((u) => line.includes(u))) continue;
-      calls[m[1] as string] = (calls[m[1] as string] ?? 0) + 1;
+      calls[m[1]] = (calls[m[1]] ?? 0) + 1;
     }
     return { calls, rows: (JSON.parse(stdout) as { runs: { status: string }[] }).runs.filter((r) => r.status === 'PASS').length };
   }

@@ -19,10 +19,11 @@ import { readStream } from '../src/read/stream.js';
 import { CLOSED_LEG_BYTES, readLastLeg } from '../src/read/tail.js';
 import { referenceLastLeg } from './helpers/tail-reference.js';
 import { cleanup, tempDir } from './helpers/reading-fixtures.js';
+import { eventLine } from './helpers/events.js';
 
 afterAll(cleanup);
 
-const ev = (o: Record<string, unknown>) => JSON.stringify({ schema: 3, ts: '2026-12-02T10:00:00Z', run_id: 'r', ...o }) + '\n';
+const ev = (o: Record<string, unknown>) => eventLine(o, { ts: '2026-12-02T10:00:00Z' });
 
 /** The last `n` bytes of a file. */
 function lastBytes(path: string, n: number): Buffer {
@@ -62,7 +63,7 @@ describe('a closed last leg is read from its end', () => {
       closeSync(fd);
       paths[name] = dir;
     }
-    const events = (name: string) => join(paths[name] as string, 'events.jsonl');
+    const events = (name: string) => join(paths[name], 'events.jsonl');
     const size = statSync(events('closes')).size;
     const tail = lastBytes(events('closes'), 5 * 1024 * 1024);
     for (const name of ['duplicate', 'lone']) {
@@ -74,7 +75,7 @@ describe('a closed last leg is read from its end', () => {
     expect(readStream(events('duplicate')).leg).toMatchObject({ open: false, started: true, lastOutcome: 'passed' });
     expect(readStream(events('lone')).leg).toMatchObject({ open: false, started: false, lastOutcome: '' });
     // Every status surface reads the tail: FAIL for all three, the first as the forward fold says it.
-    for (const name of Object.keys(heads)) expect(runStatus(paths[name] as string).status, name).toBe('FAIL');
+    for (const name of Object.keys(heads)) expect(runStatus(paths[name]).status, name).toBe('FAIL');
     for (const name of Object.keys(heads)) {
       const tail = readLastLeg(events(name));
       expect(tail.leg, name).toEqual(referenceLastLeg(events(name)).leg);

@@ -18,25 +18,16 @@ import { LineSplitter, foldLines } from '../src/read/lines.js';
 import { openStream, readStream } from '../src/read/stream.js';
 import { readLastLeg, TailStepper, type SteppedTail } from '../src/read/tail.js';
 import { cleanup, tempDir } from './helpers/reading-fixtures.js';
+import { eventJson } from './helpers/events.js';
+import { mulberry32 } from './helpers/random.js';
 
 afterAll(cleanup);
 
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 /** Lines of a stream: leg events (duplicate and lone finishes, planning starts), node and gate events, junk, and long runs of node events. */
 function generate(seed: number): string[] {
-  const r = rng(seed);
-  const pick = <T>(xs: readonly T[]): T => xs[Math.floor(r() * xs.length)] as T;
-  const ev = (o: Record<string, unknown>): string => JSON.stringify({ schema: 3, ts: 'T', run_id: 'r', ...o });
+  const r = mulberry32(seed);
+  const pick = <T>(xs: readonly T[]): T => xs[Math.floor(r() * xs.length)];
+  const ev = (o: Record<string, unknown>): string => eventJson(o, { ts: 'T' });
   const lines: string[] = [];
   const n = 5 + Math.floor(r() * 40);
   for (let i = 0; i < n; i++) {
@@ -92,7 +83,7 @@ describe('TailStepper', () => {
     let bounded = 0;
     for (let seed = 1; seed <= 60; seed++) {
       const lines = generate(seed);
-      const r = rng(seed * 7919);
+      const r = mulberry32(seed * 7919);
       const cut = Math.floor(r() * (lines.length + 1));
       const head = lines.slice(0, cut).map((l) => l + '\n').join('');
       const tail = lines.slice(cut).map((l) => l + '\n').join('');

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { run, start } from './helpers/exec-procs.js';
 import { cleanupTemp, killAll, startHolder, tempDir, until } from './helpers/lock-procs.js';
-import { eventLine } from './helpers/events.js';
+import { encodeEvents, eventLine } from './helpers/events.js';
 
 afterEach(async () => {
   await killAll();
@@ -87,7 +87,7 @@ describe('runwarden watch', () => {
     writeFileSync(join(dir, 'events.jsonl'), ev({ event: 'run_started' }) + 'not json at all\n');
     const w = start(['watch', '--root', r, 'odd']);
     await until(() => w.stdout().includes('leg started'));
-    appendFileSync(join(dir, 'events.jsonl'), JSON.stringify({ schema: 4, event: 'x' }) + '\n' + JSON.stringify({ schema: 4, event: 'y' }) + '\n');
+    appendFileSync(join(dir, 'events.jsonl'), encodeEvents([{ schema: 4, event: 'x' }, { schema: 4, event: 'y' }]));
     appendFileSync(join(dir, 'events.jsonl'), ev({ event: 'node_started', node_id: '<b>n1</b>' }));
     appendFileSync(join(dir, 'events.jsonl'), ev({ event: 'node_passed', node_id: '<b>n1</b>', cost_usd: 0.5 }));
     appendFileSync(join(dir, 'events.jsonl'), ev({ event: 'run_finished', outcome: 'passed' }));

@@ -19,7 +19,7 @@ export function buildC(name) {
   const source = join(benchDir, `${name}.c`);
   const binary = join(benchDir, 'out', name);
   const cc = process.env.CC || 'cc';
-  let version = 'unknown';
+  let version;
   try {
     version = execFileSync(cc, ['--version'], { encoding: 'utf8' }).split('\n')[0];
   } catch {
@@ -43,7 +43,7 @@ export function runFloor(bin, lockPath, iterations, loop = 'reference', clock = 
     const env = clock === 'cpu' ? { ...process.env, RW_FLOOR_CLOCK: 'cpu' } : process.env;
     out = execFileSync(bin, [lockPath, String(iterations), loop], { encoding: 'utf8', env });
   } catch (err) {
-    throw new Error(`bench: the floor failed on ${lockPath}: ${err.stdout || err.message}`);
+    throw new Error(`bench: the floor failed on ${lockPath}: ${err.stdout || err.message}`, { cause: err });
   }
   return JSON.parse(out);
 }

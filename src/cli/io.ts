@@ -46,8 +46,8 @@ const sleeper = new Int32Array(new SharedArrayBuffer(4));
  *   command quietly with the exit status it had so far: the reader chose to
  *   stop, as is conventional for a Unix filter.
  * - A pipe that cannot take more now (EAGAIN, a non-blocking stdout) is
- *   waited for, so a large document never queues in memory whole (360 MB at
- *   100,000 runs did, before).
+ *   waited for, so a large document never queues in memory whole (at
+ *   100,000 runs that would be hundreds of MB).
  */
 export function writeStdoutSync(data: string | Uint8Array): void {
   const buf = typeof data === 'string' ? Buffer.from(data, 'utf8') : data;

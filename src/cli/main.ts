@@ -56,7 +56,7 @@ export function buildProgram(): Command {
 /** Runs the CLI and exits with its status. */
 export async function main(argv: string[]): Promise<void> {
   const program = buildProgram();
-  let code: number = Exit.Ok;
+  let code: number;
   try {
     await program.parseAsync(argv);
     code = typeof process.exitCode === 'number' ? process.exitCode : Exit.Ok;

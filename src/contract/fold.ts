@@ -22,7 +22,7 @@
  * asked for, legs), never with the stream's length.
  */
 import type { LegFacts, NodeState, StreamFacts } from './types.js';
-import { commandOf, NODE_EVENTS, type StreamEvent } from './events.js';
+import { commandOf, type StreamEvent } from './events.js';
 
 /**
  * The last-leg facts that the whole stream and its tail agree on: {@link

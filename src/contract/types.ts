@@ -128,6 +128,7 @@ export interface LegFacts {
   /** The phase of the last run_started ("" or "planning"). */
   phase: string;
   /** The outcome of the run_finished that closed the last closed leg ("" if none). */
+  // eslint-disable-next-line @typescript-eslint/no-redundant-type-constituents -- the known outcomes, named for the reader; any other word is kept as written
   lastOutcome: '' | 'passed' | 'failed' | 'paused' | string;
   /**
    * Byte offset in events.jsonl of the run_started that opened the last leg

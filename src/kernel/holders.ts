@@ -127,9 +127,9 @@ let locksBuf = Buffer.allocUnsafe(16 * 1024);
 
 /**
  * /proc/locks, whole, as latin1 text. Read into a buffer kept between
- * calls: procfs reports a size of 0, so readFileSync allocated 64 KiB and
- * copied for every call, which was most of a free probe's cost when a
- * listing confirms thousands of them.
+ * calls: procfs reports a size of 0, so readFileSync would allocate 64 KiB
+ * and copy for every call, most of a free probe's cost when a listing
+ * confirms thousands of them.
  */
 function readProcLocks(): string {
   const fd = openSync('/proc/locks', 'r');

@@ -3,8 +3,8 @@
  * process after a burst of work (serve after its first listing).
  *
  * Why: a worker thread that ends leaves its malloc arena behind with the
- * thread's freed memory still resident; glibc returns it only when asked.
- * At 100,000 runs, serve's list worker left ~9 MB so (one 11 MB arena).
+ * thread's freed memory still resident; glibc returns it only when asked
+ * (serve's list worker leaves one arena; docs/benchmarks.md has its size).
  * This is a request, never needed for correctness: where the platform has
  * no such call, or the addon predates it, nothing happens.
  */

@@ -342,7 +342,7 @@ export function openAddonFile(path: string): { binding: NativeBinding; constants
   const problem = addonFileProblem(path);
   if (problem !== undefined) throw new Error(problem);
   const mod = { exports: {} as unknown };
-  process.dlopen(mod as unknown as NodeJS.Module, path);
+  process.dlopen(mod, path);
   const binding = mod.exports as NativeBinding;
   return { binding, constants: checkNativeConstants(binding.constants, path) };
 }
@@ -405,7 +405,7 @@ export function checkNativeConstants(raw: unknown, where: string): NativeConstan
     const lengthOk = typeof outLength === 'number' && Number.isInteger(outLength) && outLength >= OUT_SLOT_NAMES.length && outLength <= 64;
     if (!lengthOk) problems.push(`outLength is ${String(outLength)}, not an integer from ${OUT_SLOT_NAMES.length} to 64`);
     problems.push(...tableProblems(raw['stage'], 'stage', STAGE_NAMES));
-    problems.push(...tableProblems(raw['outSlot'], 'outSlot', OUT_SLOT_NAMES, lengthOk ? (outLength as number) : undefined));
+    problems.push(...tableProblems(raw['outSlot'], 'outSlot', OUT_SLOT_NAMES, lengthOk ? outLength : undefined));
     problems.push(...tableProblems(raw['flockOp'], 'flockOp', FLOCK_OP_NAMES));
     const kind = raw['fsTypeKind'];
     if (kind !== 'magic' && kind !== 'name') problems.push(`fsTypeKind is ${String(kind)}, not "magic" or "name"`);
@@ -417,7 +417,7 @@ export function checkNativeConstants(raw: unknown, where: string): NativeConstan
         `The addon was probably built from other sources; rebuild it with \`npm rebuild runwarden\`.`,
     );
   }
-  return raw as unknown as NativeConstants;
+  return raw as NativeConstants;
 }
 
 /**

@@ -12,8 +12,8 @@
  *   undefined: for a run's files absence is a fact); anything else (a
  *   symlink, a FIFO, a refused open, a failed read, a snapshot larger than
  *   the buffer) is `other`, and the caller takes the call-by-call path for
- *   that file, which words the error exactly as before (the same file is
- *   then opened once more; these are the rare cases).
+ *   that file, which words the error the one way every reader words it (the
+ *   same file is then opened once more; these are the rare cases).
  * - Descriptors: the run directory's is returned open (the caller probes the
  *   lock through it and closes it); the stream's is kept open only when the
  *   stream is longer than the tail buffer (`fd` >= 0; the caller reads

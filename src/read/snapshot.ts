@@ -21,7 +21,6 @@
  */
 import { jsonDeeperThan, MAX_JSON_DEPTH } from '../contract/depth.js';
 import { RunFileError } from '../contract/errors.js';
-import { STATE_FILE } from '../contract/files.js';
 import { basename } from 'node:path';
 import { closeQuietly, openForRead, openForReadAt, readAt } from '../kernel/open.js';
 

@@ -27,8 +27,7 @@
  * after that start, so every node event that can decide a gate is folded.
  * The dense region is also at least the lines from the restart point when
  * those lie within the last {@link DENSE_BYTES} of the file, so a short last
- * leg is read exactly as before; only a longer one is searched instead of
- * parsed. A leg closed `passed` or `failed` is not searched for past the last
+ * leg is parsed whole; only a longer one is searched instead of parsed. A leg closed `passed` or `failed` is not searched for past the last
  * {@link CLOSED_LEG_BYTES} (CONTRACT §2.5 rule 7): those bytes are folded
  * inside a leg taken as opened before them, which equals the forward fold
  * unless the last finish closes nothing (a duplicate or lone finish). The
@@ -417,7 +416,7 @@ function tailOfWhole(buf: Buffer, size: number, path: string): Tailed {
   const starts = wholeStarts;
   const events = wholeEvents;
   let n = 0;
-  let deferred: unknown;
+  let deferred: { error: unknown } | undefined;
   let finishAfter = false;
   // The last line ends at the final '\n', or at the end of the file when it has none.
   let end = buf[size - 1] === NL ? size - 1 : size;
@@ -429,7 +428,7 @@ function tailOfWhole(buf: Buffer, size: number, path: string): Tailed {
         ev = parseLine(buf, ls, end, path, ls);
       } catch (err) {
         if (isCandidate(buf, ls, end)) throw err;
-        deferred = err;
+        deferred = { error: err };
         ev = null;
       }
       starts[n] = ls;
@@ -440,7 +439,7 @@ function tailOfWhole(buf: Buffer, size: number, path: string): Tailed {
       if (ls === 0) break;
       end = ls - 1;
     }
-    if (deferred !== undefined) throw deferred;
+    if (deferred !== undefined) throw deferred.error;
     const fold = new StreamFold();
     let atStart = 0;
     for (let k = n - 1; k >= 0; k--) {

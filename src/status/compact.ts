@@ -9,8 +9,8 @@
  *   string and array objects behind them may be shared with other reports.
  * - The table of kept strings is bounded ({@link INTERN_MAX} strings of at
  *   most {@link INTERN_LEN_MAX} characters); past it a string is kept as it
- *   is, so a root of a million distinct graph names costs what it did
- *   before, never more.
+ *   is, so a root of a million distinct graph names costs no more than
+ *   keeping every string apart.
  * - The shared empty array is frozen: a caller that tried to add a warning
  *   to it would throw rather than give every run that warning.
  */

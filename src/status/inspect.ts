@@ -27,7 +27,7 @@
  * - The first read is one crossing into the addon (kernel/runfiles.ts): the
  *   directory opened as above and both files read relative to it, with the
  *   same flags and calls. A file it did not plainly read or find absent is
- *   read again call by call, which words its error as always; a listing
+ *   read again call by call, which words its error as every reader does; a listing
  *   pays the call-by-call cost only for such runs.
  * - A listing may inspect a batch of runs together ({@link inspectBatch}):
  *   each is read and probed as alone, and those whose probe said free share
@@ -152,7 +152,7 @@ function unreadableStream(runId: string, err: unknown): unknown {
 /**
  * The first read of the stream and the snapshot, from what the one-crossing
  * read found (kernel/runfiles.ts), each file that was not plainly there or
- * absent read again call by call (which words its error as always).
+ * absent read again call by call (which words its error as every reader does).
  */
 function firstRead(runId: string, eventsPath: string, statePath: string, at: number, pre: RunDirFacts): { tail: TailFacts; snapshot: SnapshotRead } {
   let tail: TailFacts;
@@ -190,8 +190,8 @@ function runFilesReader(): RunFilesReader | null {
 
 /**
  * Opens the run directory `dir` for one inspection (kernel/dirfd.ts), or
- * undefined when there is none (its files then read as absent, as before any
- * leg). Throws RunUnreadableError for a symlink or a directory that cannot
+ * undefined when there is none (its files then read as absent, as for a run
+ * with no leg yet). Throws RunUnreadableError for a symlink or a directory that cannot
  * be opened.
  */
 function openRunDir(runId: string, dir: string): number | undefined {
@@ -236,7 +236,7 @@ export type BatchResult = { ok: true; inspection: Inspection } | { ok: false; er
  * probe said free wait (their run directory still open) until every run of
  * the batch has been probed, then one table read after all those probes
  * serves every search for a holder of a replaced lock file, and each
- * confirms as before (re-read, probe again). Sound for the same reason as
+ * confirms as one inspection does (re-read, probe again). Sound for the same reason as
  * one at a time: the table is read after the probe it qualifies, and the
  * final probe after the table (CONTRACT §4.5); only the gaps are longer.
  * Why: reading /proc/locks takes the kernel's global lock-table semaphore
@@ -304,7 +304,7 @@ function openInspection(runDir: string, options: RunStatusOptions): { steps: Ste
   try {
     pre = fast === null ? undefined : fast.read(runDirPath(dir));
   } catch {
-    // A path the addon refuses before any syscall (too long, a NUL): openRunDir words it as always.
+    // A path the addon refuses before any syscall (too long, a NUL): openRunDir words why.
     pre = undefined;
   }
   if (pre !== undefined && pre.dirfd >= 0) {

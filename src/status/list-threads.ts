@@ -35,8 +35,9 @@ export const AHEAD = 8;
 
 /**
  * A worker's young generation, MB (V8's resourceLimits.maxYoungGenerationSizeMb).
- * At 100,000 runs with two threads, peak RSS was 156–173 MB with 8, 150–152
- * with 4 and 144–146 with 2, in the same wall time (interleaved runs).
+ * A worker's garbage dies young (one chunk's texts), so a small one costs no
+ * wall time and keeps two threads' peak memory within the listing's budget
+ * (docs/benchmarks.md, "Listing many runs").
  */
 const WORKER_YOUNG_MB = 2;
 
@@ -67,7 +68,7 @@ export interface ListWorkerData {
   owner: number;
   /** Where it sends its chunks. */
   port: MessagePort;
-  /** What it sends per run (absent: `text`, as before there were modes). */
+  /** What it sends per run (absent: `text`). */
   mode?: ListWorkerMode;
   /** Run directories per inspectBatch within a chunk (absent: the whole chunk at once). */
   batchRuns?: number;
@@ -137,7 +138,7 @@ export function packNames(names: readonly string[]): PackedNames {
   const bytes = new SharedArrayBuffer(Math.max(1, total));
   const view = Buffer.from(bytes);
   names.forEach((n, i) => view.write(n, i === 0 ? 0 : (ends[i - 1] as number)));
-  return { count: names.length, bytes, ends: ends.buffer as SharedArrayBuffer };
+  return { count: names.length, bytes, ends: ends.buffer };
 }
 
 /** Chunk `k` of packed names. */
@@ -145,14 +146,14 @@ export function packedChunk(names: PackedNames, k: number): string[] {
   const view = Buffer.from(names.bytes);
   const ends = new Int32Array(names.ends);
   const out: string[] = [];
-  for (let i = k * CHUNK_RUNS; i < Math.min(names.count, (k + 1) * CHUNK_RUNS); i++) out.push(view.toString('utf8', i === 0 ? 0 : (ends[i - 1] as number), ends[i] as number));
+  for (let i = k * CHUNK_RUNS; i < Math.min(names.count, (k + 1) * CHUNK_RUNS); i++) out.push(view.toString('utf8', i === 0 ? 0 : ends[i - 1], ends[i]));
   return out;
 }
 
 /**
  * Claims the next chunk for owner `owner` when it lies within {@link AHEAD}
  * of the chunk being written: its number, or -1 (none left, or too far
- * ahead for now).
+ * ahead of the writing).
  */
 export function claimChunk(ctl: Int32Array, chunks: number, owner: number): number {
   if (Atomics.load(ctl, CLAIM) - Atomics.load(ctl, WRITTEN) >= AHEAD) return -1;
@@ -163,23 +164,20 @@ export function claimChunk(ctl: Int32Array, chunks: number, owner: number): numb
 }
 
 /** Atomics.waitAsync (Node 16+; not yet in TypeScript's es2022 lib). */
-const waitAsync = (Atomics as unknown as { waitAsync(a: Int32Array, i: number, v: number, ms: number): { async: false; value: string } | { async: true; value: Promise<string> } }).waitAsync;
+const waitAsync = (Atomics as unknown as { waitAsync(this: void, a: Int32Array, i: number, v: number, ms: number): { async: false; value: string } | { async: true; value: Promise<string> } }).waitAsync;
 
 /**
  * From how many run directories a second thread is used by default: below
- * this a worker's start-up (its own module load, ~0.1 s) costs more than it
- * saves. Measured on the 2-core machine of bench/RESULTS.md: even at 10,000
- * runs (1.0–1.2 s wall with two threads against 1.1–1.35 s with one); at
- * 100,000, 4.6–5.8 s against 6.7–7.1 s.
+ * this a worker's start-up (its own module load) costs about what it saves
+ * (docs/benchmarks.md, "Listing many runs", has the figures on 2 cores).
  */
 export const THREADS_DEFAULT_FROM_RUNS = 20_000;
 
 /**
  * The most threads that may inspect runs: one per core
  * (os.availableParallelism). More never finish sooner, since the work is
- * CPU and each thread costs its own heap: on 2 cores and 30,000 runs, 99
- * threads peaked at 1,126 MB and took 3.75 s where 2 took 100 MB and 0.74 s
- * (issue 25). `cores` is a test seam.
+ * CPU and each thread costs its own heap (docs/benchmarks.md: 99 threads on
+ * 2 cores). `cores` is a test seam.
  */
 export function threadsCap(cores: number = availableParallelism()): number {
   return Math.max(1, cores);
@@ -192,8 +190,7 @@ export function threadsCap(cores: number = availableParallelism()): number {
  * and there are at least {@link THREADS_DEFAULT_FROM_RUNS} runs; else one.
  * Never more by default: a thread costs its own heap, and with the worker's
  * young generation kept small two threads stay under the 150 MB budget at
- * 100,000 runs (140–148 MB peak, against 115–120 MB for one), for about a
- * seventh more CPU time in all; they pay in wall time where a core would
+ * 100,000 runs, for a little more CPU time in all; they pay in wall time where a core would
  * otherwise idle. `cores` is a test seam (default: os.availableParallelism).
  */
 export function threadsFor(dirs: number, asked?: number, cores: number = availableParallelism()): number {
@@ -275,7 +272,7 @@ async function shareChunks<T>(abs: string, dirs: RunDirs, s: Sharing<T>): Promis
   for (let w = 0; w < workers; w++) {
     const owner = MAIN_OWNER + 1 + w;
     const { port1, port2 } = new MessageChannel();
-    const data: ListWorkerData = { abs, names: packed, control: ctl.buffer as SharedArrayBuffer, owner, port: port2, ...s.worker };
+    const data: ListWorkerData = { abs, names: packed, control: ctl.buffer, owner, port: port2, ...s.worker };
     ports.push(port1);
     // A worker that cannot start (or fails) only leaves its chunks to this thread.
     let worker: Worker;
@@ -284,7 +281,7 @@ async function shareChunks<T>(abs: string, dirs: RunDirs, s: Sharing<T>): Promis
         workerData: data,
         transferList: [port2],
         // A small young generation: a worker's garbage dies young (one chunk's texts), and the default
-        // (tens of MB per thread) was most of what a second thread added to peak memory.
+        // (tens of MB per thread) would be most of what a second thread adds to peak memory.
         resourceLimits: { maxYoungGenerationSizeMb: WORKER_YOUNG_MB },
       });
     } catch {

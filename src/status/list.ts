@@ -111,7 +111,7 @@ export interface RootEntries {
  * of the names), or undefined when there is no root. Throws RunIdError
  * when the root exists but is not a readable directory. Read by the addon
  * in one call (native readDirSorted): no Buffer or Dirent per entry, which
- * at 100,000 runs were tens of MB.
+ * at 100,000 runs would be tens of MB.
  */
 export function rootEntries(abs: string): RootEntries | undefined {
   let listed;
@@ -167,22 +167,23 @@ function inspector(abs: string, entries: RootEntries, sel: RunSelection, options
   if (own !== undefined) return (_i, name) => own(join(abs, name));
   if (sel.limit !== undefined) return (_i, name) => runStatus(join(abs, name), options);
   let batch = new Map<number, BatchResult>();
-  return (i, name) => {
-    let got = batch.get(i);
-    if (got === undefined) {
-      const at: number[] = [];
-      const dirs: string[] = [];
-      for (let j = i; j < entries.names.length && at.length < BATCH_RUNS; j++) {
-        if (entries.kinds[j] !== 'd') continue;
-        const shown = j === i ? name : shownName(entries.names[j] as string);
-        if (!selectsName(sel, shown)) continue;
-        at.push(j);
-        dirs.push(join(abs, shown));
-      }
-      const results = inspectBatch(dirs, options);
-      batch = new Map(at.map((j, k) => [j, results[k] as BatchResult]));
-      got = batch.get(i) as BatchResult;
+  /** Inspects entry i and the next directories the selection keeps by name, as one batch; answers i's result. */
+  const inspectFrom = (i: number, name: string): BatchResult => {
+    const at: number[] = [];
+    const dirs: string[] = [];
+    for (let j = i; j < entries.names.length && at.length < BATCH_RUNS; j++) {
+      if (entries.kinds[j] !== 'd') continue;
+      const shown = j === i ? name : shownName(entries.names[j] as string);
+      if (!selectsName(sel, shown)) continue;
+      at.push(j);
+      dirs.push(join(abs, shown));
     }
+    const results = inspectBatch(dirs, options);
+    batch = new Map(at.map((j, k) => [j, results[k] as BatchResult]));
+    return batch.get(i) as BatchResult;
+  };
+  return (i, name) => {
+    const got = batch.get(i) ?? inspectFrom(i, name);
     if (!got.ok) throw got.error;
     return got.inspection.report;
   };
@@ -252,7 +253,7 @@ export function forEachRun(root: string, options: ListRunsOptions, onRun: (repor
  * (CONTRACT §5.2) through `write`, a report at a time, byte for byte what
  * `JSON.stringify(runsDocument(listRuns(root, options)), null, 2)` gives,
  * without holding every report or the whole text: at 100,000 runs those
- * were most of the CLI's memory. Returns what listRuns would, without
+ * would be most of the CLI's memory. Returns what listRuns would, without
  * `runs`. Throws as listRuns does, before anything is written.
  */
 export function writeRunsDocument(root: string, options: ListRunsOptions, write: (text: string) => void): Omit<RunList, 'runs'> {

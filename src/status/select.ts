@@ -75,8 +75,8 @@ export function checkSelection(sel: RunSelection): void {
   }
   if (sel.status !== undefined) {
     if (!Array.isArray(sel.status)) throw new TypeError('select.status must be an array of status words or null');
-    for (const s of sel.status) {
-      if (s !== null && !STATUSES.includes(s)) throw new RangeError(`select.status: unknown status ${JSON.stringify(s)}`);
+    for (const s of sel.status as readonly unknown[]) {
+      if (s !== null && !(STATUSES as readonly unknown[]).includes(s)) throw new RangeError(`select.status: unknown status ${JSON.stringify(s)}`);
     }
   }
   for (const key of ['graph', 'id', 'before'] as const) {

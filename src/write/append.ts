@@ -29,7 +29,7 @@
  *   room and reserves nothing. When the room cannot be kept (ENOSPC,
  *   EDQUOT), the event is refused before anything is written, so what the
  *   disk has left still goes to the verdict. A filesystem that cannot
- *   reserve at all is written to as before, quietly.
+ *   reserve at all is written to without the room, quietly.
  * - A write the kernel cuts short is continued; when the rest cannot be
  *   written, the error names the kernel's reason ("disk full" for ENOSPC and
  *   EDQUOT), and the fragment left behind is ended by the next append's

@@ -183,8 +183,8 @@ export interface Leg extends Disposable, AsyncDisposable {
    * (CONTRACT §2.6: every `append` keeps 16 KiB free after its event, and
    * refuses with `EWRITE`/`ENOSPC` rather than eat into it);
    * `unsupported` where the filesystem cannot reserve space (ramfs, ext2,
-   * many FUSE and network filesystems): the leg writes as before, and a full
-   * disk can then keep `finish` from being recorded.
+   * many FUSE and network filesystems): the leg writes without that room,
+   * and a full disk can then keep `finish` from being recorded.
    */
   readonly closingReserve: 'kept' | 'unsupported';
   /**

@@ -15,7 +15,16 @@ export interface LineDefaults {
 
 /** One line: `{ schema: 3, ts, run_id, ...fields }` and "\n". */
 export function eventLine(fields: Record<string, unknown>, defaults: LineDefaults = {}): string {
-  return encodeEvents([{ schema: 3, ts: defaults.ts ?? EVENT_TS, run_id: defaults.runId ?? 'r', ...fields }]);
+  return encodeEvents([eventObject(fields, defaults)]);
+}
+
+/** The same line's content, without its "\n" (for a test that joins or cuts lines itself). */
+export function eventJson(fields: Record<string, unknown>, defaults: LineDefaults = {}): string {
+  return JSON.stringify(eventObject(fields, defaults));
+}
+
+function eventObject(fields: Record<string, unknown>, defaults: LineDefaults): Record<string, unknown> {
+  return { schema: 3, ts: defaults.ts ?? EVENT_TS, run_id: defaults.runId ?? 'r', ...fields };
 }
 
 /** Lines from whole event objects (written as given) or raw text (a hostile line, written as is). */

@@ -121,18 +121,18 @@ export function tbdExports(text: string, target: string): Set<string> {
     }
     const top = /^([a-z-]+):/.exec(line);
     if (top) {
-      section = top[1] as string;
+      section = top[1];
       continue;
     }
     if (section !== 'exports' && section !== 'reexports') continue;
     const t = /^\s*-\s*targets:\s*\[(.*)\]/.exec(line);
     if (t) {
-      targets = (t[1] as string).split(',').map((s) => s.trim());
+      targets = t[1].split(',').map((s) => s.trim());
       continue;
     }
     const s = /^\s*(symbols|weak-symbols|thread-local-symbols):\s*\[(.*)\]/.exec(line);
     if (s && targets.includes(target)) {
-      for (const name of (s[2] as string).split(',')) {
+      for (const name of s[2].split(',')) {
         const n = name.trim().replace(/^'(.*)'$/, '$1');
         if (n !== '') out.add(n);
       }

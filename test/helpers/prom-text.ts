@@ -47,13 +47,13 @@ export function parseExposition(text: string): Exposition {
     if (line.trim() === '') continue;
     if (line.startsWith('#')) {
       const m = /^# TYPE (\S+) (\S+)$/.exec(line);
-      if (m) types.set(m[1] as string, m[2] as string);
+      if (m) types.set(m[1], m[2]);
       continue;
     }
     const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)(?: \d+)?$/.exec(line);
     if (!m) throw new Error(`not a sample line: ${line}`);
     const value = m[3] === '+Inf' ? Infinity : m[3] === '-Inf' ? -Infinity : Number(m[3]);
-    samples.push({ name: m[1] as string, labels: m[2] === undefined ? {} : parseLabels(m[2], line), value });
+    samples.push({ name: m[1], labels: m[2] === undefined ? {} : parseLabels(m[2], line), value });
   }
   return { samples, types };
 }

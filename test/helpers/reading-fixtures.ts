@@ -61,7 +61,7 @@ export interface RunSpec {
   events?: string | string[];
   state?: object | string;
   /** 'marked' writes a released marked lock; a string is written as is. */
-  lock?: 'marked' | string;
+  lock?: string;
   pgid?: string;
 }
 

@@ -25,7 +25,7 @@ export function startServeCli(root: string, extra: string[] = [], timeoutMs = 60
       const m = /^runwarden serve: (http:\/\/[^\s]+:(\d+)\/)$/m.exec(out);
       if (m) {
         clearTimeout(timer);
-        resolve({ proc, url: m[1] as string, port: Number(m[2]), stderr: () => err });
+        resolve({ proc, url: m[1], port: Number(m[2]), stderr: () => err });
       }
     });
     proc.on('exit', (code, sig) => {

@@ -55,7 +55,7 @@ function walk(dir: Buffer, into: Record<string, string>): void {
   if (!st.isDirectory()) return;
   let names: Buffer[];
   try {
-    names = readdirSync(dir, { encoding: 'buffer' }).sort(Buffer.compare);
+    names = readdirSync(dir, { encoding: 'buffer' }).sort((a, b) => Buffer.compare(a, b));
   } catch (e) {
     into[shown(dir)] += ` entries=unreadable:${(e as NodeJS.ErrnoException).code ?? 'error'}`;
     return;

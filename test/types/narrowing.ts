@@ -106,6 +106,7 @@ export async function disposables(dir: string): Promise<void> {
   {
     using lock = acquireLock(`${dir}/resume.lock`);
     same<typeof lock, HeldLock>(true);
+    void lock.held;
   }
   {
     await using lock = await acquireLockAsync(`${dir}/resume.lock`, { timeoutMs: 1000, signal: AbortSignal.timeout(5000) });
@@ -118,6 +119,7 @@ export async function disposables(dir: string): Promise<void> {
   for await (const item of followRun(dir, { until: 'leg-end' })) if (item.kind === 'event') void item.event.event;
   const e = new LockFileError('m', 'ELOCKIO', dir);
   same<typeof e.code, 'ENOTREGULAR' | 'ELOCKREPLACED' | 'ELOCKIO'>(true);
+  void e.code;
   void probeLock;
   void runStatus;
 }

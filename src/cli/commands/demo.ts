@@ -75,18 +75,18 @@ function startHolder(plan: Planned[], holdMs: number, detached: boolean): Promis
       child.kill('SIGKILL');
       rej(new Error('a demo lock holder did not get ready within 15 s'));
     }, 15_000);
-    child.stderr!.on('data', (d: Buffer) => (errText += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (errText += d.toString()));
     child.once('exit', (code, sig) => {
       clearTimeout(timer);
       rej(new Error(`a demo lock holder exited before it was ready (${code ?? sig}): ${errText.trim()}`));
     });
-    child.stdout!.on('data', (d: Buffer) => {
+    child.stdout.on('data', (d: Buffer) => {
       outText += d.toString();
       if (!outText.includes('ready\n')) return;
       clearTimeout(timer);
       child.removeAllListeners('exit');
-      child.stdout!.destroy();
-      child.stderr!.destroy();
+      child.stdout.destroy();
+      child.stderr.destroy();
       const pid = child.pid as number;
       res({
         pid,

@@ -46,7 +46,7 @@ function lockFileExists(runDir: string): boolean {
  * written through.
  */
 function refuseLinkedRunDir(run: string, root: string, runDir: string): void {
-  let linked = false;
+  let linked: boolean;
   try {
     linked = lstatSync(runDirPath(runDir)).isSymbolicLink();
   } catch {
@@ -83,7 +83,7 @@ function refusePausedRun(runId: string, gates: readonly string[], force: boolean
 
 /** What must be said or refused before a leg may start on this run. */
 function preflight(runDir: string, runId: string, force: boolean): void {
-  let open = false;
+  let open: boolean;
   try {
     const { leg } = readLastLeg(join(runDir, EVENTS_FILE));
     open = leg.open;
@@ -174,7 +174,7 @@ export function registerExec(program: Command): void {
         result = await runLeg(runDir, command, { runId, nodeId });
       } catch (e) {
         // ELOCKIO (the kernel refused the directory or file: EACCES, EROFS …) is no
-        // refusal of a busy run; it stays an error (exit 1), as it always was.
+        // refusal of a busy run; it is an error (exit 1).
         if (e instanceof LockHeldError || (e instanceof LockFileError && e.code !== 'ELOCKIO') || e instanceof RunFileError) refuse(e.message);
         if (e instanceof WriteError && isDiskFull(e.errno)) {
           throw new UserError(

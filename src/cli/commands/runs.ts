@@ -84,8 +84,8 @@ function closingLineOf(t: Tally, showSkipped: boolean): string {
  * Rows the `runs` table holds before it prints them. A column is as wide as
  * its widest cell among the rows printed so far and the page being printed,
  * so a list of up to this many runs is aligned as a whole, and a longer one
- * costs a page of rows in memory instead of every report (100,000 runs held
- * whole: 172 MB). A wider cell in a later page widens its column from that
+ * costs a page of rows in memory instead of every report (which at 100,000
+ * runs would be most of the command's memory). A wider cell in a later page widens its column from that
  * page on; the header keeps the first page's widths.
  */
 export const TABLE_PAGE_ROWS = 256;
