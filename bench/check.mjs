@@ -36,11 +36,11 @@ Re-measures each headline ratio in bench/headlines.json and prints the stored
 value, the value now (median of this run's repetitions, with their min–max)
 and STALE when the stored value lies outside that min–max.
 
-  --only GROUPS   comma-separated measurer groups: probe, peers, pollers, long-leg (default: all)
+  --only GROUPS   comma-separated measurer groups: probe, peers, pollers, long-leg, open-leg-floor (default: all)
   --reps N        interleaved repetitions per group (default 7 for probe, 5 for long-leg)
   --chunk-ms N    probe: ms per timed chunk (default 8)
-  --legs N        long-leg: runs per set (default 20, as the headline; other values are not comparable)
-  --leg-mb N      long-leg: MB per long leg (default 50; other values are not comparable)
+  --legs N        long-leg, open-leg-floor: runs per set (default 20, as the headline; other values are not comparable)
+  --leg-mb N      long-leg, open-leg-floor: MB per long leg (default 50; other values are not comparable)
   --headlines F   judge the entries of the headline file F instead of bench/headlines.json
                   (how test/headlines.test.ts checks a doctored copy)
   --json          print the results as one JSON document instead of the table
@@ -135,6 +135,23 @@ const GROUPS = {
       log('pollers: P = 1, 4, 16, 2 × 150 ms windows per cell (bench/pollers.js)');
       const cells = await runPollers({ Ps: [1, 4, 16], windowMs: 150, reps: 2, holdMs: 1, idleMs: 1 });
       return { facts: { cells }, comparable: true, detail: 'P = 1, 4, 16; 2 × 150 ms windows per cell' };
+    },
+  },
+  /** bench/open-leg-floor.mjs: readLastLeg over 20 open 50 MB legs against the C floor reading the same bytes. */
+  'open-leg-floor': {
+    provides: ['open-leg-floor'],
+    async run(o) {
+      const reps = o.reps ?? 5;
+      const { measureOpenLegFloor, openLegFiles } = await import('./open-leg-floor.mjs');
+      log(`open-leg-floor: ${o.legs} open legs of ${o.legMb} MB, ${reps} repetitions (bench/open-leg-floor.mjs)`);
+      const { files, cleanup } = openLegFiles(o.legs, o.legMb);
+      cleanups.push(cleanup);
+      try {
+        const m = await measureOpenLegFloor(files, reps);
+        return { ratios: { 'open-leg-floor': m.ratios }, comparable: o.legs === LEG_RUNS && o.legMb === LEG_MB, detail: `${o.legs} × ${o.legMb} MB, ${reps} repetitions, floor ${m.compiler}` };
+      } finally {
+        cleanup();
+      }
     },
   },
   /**
