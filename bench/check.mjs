@@ -36,7 +36,7 @@ Re-measures each headline ratio in bench/headlines.json and prints the stored
 value, the value now (median of this run's repetitions, with their min–max)
 and STALE when the stored value lies outside that min–max.
 
-  --only GROUPS   comma-separated measurer groups: probe, peers, pollers, long-leg, open-leg-floor (default: all)
+  --only GROUPS   comma-separated measurer groups: probe, peers, pollers, watch, long-leg, open-leg-floor (default: all)
   --reps N        interleaved repetitions per group (default 7 for probe, 5 for long-leg)
   --chunk-ms N    probe: ms per timed chunk (default 8)
   --legs N        long-leg, open-leg-floor: runs per set (default 20, as the headline; other values are not comparable)
@@ -135,6 +135,17 @@ const GROUPS = {
       log('pollers: P = 1, 4, 16, 2 × 150 ms windows per cell (bench/pollers.js)');
       const cells = await runPollers({ Ps: [1, 4, 16], windowMs: 150, reps: 2, holdMs: 1, idleMs: 1 });
       return { facts: { cells }, comparable: true, detail: 'P = 1, 4, 16; 2 × 150 ms windows per cell' };
+    },
+  },
+  /** bench/live.mjs --watch-only: `runwarden watch`'s death-to-exit latency over 50 kill -9s. */
+  watch: {
+    provides: ['watch-death'],
+    async run() {
+      log('watch: 50 kill -9s, each to `runwarden watch`\'s exit (bench/live.mjs --watch-only)');
+      const r = spawnSync(process.execPath, [join(benchDir, 'live.mjs'), '--watch-only', '--kills', '50'], { encoding: 'utf8', maxBuffer: 1 << 24 });
+      const m = /death-to-exit over (\d+) kills: p50 ([\d.]+) ms, p99 ([\d.]+) ms/.exec(r.stdout ?? '');
+      if (r.status !== 0 || m === null) throw new CannotMeasure(`bench/live.mjs --watch-only failed (exit ${r.status}): ${(r.stderr ?? '').slice(-300)}`);
+      return { facts: { watch: { n: Number(m[1]), p50: Number(m[2]), p99: Number(m[3]) } }, comparable: true, detail: '50 kills, bench/live.mjs --watch-only' };
     },
   },
   /** bench/open-leg-floor.mjs: readLastLeg over 20 open 50 MB legs against the C floor reading the same bytes. */
@@ -258,6 +269,13 @@ const FACT_JUDGES = {
       const flicker = cells.filter((c) => c.kind === 'exclusive' && c.setting === 'free' && c.P > 1).reduce((a, c) => Math.max(a, (100 * c.wrong) / c.probes), 0);
       const was = numberAfter(stored, 'shared probe:');
       return { now: `shared probe: ${wrong} wrong answers in ${probes} probes; exclusive up to ${flicker.toFixed(0)} %`, holds: was !== undefined && wrong <= was && flicker > 0 };
+    },
+  },
+  'watch-death': {
+    tolerance: '`watch`\'s p99 from a kill -9 to its exit stays under the 100 ms target the headline states, and within 5× the stored p99',
+    judge(stored, { watch }) {
+      const was = numberAfter(stored, 'p99');
+      return { now: `p50 ${watch.p50} ms, p99 ${watch.p99} ms over ${watch.n} kills`, holds: was !== undefined && watch.p99 < 100 && watch.p99 <= 5 * was };
     },
   },
   'false-busy': {
