@@ -9,7 +9,9 @@
  *   64 KiB too: its start is not searched for past the last 32 KiB
  *   (CONTRACT §2.5 rule 7, test/tail-closed-leg.test.ts);
  * - the control: a 50 MiB leg closed `paused` (its gates are those after its
- *   start) is still searched whole, once.
+ *   start) is still searched whole, once;
+ * - an open 50 MiB leg is searched back to its start (§2.5 rule 8: no bound
+ *   keeps every status right for it), in one pass, never twice.
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { closeSync, mkdirSync, openSync, readFileSync, statSync, writeSync } from 'node:fs';
@@ -131,6 +133,23 @@ describe('bytes read from a long stream', () => {
     const r = run(root, '20261202-160000-oneleg', line({ event: 'run_started' }), NODE, 50, line({ event: 'run_finished', outcome }));
     await expectAtMost64KiB(root, r, expected);
   });
+
+  it('one open leg of 50 MiB (CONTRACT §2.5 rule 8): searched back to its start once, never twice, by runs --json, status and the engine', async (ctx) => {
+    needs(ctx, 'strace');
+    const root = tempDir('rw-bytes-');
+    const r = run(root, '20261202-170000-open', line({ event: 'run_started', command: ['make', 'all'] }), NODE, 50, line({ event: 'node_started', node_id: 'last' }));
+    for (const args of [['runs', '--json', '--root', root], ['status', r.dir, '--json']]) {
+      const got = bytesRead(r.events, args);
+      // No lock file: the open leg reads RUNNING with unknown liveness, and its start (offset 0) was found.
+      expect(got.stdout, args[0]).toContain('RUNNING');
+      expect(got.bytes, args[0]).toBeGreaterThanOrEqual(r.size - 64 * 1024);
+      expect(got.bytes, args[0]).toBeLessThanOrEqual(r.size + 128 * 1024);
+    }
+    const got = await engineBytes(root, r.dir, r.events);
+    expect(got.status, 'engine').toBe('RUNNING');
+    expect(got.bytes, 'engine').toBeGreaterThanOrEqual(r.size - 64 * 1024);
+    expect(got.bytes, 'engine').toBeLessThanOrEqual(r.size + 128 * 1024);
+  }, 180_000);
 
   it('the control: one leg of 50 MiB closed paused is searched for its start once, and its gate named', (ctx) => {
     needs(ctx, 'strace');
