@@ -3,7 +3,9 @@
  * `npm run bench -- --check` (or `node bench/check.mjs`): re-measures every
  * headline ratio of bench/headlines.json in quick modes (well under two
  * minutes on a 2-core machine) and prints, per headline, the stored value,
- * the value now with this run's spread, and FRESH or STALE.
+ * the value now with this run's spread, and FRESH or STALE; every fact it
+ * has a judge for (peers, pollers: FACT_JUDGES) is re-derived from a fresh
+ * run and judged by the claim and tolerance its judge states.
  *
  * The rule (bench/lib/headlines.js judge): the run takes R interleaved
  * repetitions, one ratio each; the value now is their median and the spread
@@ -34,11 +36,13 @@ Re-measures each headline ratio in bench/headlines.json and prints the stored
 value, the value now (median of this run's repetitions, with their min–max)
 and STALE when the stored value lies outside that min–max.
 
-  --only GROUPS   comma-separated measurer groups: probe, long-leg (default: all)
+  --only GROUPS   comma-separated measurer groups: probe, peers, pollers, watch, long-leg, open-leg-floor (default: all)
   --reps N        interleaved repetitions per group (default 7 for probe, 5 for long-leg)
   --chunk-ms N    probe: ms per timed chunk (default 8)
-  --legs N        long-leg: runs per set (default 20, as the headline; other values are not comparable)
-  --leg-mb N      long-leg: MB per long leg (default 50; other values are not comparable)
+  --legs N        long-leg, open-leg-floor: runs per set (default 20, as the headline; other values are not comparable)
+  --leg-mb N      long-leg, open-leg-floor: MB per long leg (default 50; other values are not comparable)
+  --headlines F   judge the entries of the headline file F instead of bench/headlines.json
+                  (how test/headlines.test.ts checks a doctored copy)
   --json          print the results as one JSON document instead of the table
   --help          this text
 
@@ -52,7 +56,7 @@ class Usage extends Error {}
 class CannotMeasure extends Error {}
 
 function parseArgs(argv) {
-  const o = { only: undefined, reps: undefined, chunkMs: 8, legs: LEG_RUNS, legMb: LEG_MB, json: false };
+  const o = { only: undefined, reps: undefined, chunkMs: 8, legs: LEG_RUNS, legMb: LEG_MB, json: false, headlines: undefined };
   const num = (name, v, min) => {
     if (v === undefined || !/^\d+$/.test(v) || Number(v) < min) throw new Usage(`${name} takes a whole number ≥ ${min} (got ${v === undefined ? 'nothing' : JSON.stringify(v)})`);
     return Number(v);
@@ -71,6 +75,11 @@ function parseArgs(argv) {
     else if (a === '--chunk-ms') o.chunkMs = num(a, argv[++i], 1);
     else if (a === '--legs') o.legs = num(a, argv[++i], 1);
     else if (a === '--leg-mb') o.legMb = num(a, argv[++i], 1);
+    else if (a === '--headlines') {
+      const v = argv[++i];
+      if (v === undefined || v === '') throw new Usage('--headlines takes a file');
+      o.headlines = v;
+    }
     else throw new Usage(`unknown option ${JSON.stringify(a)}`);
   }
   return o;
@@ -106,6 +115,54 @@ const GROUPS = {
         for (const f of ['free', 'held']) ratios[`${base}-${f}`] = row[f].ratios;
       }
       return { ratios, comparable: true, detail: `${reps} repetitions × ${o.chunkMs} ms chunks, floor ${floor.compiler}` };
+    },
+  },
+  /** bench/peers.js as `npm run bench` runs it (proper-lockfile's stale window 2 s, a 4 s stop): the kill, stop and recycled-pid outcomes. */
+  peers: {
+    provides: ['peers-kill', 'peers-stop', 'peers-recycled'],
+    async run() {
+      const { runPeers } = await import('./peers.js');
+      log('peers: kill -9, SIGSTOP past the stale window, a recycled pid (bench/peers.js)');
+      const peers = await runPeers({ staleMs: 2000, stopMs: 4000 });
+      return { facts: { peers }, comparable: true, detail: 'proper-lockfile stale window 2 s, stop 4 s' };
+    },
+  },
+  /** bench/pollers.js in `npm run bench -- --quick`'s cells (P = 1, 4, 16; 2 × 150 ms windows): wrong answers and refused legs. */
+  pollers: {
+    provides: ['pollers', 'false-busy'],
+    async run() {
+      const { runPollers } = await import('./pollers.js');
+      log('pollers: P = 1, 4, 16, 2 × 150 ms windows per cell (bench/pollers.js)');
+      const cells = await runPollers({ Ps: [1, 4, 16], windowMs: 150, reps: 2, holdMs: 1, idleMs: 1 });
+      return { facts: { cells }, comparable: true, detail: 'P = 1, 4, 16; 2 × 150 ms windows per cell' };
+    },
+  },
+  /** bench/live.mjs --watch-only: `runwarden watch`'s death-to-exit latency over 50 kill -9s. */
+  watch: {
+    provides: ['watch-death'],
+    async run() {
+      log('watch: 50 kill -9s, each to `runwarden watch`\'s exit (bench/live.mjs --watch-only)');
+      const r = spawnSync(process.execPath, [join(benchDir, 'live.mjs'), '--watch-only', '--kills', '50'], { encoding: 'utf8', maxBuffer: 1 << 24 });
+      const m = /death-to-exit over (\d+) kills: p50 ([\d.]+) ms, p99 ([\d.]+) ms/.exec(r.stdout ?? '');
+      if (r.status !== 0 || m === null) throw new CannotMeasure(`bench/live.mjs --watch-only failed (exit ${r.status}): ${(r.stderr ?? '').slice(-300)}`);
+      return { facts: { watch: { n: Number(m[1]), p50: Number(m[2]), p99: Number(m[3]) } }, comparable: true, detail: '50 kills, bench/live.mjs --watch-only' };
+    },
+  },
+  /** bench/open-leg-floor.mjs: readLastLeg over 20 open 50 MB legs against the C floor reading the same bytes. */
+  'open-leg-floor': {
+    provides: ['open-leg-floor'],
+    async run(o) {
+      const reps = o.reps ?? 5;
+      const { measureOpenLegFloor, openLegFiles } = await import('./open-leg-floor.mjs');
+      log(`open-leg-floor: ${o.legs} open legs of ${o.legMb} MB, ${reps} repetitions (bench/open-leg-floor.mjs)`);
+      const { files, cleanup } = openLegFiles(o.legs, o.legMb);
+      cleanups.push(cleanup);
+      try {
+        const m = await measureOpenLegFloor(files, reps);
+        return { ratios: { 'open-leg-floor': m.ratios }, comparable: o.legs === LEG_RUNS && o.legMb === LEG_MB, detail: `${o.legs} × ${o.legMb} MB, ${reps} repetitions, floor ${m.compiler}` };
+      } finally {
+        cleanup();
+      }
     },
   },
   /**
@@ -163,6 +220,78 @@ const GROUPS = {
   },
 };
 
+/** The first number after `label` in a fact's text (commas as thousands separators), or undefined. */
+function numberAfter(text, label) {
+  const m = new RegExp(`${label}\\D*?([\\d,]+(?:\\.\\d+)?)`).exec(text);
+  return m === null ? undefined : Number(m[1].replace(/,/g, ''));
+}
+
+/**
+ * Facts (outcomes, counts, times) are judged by what they claim, re-derived
+ * from a fresh run of the measurer that made them: each judge returns the
+ * value now, as text, and whether the stored claim still holds within the
+ * tolerance it states (`tolerance`, shown beside the verdict).
+ */
+const FACT_JUDGES = {
+  'peers-kill': {
+    tolerance: 'runwarden reports the kill within 5× the stored time; proper-lockfile (its stale window) takes at least ten times as long',
+    judge(stored, { peers }) {
+      const rw = peers.scenarios.kill.firstGone.runwarden;
+      const pl = peers.scenarios.kill.firstGone['proper-lockfile'];
+      const was = numberAfter(stored, 'runwarden');
+      const holds = rw !== undefined && was !== undefined && rw <= 5 * was && (pl === undefined || pl >= 10 * rw);
+      return { now: `runwarden ${rw === undefined ? 'never' : `${rw.toFixed(1)} ms`}; proper-lockfile ${pl === undefined ? 'never' : `${Math.round(pl)} ms`}`, holds };
+    },
+  },
+  'peers-stop': {
+    tolerance: 'runwarden never says a stopped holder is dead; proper-lockfile does (and grants the lock again, when the stored fact says so)',
+    judge(stored, { peers }) {
+      const { firstGone, secondLocker } = peers.scenarios.stop;
+      const holds = firstGone.runwarden === undefined && firstGone['proper-lockfile'] !== undefined && (!stored.includes('granted') || secondLocker['proper-lockfile'] === 'granted');
+      return { now: `runwarden ${firstGone.runwarden === undefined ? 'alive throughout' : 'said dead'}; proper-lockfile ${firstGone['proper-lockfile'] === undefined ? 'alive throughout' : `dead after ${Math.round(firstGone['proper-lockfile'])} ms, second owner ${secondLocker['proper-lockfile']}`}`, holds };
+    },
+  },
+  'peers-recycled': {
+    tolerance: 'runwarden reports the holder gone within 5× the stored time; a pid check is fooled throughout',
+    judge(stored, { peers }) {
+      const { firstGone } = peers.scenarios.recycled;
+      const was = numberAfter(stored, 'gone after');
+      const holds = firstGone.runwarden !== undefined && was !== undefined && firstGone.runwarden <= 5 * was && firstGone.pid === undefined;
+      return { now: `runwarden ${firstGone.runwarden === undefined ? 'never said gone' : `gone after ${firstGone.runwarden.toFixed(1)} ms`}; a pid check ${firstGone.pid === undefined ? 'fooled throughout' : 'not fooled'}`, holds };
+    },
+  },
+  pollers: {
+    tolerance: 'the shared probe gives no more wrong answers than stored (none); the exclusive-lock probe still reads a free lock as held',
+    judge(stored, { cells }) {
+      const shared = cells.filter((c) => c.kind === 'shared');
+      const wrong = shared.reduce((a, c) => a + c.wrong, 0);
+      const probes = shared.reduce((a, c) => a + c.probes, 0);
+      const flicker = cells.filter((c) => c.kind === 'exclusive' && c.setting === 'free' && c.P > 1).reduce((a, c) => Math.max(a, (100 * c.wrong) / c.probes), 0);
+      const was = numberAfter(stored, 'shared probe:');
+      return { now: `shared probe: ${wrong} wrong answers in ${probes} probes; exclusive up to ${flicker.toFixed(0)} %`, holds: was !== undefined && wrong <= was && flicker > 0 };
+    },
+  },
+  'watch-death': {
+    tolerance: '`watch`\'s p99 from a kill -9 to its exit stays under the 100 ms target the headline states, and within 5× the stored p99',
+    judge(stored, { watch }) {
+      const was = numberAfter(stored, 'p99');
+      return { now: `p50 ${watch.p50} ms, p99 ${watch.p99} ms over ${watch.n} kills`, holds: was !== undefined && watch.p99 < 100 && watch.p99 <= 5 * was };
+    },
+  },
+  'false-busy': {
+    tolerance: 'with the default retry window a starting leg is refused by shared probes no more often than stored (none); with retryMs: 0 it is refused',
+    judge(stored, { cells }) {
+      const of = (setting, kind) => cells.filter((c) => c.setting === setting && c.kind === kind);
+      const refused = (cs) => cs.reduce((a, c) => a + c.leg.refused, 0);
+      const attempts = (cs) => cs.reduce((a, c) => a + c.leg.attempts, 0);
+      const was = numberAfter(stored, 'default retry window');
+      const d = of('churn-default', 'shared');
+      const z = of('churn-0', 'shared');
+      return { now: `default window ${refused(d)} of ${attempts(d)} refused (shared); retryMs: 0 ${refused(z)} of ${attempts(z)}`, holds: was !== undefined && refused(d) <= was && refused(z) > 0 };
+    },
+  },
+};
+
 const cleanups = [];
 for (const sig of ['SIGINT', 'SIGTERM']) {
   process.on(sig, () => {
@@ -173,7 +302,12 @@ for (const sig of ['SIGINT', 'SIGTERM']) {
 
 /** Runs the chosen groups and judges every headline; returns the result document. */
 export async function check(o) {
-  const doc = loadHeadlines();
+  let doc;
+  try {
+    doc = o.headlines === undefined ? loadHeadlines() : loadHeadlines(o.headlines);
+  } catch (e) {
+    throw new Usage(`cannot use the headline file: ${e.message}`);
+  }
   const wanted = o.only ?? Object.keys(GROUPS);
   const measured = {};
   const groups = {};
@@ -181,7 +315,8 @@ export async function check(o) {
     const t0 = Date.now();
     const r = await GROUPS[g].run(o);
     groups[g] = { detail: r.detail, comparable: r.comparable, seconds: (Date.now() - t0) / 1000 };
-    for (const [id, ratios] of Object.entries(r.ratios)) measured[id] = { ratios, group: g, comparable: r.comparable };
+    for (const [id, ratios] of Object.entries(r.ratios ?? {})) measured[id] = { ratios, group: g, comparable: r.comparable };
+    for (const id of GROUPS[g].provides) if (id in FACT_JUDGES) measured[id] = { facts: r.facts, group: g, comparable: r.comparable };
   }
   const rows = doc.headlines.map((h) => {
     const base = { id: h.id, what: h.what, kind: h.kind, stored: h.value, measured: h.measured };
@@ -190,6 +325,11 @@ export async function check(o) {
     if (m === undefined) {
       const group = Object.keys(GROUPS).find((g) => GROUPS[g].provides.includes(h.check));
       return { ...base, verdict: 'skipped', why: group === undefined ? `no measurer named ${h.check}` : `group ${group} not run (--only)` };
+    }
+    if (m.facts !== undefined) {
+      const f = FACT_JUDGES[h.check];
+      const j = f.judge(h.value, m.facts);
+      return { ...base, now: j.now, tolerance: f.tolerance, stale: !j.holds, group: m.group, verdict: j.holds ? 'fresh' : 'stale' };
     }
     const j = judge(h.value, m.ratios);
     return { ...base, ...j, ratios: m.ratios, group: m.group, verdict: m.comparable ? (j.stale ? 'stale' : 'fresh') : 'not comparable' };
@@ -216,13 +356,17 @@ export function renderCheck(res) {
       out.push(`${id}  ${r.verdict === 'unchecked' ? 'not re-measured' : 'skipped'}: ${r.why}`);
       continue;
     }
+    if (r.kind === 'fact') {
+      out.push(`${id}  ${r.verdict.toUpperCase()}: now ${r.now} (stored ${r.measured.date}, ${r.measured.commit}; holds when ${r.tolerance})`);
+      continue;
+    }
     const stored = `stored ${fmtX(r.stored)} (${r.measured.date}, ${r.measured.commit})`;
     const now = `now ${fmtX(r.now)} [${r.lo.toFixed(2)}–${r.hi.toFixed(2)}, ${r.reps} reps]`;
     out.push(`${id}  ${stored.padEnd(36)}  ${now.padEnd(30)}  ${r.verdict.toUpperCase()}`);
   }
   out.push('');
   const n = (v) => res.rows.filter((r) => r.verdict === v).length;
-  out.push(`${n('stale')} stale, ${n('fresh')} fresh${n('not comparable') ? `, ${n('not comparable')} not comparable` : ''}, ${n('unchecked')} not re-measured${n('skipped') ? `, ${n('skipped')} skipped` : ''}. Stale: the stored value lies outside this run's min–max.`);
+  out.push(`${n('stale')} stale, ${n('fresh')} fresh${n('not comparable') ? `, ${n('not comparable')} not comparable` : ''}, ${n('unchecked')} not re-measured${n('skipped') ? `, ${n('skipped')} skipped` : ''}. Stale: a ratio outside this run's min–max, or a fact whose claim no longer holds within its tolerance.`);
   return out.join('\n');
 }
 
@@ -254,6 +398,10 @@ async function main() {
     if (e instanceof CannotMeasure) {
       process.stderr.write(`bench --check: cannot measure: ${e.message}\n`);
       process.exit(3);
+    }
+    if (e instanceof Usage) {
+      process.stderr.write(`bench --check: ${e.message}\n`);
+      process.exit(2);
     }
     throw e;
   }

@@ -1,7 +1,8 @@
 /**
- * A broken install reads as a broken install on every surface (issue 25
- * item 2): with RUNWARDEN_ADDON naming a real text file, or a real truncated
- * copy of the built addon, every command says the loader's AddonLoadError in
+ * A broken install reads as a broken install on every surface: with
+ * RUNWARDEN_ADDON naming a real text file, a real truncated copy of the
+ * built addon, or a FIFO nobody writes to (which a plain open would wait on
+ * for ever), every command says the loader's AddonLoadError in
  * one line and exits 1. Never "cannot read runs root", never a metrics text
  * with `runwarden_root_readable 0`, never a server that starts and answers
  * 500, and never SIGBUS (the truncated file is checked before dlopen).
@@ -19,6 +20,7 @@ let root: string;
 let textFile: string;
 let truncated: string;
 let segmentCut: string;
+let fifo: string;
 
 beforeAll(() => {
   dir = tempDir();
@@ -37,11 +39,16 @@ beforeAll(() => {
   whole.writeUInt16LE(0, 60);
   segmentCut = join(dir, 'segment-cut.node');
   writeFileSync(segmentCut, whole.subarray(0, Math.floor(whole.length / 2)));
+  // A FIFO nobody writes to: opening it for reading blocks until a writer comes.
+  fifo = join(dir, 'fifo.node');
+  const made = spawnSync('mkfifo', [fifo]);
+  expect(made.status).toBe(0);
 });
 afterAll(() => cleanupTemp());
 
 function cli(addon: string, args: string[]): { status: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string } {
-  const r = spawnSync(process.execPath, [CLI, ...args], { encoding: 'utf8', timeout: 60_000, env: { ...process.env, RUNWARDEN_ADDON: addon, NO_COLOR: '1' } });
+  // The timeout turns a command that hangs (on a FIFO, say) into a failure: killed, no exit status.
+  const r = spawnSync(process.execPath, [CLI, ...args], { encoding: 'utf8', timeout: 30_000, env: { ...process.env, RUNWARDEN_ADDON: addon, NO_COLOR: '1' } });
   return { status: r.status, signal: r.signal, stdout: r.stdout, stderr: r.stderr };
 }
 
@@ -123,6 +130,7 @@ const SURFACES: [string, string[]][] = [
 describe.each([
   ['a text file', () => textFile, /not an ELF shared object/],
   ['a truncated copy (head -c 4096)', () => truncated, /truncated/],
+  ['a FIFO with no writer', () => fifo, /not a regular file/],
 ])('RUNWARDEN_ADDON names %s', (_what, addon, why) => {
   it.each(SURFACES)('%s says the AddonLoadError in one line, exit 1, and prints nothing on stdout', (_name, args) => {
     const before = readFileSync(join(root, 'r1', 'events.jsonl'));

@@ -5,12 +5,14 @@
  * here);
  * every entry names its date, commit and command; and `npm run bench --
  * --check` re-measures the ratios and judges them by the rule in
- * bench/lib/headlines.js, run here for real in a tiny mode. No timing is
- * asserted: the measured ratios are only checked for consistency with the
- * verdict printed beside them.
+ * bench/lib/headlines.js, run here for real against a doctored copy of the
+ * record (two values set to 99×, which no run can measure): it must exit 1
+ * and call exactly those stale by the rule. No timing is asserted: the other
+ * ratios are only checked for consistency with the verdict beside them.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 // @ts-ignore untyped JS module (bench/ is plain ESM JavaScript)
@@ -97,30 +99,59 @@ describe('headlines: one record, rendered', () => {
 });
 
 describe('npm run bench -- --check', () => {
-  it('re-measures for real in a tiny mode: per headline the stored value, the value now inside its spread, and a verdict by the rule; exit 1 iff one is stale', (ctx) => {
+  it('fails (exit 1) on a doctored copy of the headlines: the doctored entries STALE, every other one judged by the rule, the long legs in the comparable mode', (ctx) => {
     needs(ctx, 'cc');
-    const r = spawnSync(
-      process.execPath,
-      [join(repo, 'bench', 'run.js'), '--check', '--only', 'probe,long-leg', '--reps', '3', '--chunk-ms', '2', '--legs', '2', '--leg-mb', '1', '--json'],
-      { encoding: 'utf8', timeout: 280_000 },
-    );
-    expect(r.stderr).not.toMatch(/\n\s+at /); // no stack trace
-    const res = JSON.parse(r.stdout) as { commit: string; rows: { id: string; verdict: string; stored: number; now: number; lo: number; hi: number; reps: number; ratios: number[]; stale: boolean }[]; stale: boolean };
-    const checked = res.rows.filter((x) => x.verdict !== 'unchecked');
-    expect(checked.map((x) => x.id).sort()).toEqual(['composed-free', 'composed-held', 'long-leg-closed', 'long-leg-open', 'probe-free', 'probe-held', 'proper-lockfile-free', 'proper-lockfile-held']);
-    for (const x of checked) {
-      expect(x.ratios.length, x.id).toBe(3);
-      expect(x.ratios.every((v) => Number.isFinite(v) && v > 0), x.id).toBe(true);
-      expect(x.lo, x.id).toBeLessThanOrEqual(x.now);
-      expect(x.now, x.id).toBeLessThanOrEqual(x.hi);
-      expect(judge(x.stored, x.ratios), x.id).toEqual({ stored: x.stored, now: x.now, lo: x.lo, hi: x.hi, reps: 3, stale: x.stale });
-      // Shrunk legs are never judged stale: they are not the headline's measure.
-      expect(x.verdict, x.id).toBe(x.id.startsWith('long-leg') ? 'not comparable' : x.stale ? 'stale' : 'fresh');
+    // A copy, never the real file: two entries set far outside anything the machine can measure.
+    const doctored = structuredClone(loadHeadlines()) as { headlines: Headline[] };
+    for (const id of ['probe-free', 'long-leg-open']) (doctored.headlines.find((h) => h.id === id) as Headline).value = 99;
+    // A fact whose stored time no run can meet: its claim (within 5× of it) fails.
+    (doctored.headlines.find((h) => h.id === 'peers-recycled') as Headline).value = 'runwarden: gone after 0.001 ms; a pid check: fooled throughout';
+    const dir = mkdtempSync(join(tmpdir(), 'rw-headlines-'));
+    const copy = join(dir, 'headlines.json');
+    writeFileSync(copy, JSON.stringify(doctored, null, 2));
+    try {
+      // The long legs at the headline's own size and count (20 × 50 MB against 20 × 100 KB), so they are judged, not "not comparable".
+      const r = spawnSync(process.execPath, [join(repo, 'bench', 'run.js'), '--check', '--only', 'probe,peers,long-leg', '--reps', '2', '--chunk-ms', '2', '--headlines', copy, '--json'], {
+        encoding: 'utf8',
+        timeout: 560_000,
+      });
+      expect(r.stderr).not.toMatch(/\n\s+at /); // no stack trace
+      const res = JSON.parse(r.stdout) as { rows: { id: string; kind: string; verdict: string; stored: number; now: number | string; lo: number; hi: number; reps: number; ratios: number[]; stale: boolean }[]; stale: boolean };
+      const judged = res.rows.filter((x) => x.verdict === 'fresh' || x.verdict === 'stale' || x.verdict === 'not comparable');
+      expect(judged.map((x) => x.id).sort()).toEqual(['composed-free', 'composed-held', 'long-leg-closed', 'long-leg-open', 'peers-kill', 'peers-recycled', 'peers-stop', 'probe-free', 'probe-held', 'proper-lockfile-free', 'proper-lockfile-held']);
+      const facts = judged.filter((x) => x.kind === 'fact');
+      for (const x of facts) {
+        expect(typeof x.now, x.id).toBe('string');
+        expect(x.verdict, x.id).toBe(x.stale ? 'stale' : 'fresh');
+      }
+      expect(facts.find((x) => x.id === 'peers-recycled')?.verdict).toBe('stale');
+      const checked = judged.filter((x) => x.kind === 'ratio');
+      for (const x of checked) {
+        expect(x.ratios.length, x.id).toBe(2);
+        expect(x.ratios.every((v) => Number.isFinite(v) && v > 0), x.id).toBe(true);
+        expect(judge(x.stored, x.ratios), x.id).toEqual({ stored: x.stored, now: x.now, lo: x.lo, hi: x.hi, reps: 2, stale: x.stale });
+        expect(x.verdict, x.id).toBe(x.stale ? 'stale' : 'fresh');
+      }
+      expect(checked.filter((x) => x.id === 'probe-free' || x.id === 'long-leg-open').map((x) => x.verdict)).toEqual(['stale', 'stale']);
+      expect(res.stale).toBe(true);
+      expect(r.status).toBe(1);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
     }
-    expect(res.rows.filter((x) => x.verdict === 'unchecked').length).toBe((loadHeadlines() as { headlines: Headline[] }).headlines.filter((h) => h.check === null).length);
-    expect(r.status).toBe(res.stale ? 1 : 0);
-    expect(res.stale).toBe(checked.some((x) => x.verdict === 'stale'));
-  }, 300_000);
+  }, 600_000);
+
+  it('a headline file that is not one is a usage error (exit 2), not a pass', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'rw-headlines-'));
+    try {
+      const bad = join(dir, 'bad.json');
+      writeFileSync(bad, '{"headlines": []}');
+      const r = spawnSync(process.execPath, [join(repo, 'bench', 'run.js'), '--check', '--headlines', bad], { encoding: 'utf8', timeout: 60_000 });
+      expect(r.status).toBe(2);
+      expect(r.stderr.split('\n')[0]).toMatch(/^bench --check: cannot use the headline file: /);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
 
   it('bad options are one-line usage errors (exit 2); --help through npm run bench prints the check\'s help', () => {
     for (const args of [['--reps', 'x'], ['--only', 'nope'], ['--frobnicate']]) {

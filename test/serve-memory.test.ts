@@ -1,17 +1,17 @@
 /**
- * The dashboard's memory at scale (issue 23): what the live model and its
- * engine keep per settled run is bounded, and a root entry that is not a run
- * costs nothing but a count. Measured in bytes of heap, never in time:
+ * The dashboard's memory at scale, measured from outside and held to bounds
+ * fixed here, not in src/:
  *
- * - Per settled run: the heap a live DashboardModel (engine included) holds
- *   after its first complete document, at 10,000 and at 50,000 settled runs,
- *   each in a fresh child process with --expose-gc (collected twice before
- *   each reading); the growth from one to the other, per run, must stay
- *   under BYTES_PER_SETTLED_RUN (serve/model.ts). A positive control shows
- *   the measure can exceed that bound: the same children then hold a
- *   second live model over the same root (the state kept twice, as the
- *   model and the engine each kept their own before), and the growth of
- *   the two per run is above it.
+ * - A real `runwarden serve` over 20,000 and over 40,000 settled runs: once
+ *   its /api/dashboard counts every run, its peak (VmHWM) and, after the
+ *   document was fetched again for 20 seconds as a page would, its
+ *   resident set (VmRSS), both from /proc/<pid>/status. Everything the
+ *   process holds is in them (V8's heap, the runstate slabs, the addon's and
+ *   the allocator's memory), not only the JS heap. The bounds are the
+ *   dashboard's targets at 100,000 runs (peak < 250 MB, steady < 150 MB),
+ *   read as a fixed base plus a share per run (see PEAK and STEADY); the
+ *   control: serve over an empty root stays under the bases, so the base is
+ *   measured to be no free pass, and 40,000 runs cost more than 20,000.
  * - Entries that are not runs: 200,000 files beside 10 runs, against the
  *   same 10 runs alone; the growth per file must be under a few bytes (no
  *   per-entry record; the count is one number), the document counts them
@@ -20,11 +20,36 @@
  *   that bound.
  */
 import { spawnSync } from 'node:child_process';
-import { closeSync, mkdirSync, openSync, writeFileSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BYTES_PER_SETTLED_RUN } from '../dist/serve/model.js';
-import { cleanupTemp, ROOT, tempDir } from './helpers/lock-procs.js';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { cleanupTemp, killAll, ROOT, tempDir, waitExit } from './helpers/lock-procs.js';
+import { needs } from './helpers/prereq.js';
+import { startServeCli } from './helpers/serve-cli.js';
+
+const MB = 1_000_000;
+/**
+ * The targets at 100,000 settled runs, read as a line through a fixed base:
+ * the bound for n runs is base + n × (target − base) / 100,000. The base is
+ * what does not grow with the runs, and it is large because serve's memory
+ * is far from proportional to them: over an empty root serve is ~77 MB
+ * resident on linux x64 (~47 MB of it the Node binary's own file pages, the
+ * rest V8, the addon, commander, prom-client and the HTTP server); the first
+ * listing adds a fixed cost whatever the count (a list worker thread and its
+ * allocator arena, V8's young generation grown to its working size); and
+ * V8's old space settles at a size that grows in steps, not per run. Measured
+ * here (bench/serve-start.mjs, the root of this test's shape): steady 96 MB
+ * at 20,000 runs, 122–135 MB at 50,000, 133–144 MB at 100,000
+ * (bench/RESULTS.md); peak 112 MB, 144–146 MB and 182–193 MB. So the peak's
+ * base is 100 MB (then 1,500 bytes per run) and the steady base 125 MB
+ * (then 250 bytes per run): a smaller steady base would put the line below
+ * what serve holds at 50,000 runs while it meets the target at 100,000. A
+ * base is no free pass: the control below holds serve over an empty root
+ * under both.
+ */
+const PEAK = { base: 100 * MB, perRun: (250 * MB - 100 * MB) / 100_000 };
+const STEADY = { base: 125 * MB, perRun: (150 * MB - 125 * MB) / 100_000 };
+const bound = (b: { base: number; perRun: number }, runs: number): number => b.base + runs * b.perRun;
 
 const ev = (id: string, event: string, extra: Record<string, unknown> = {}): string =>
   JSON.stringify({ schema: 3, ts: '2026-11-30T08:00:00Z', run_id: id, event, ...extra }) + '\n';
@@ -97,28 +122,67 @@ function measure(root: string, control: 'second-model' | 'skips'): Reading {
 // Removing 50,000 runs and 200,000 stray files can take minutes on a loaded machine: a bound, not a timing.
 afterAll(() => cleanupTemp(), 900_000);
 
-describe('the live dashboard keeps a bounded number of bytes per settled run', () => {
+afterEach(async () => {
+  await killAll();
+});
+
+/** VmHWM and VmRSS of `pid`, in bytes (/proc/<pid>/status). */
+function memoryOf(pid: number): { peak: number; rss: number } {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = (k: string): number => Number((new RegExp(`^${k}:\\s+(\\d+) kB$`, 'm').exec(status) as RegExpExecArray)[1]) * 1024;
+  return { peak: kb('VmHWM'), rss: kb('VmRSS') };
+}
+
+/**
+ * `runwarden serve` over `root` (of `runs` settled runs): its peak once the dashboard counts every run,
+ * and its resident set after the document was fetched once a second for 20 seconds more (what serve
+ * releases after its first listing is back by then; bench/serve-start.mjs shows it settled by 15 s).
+ */
+async function serveMemory(root: string, runs: number): Promise<{ peak: number; steady: number }> {
+  const s = await startServeCli(root, [], 300_000);
+  const pid = s.proc.pid as number;
+  const dashboard = async (): Promise<number> => {
+    const r = await fetch(`${s.url}api/dashboard`);
+    const doc = (await r.json()) as { tallies?: Record<string, number> };
+    return r.status === 200 && doc.tallies !== undefined ? Object.values(doc.tallies).reduce((a, b) => a + b, 0) : -1;
+  };
+  while ((await dashboard()) !== runs) await new Promise((r) => setTimeout(r, 200));
+  for (let i = 0; i < 20; i++) {
+    await new Promise((r) => setTimeout(r, 1000));
+    expect(await dashboard()).toBe(runs);
+  }
+  const { peak, rss } = memoryOf(pid);
+  s.proc.kill('SIGTERM');
+  await waitExit(s.proc);
+  return { peak, steady: rss };
+}
+
+describe('a real serve stays under the targets scaled to its runs (VmHWM, VmRSS)', () => {
+  let empty: string;
   let small: string;
   let large: string;
   beforeAll(() => {
-    small = settledRoot(10_000);
-    large = settledRoot(50_000);
-  }, 600_000);
+    empty = settledRoot(0);
+    small = settledRoot(20_000);
+    large = settledRoot(40_000);
+  }, 900_000);
 
-  it('grows by less than BYTES_PER_SETTLED_RUN per run from 10,000 to 50,000 runs; twice that state would not', () => {
-    const a = measure(small, 'second-model');
-    const b = measure(large, 'second-model');
-    expect(a.tallies).toBe(10_000);
-    expect(b.tallies).toBe(50_000);
-    const perRun = (b.model - b.before - (a.model - a.before)) / 40_000;
-    const twicePerRun = (b.control - b.before - (a.control - a.before)) / 40_000;
-    process.stdout.write(`serve-memory: model + engine ${perRun.toFixed(0)} B/run (bound ${BYTES_PER_SETTLED_RUN}); two of them ${twicePerRun.toFixed(0)} B/run\n`);
-    expect(perRun).toBeGreaterThan(0); // the measure sees the runs at all
-    expect(perRun).toBeLessThan(BYTES_PER_SETTLED_RUN);
-    // Positive control: the same measure finds twice the state (each of two keeping its own, as the model
-    // and the engine did before) above the bound, so a regression of that size cannot pass.
-    expect(twicePerRun).toBeGreaterThan(BYTES_PER_SETTLED_RUN);
-  }, 600_000);
+  it('over 0, 20,000 and 40,000 settled runs: peak and steady under base + runs × per-run share of 250 and 150 MB at 100,000', async (ctx) => {
+    needs(ctx, 'linux: /proc/<pid>/status');
+    const zero = await serveMemory(empty, 0);
+    const a = await serveMemory(small, 20_000);
+    const b = await serveMemory(large, 40_000);
+    const mb = (n: number) => (n / MB).toFixed(0);
+    process.stdout.write(`serve-memory: peak/steady MB: 0 runs ${mb(zero.peak)}/${mb(zero.steady)}, 20,000 ${mb(a.peak)}/${mb(a.steady)} (bounds ${mb(bound(PEAK, 20_000))}/${mb(bound(STEADY, 20_000))}), 40,000 ${mb(b.peak)}/${mb(b.steady)} (bounds ${mb(bound(PEAK, 40_000))}/${mb(bound(STEADY, 40_000))})\n`);
+    // The control: the base is not a free pass (an empty root's serve is under it), and the measure sees the runs.
+    expect(zero.peak).toBeLessThan(PEAK.base);
+    expect(zero.steady).toBeLessThan(STEADY.base);
+    expect(b.peak).toBeGreaterThan(a.peak);
+    for (const [runs, m] of [[20_000, a], [40_000, b]] as const) {
+      expect(m.peak, `peak at ${runs}`).toBeLessThan(bound(PEAK, runs));
+      expect(m.steady, `steady at ${runs}`).toBeLessThan(bound(STEADY, runs));
+    }
+  }, 900_000);
 });
 
 describe('a root full of entries that are not runs', () => {

@@ -1,26 +1,30 @@
 /**
  * Bytes read from a long stream, counted by strace (`-P` on the stream, the
- * return values of read/pread64 summed), for `runs --json` and `status`,
- * and by the live engine's own counter (issue 22 item 3):
+ * return values of read/pread64 summed), for `runs --json`, `status` and a
+ * live engine in a process of its own (its own counter is checked too, but
+ * is not the measure):
  * - a short closed last leg after 50 MiB of earlier legs is read in at most
  *   64 KiB, whatever the history's length;
  * - one closed leg of 50 MiB (outcome passed or failed) is read in at most
  *   64 KiB too: its start is not searched for past the last 32 KiB
  *   (CONTRACT §2.5 rule 7, test/tail-closed-leg.test.ts);
  * - the control: a 50 MiB leg closed `paused` (its gates are those after its
- *   start) is still searched whole, once.
+ *   start) is still searched whole, once;
+ * - an open 50 MiB leg is searched back to its start (§2.5 rule 8: no bound
+ *   keeps every status right for it), in one pass, never twice.
  */
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { closeSync, mkdirSync, openSync, readFileSync, statSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { LiveEngine } from '../src/index.js';
 import { needs } from './helpers/prereq.js';
-import { CLI, cleanupTemp, tempDir } from './helpers/lock-procs.js';
+import { CLI, cleanupTemp, killAll, ROOT, tempDir, track, until, waitExit } from './helpers/lock-procs.js';
 
 const engines: LiveEngine[] = [];
-afterEach(() => {
+afterEach(async () => {
   for (const e of engines.splice(0)) e.close();
+  await killAll();
 });
 afterAll(cleanupTemp);
 
@@ -46,6 +50,11 @@ function bytesRead(file: string, args: string[]): { bytes: number; calls: number
   const log = `${file}.strace`;
   const t = spawnSync('strace', ['-f', '-qq', '-e', 'trace=read,pread64', '-P', file, '-o', log, process.execPath, CLI, ...args], { encoding: 'utf8', timeout: 120_000 });
   expect(t.status, t.stderr).toBe(0);
+  return { ...readsIn(log), stdout: t.stdout };
+}
+
+/** The strace log's read/pread64 calls: their count and the bytes they returned. */
+function readsIn(log: string): { bytes: number; calls: number } {
   let bytes = 0;
   let calls = 0;
   for (const l of readFileSync(log, 'utf8').split('\n')) {
@@ -55,7 +64,24 @@ function bytesRead(file: string, args: string[]): { bytes: number; calls: number
       calls++;
     }
   }
-  return { bytes, calls, stdout: t.stdout };
+  return { bytes, calls };
+}
+
+/**
+ * A live engine in a process of its own (test/fixtures/holder-engine.mjs) under strace, started on
+ * `root` until it reports `dir`'s status; that status and the bytes it read from `file`, by the kernel's count.
+ */
+async function engineBytes(root: string, dir: string, file: string): Promise<{ status: string | null; bytes: number; calls: number }> {
+  const log = `${file}.engine.strace`;
+  const p = spawn('strace', ['-f', '-qq', '-e', 'trace=read,pread64', '-P', file, '-o', log, process.execPath, join(ROOT, 'test', 'fixtures', 'holder-engine.mjs'), root, '600000'], { stdio: ['pipe', 'pipe', 'inherit'] });
+  track(p);
+  let out = '';
+  p.stdout?.on('data', (d: Buffer) => (out += d.toString()));
+  const runLine = () => out.split('\n').find((l) => l.startsWith('{"type":"run"') && l.includes(JSON.stringify(dir.split('/').at(-1))));
+  await until(() => out.includes('READY\n') && runLine() !== undefined, 120_000);
+  p.stdin?.end();
+  await waitExit(p);
+  return { status: (JSON.parse(runLine() as string) as { status: string | null }).status, ...readsIn(log) };
 }
 
 /** `runs --json`, `status` and a live engine each report `expected` for the run `r`, having read at most 64 KiB of its stream. */
@@ -74,6 +100,11 @@ async function expectAtMost64KiB(root: string, r: { dir: string; events: string;
   expect(e.get(r.dir)?.report?.status).toBe(expected);
   expect(e.stats.bytesRead).toBeGreaterThan(0);
   expect(e.stats.bytesRead).toBeLessThanOrEqual(64 * 1024);
+  // The engine's own counter is not the measure: the kernel's count of what it read is.
+  const got = await engineBytes(root, r.dir, r.events);
+  expect(got.status, 'engine').toBe(expected);
+  expect(got.calls, 'engine').toBeGreaterThan(0);
+  expect(got.bytes, 'engine').toBeLessThanOrEqual(64 * 1024);
 }
 
 const LEG = line({ event: 'run_started' }) + line({ event: 'node_started', node_id: 'a' }) + line({ event: 'node_passed', node_id: 'a', detail: 'x'.repeat(200) }) + line({ event: 'run_finished', outcome: 'failed' });
@@ -102,6 +133,23 @@ describe('bytes read from a long stream', () => {
     const r = run(root, '20261202-160000-oneleg', line({ event: 'run_started' }), NODE, 50, line({ event: 'run_finished', outcome }));
     await expectAtMost64KiB(root, r, expected);
   });
+
+  it('one open leg of 50 MiB (CONTRACT §2.5 rule 8): searched back to its start once, never twice, by runs --json, status and the engine', async (ctx) => {
+    needs(ctx, 'strace');
+    const root = tempDir('rw-bytes-');
+    const r = run(root, '20261202-170000-open', line({ event: 'run_started', command: ['make', 'all'] }), NODE, 50, line({ event: 'node_started', node_id: 'last' }));
+    for (const args of [['runs', '--json', '--root', root], ['status', r.dir, '--json']]) {
+      const got = bytesRead(r.events, args);
+      // No lock file: the open leg reads RUNNING with unknown liveness, and its start (offset 0) was found.
+      expect(got.stdout, args[0]).toContain('RUNNING');
+      expect(got.bytes, args[0]).toBeGreaterThanOrEqual(r.size - 64 * 1024);
+      expect(got.bytes, args[0]).toBeLessThanOrEqual(r.size + 128 * 1024);
+    }
+    const got = await engineBytes(root, r.dir, r.events);
+    expect(got.status, 'engine').toBe('RUNNING');
+    expect(got.bytes, 'engine').toBeGreaterThanOrEqual(r.size - 64 * 1024);
+    expect(got.bytes, 'engine').toBeLessThanOrEqual(r.size + 128 * 1024);
+  }, 180_000);
 
   it('the control: one leg of 50 MiB closed paused is searched for its start once, and its gate named', (ctx) => {
     needs(ctx, 'strace');

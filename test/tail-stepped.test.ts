@@ -105,7 +105,8 @@ describe('TailStepper', () => {
       splitter.end();
       // (After a closed leg taken as begun before the tail's bound, CONTRACT §2.5 rule 7, that is the fold of the lines from where the tail began.)
       const { legs: _legs, ...forward } = readStream(whole).leg;
-      const rule7 = done.fold.started && done.fold.legOffset < 0;
+      // Rule 7 applied to the prefix's read (whatever the appended lines then do): what it folded, and every line after.
+      const rule7 = done.facts.leg.started && done.facts.leg.legOffset < 0;
       const continued = rule7 ? foldedFrom(whole, done.facts.from) : forward;
       const { command, ...rest } = done.fold.lastLeg();
       expect({ ...rest, ...(command === undefined ? {} : { command }) }, `seed ${seed} cut ${cut}`).toEqual(continued);

@@ -10,9 +10,9 @@
  * outcomes); for a ratio `value`, `spread` ([lo, hi] of the measuring run, or
  * null when that run did not keep one) and `spread_of` (what the spread is);
  * optional `note`; `measured` = { date (YYYY-MM-DD), commit, command };
- * `check`: the name of the bench/check.mjs measurer that re-measures it, or
- * null with `unchecked` saying why (only ratios are re-checked: absolute
- * times on these shared machines say more about the load than the code).
+ * `check`: the name of the bench/check.mjs measurement that re-derives it (a
+ * ratio's repetitions, or a fact's claim judged on a fresh run), or null with
+ * `unchecked` saying why.
  *
  * Staleness (bench/check.mjs): a check run measures R interleaved repetitions
  * and takes each repetition's ratio; its spread is [min, max] of those R
@@ -57,7 +57,6 @@ export function validate(doc) {
       if (Array.isArray(h.spread) && typeof h.spread_of !== 'string') problems.push(`${at}: a spread needs spread_of`);
     } else if (h?.kind === 'fact') {
       if (typeof h.value !== 'string' || h.value === '') problems.push(`${at}: a fact's value must be a non-empty string`);
-      if (h.check !== null) problems.push(`${at}: only ratios are re-checked (check must be null)`);
     } else problems.push(`${at}: kind must be "ratio" or "fact"`);
     const m = h?.measured;
     if (typeof m?.date !== 'string' || !DATE.test(m.date)) problems.push(`${at}: measured.date must be YYYY-MM-DD`);

@@ -11,7 +11,7 @@
  * reason, and the loader and the install step go on as for any prebuild that
  * does not load.
  */
-import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
+import { closeSync, constants, fstatSync, openSync, readSync, statSync } from 'node:fs';
 import { endianness as osEndianness } from 'node:os';
 
 /** The most of an addon file's headers {@link addonFileProblem} reads: the ELF program headers or Mach-O load commands sit near the start. */
@@ -35,14 +35,25 @@ const ELF_MACHINE: Readonly<Record<string, number>> = { x64: 62, arm64: 183, ia3
  *   commands inside the file, and every LC_SEGMENT_64's fileoff + filesize
  *   inside it (for a universal file, every slice inside it).
  *
+ * Anything but a regular file (a FIFO, a device, a directory) is refused
+ * before it is opened, so the check never blocks.
+ *
  * A file changed between this check and dlopen is not covered: the check is
  * about a broken install, not about an attacker who can write the addon.
  * Exported for the tests.
  */
 export function addonFileProblem(path: string, platform: NodeJS.Platform = process.platform): string | undefined {
+  // Only a regular file is opened: opening a FIFO with no writer blocks until one comes (every command
+  // hung), and a device can block or have effects of its own. The open is non-blocking too, so a file
+  // swapped for a FIFO between the stat and the open cannot hang either; fstat then refuses it.
+  try {
+    if (!statSync(path).isFile()) return 'it is not a regular file';
+  } catch (e) {
+    return `cannot open it (${(e as NodeJS.ErrnoException).code ?? String(e)})`;
+  }
   let fd: number;
   try {
-    fd = openSync(path, 'r');
+    fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY);
   } catch (e) {
     return `cannot open it (${(e as NodeJS.ErrnoException).code ?? String(e)})`;
   }

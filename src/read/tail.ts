@@ -318,9 +318,10 @@ function* walk(scan: BackScan, size: number, path: string): Steps<Walk> {
   let lowest = size;
   const floor = size - CLOSED_LEG_BYTES;
   const done = (restart: number, bounded = false): Walk => ({ restart, firstGate, legEvents, parsed, bounded, lowest });
+  // A closed last leg whose start is not in the last CLOSED_LEG_BYTES is not searched for (§2.5 rule 7).
+  const bounding = (): boolean => floor > 0 && finishAfter && !sawStart && closing !== 'paused';
   for (;;) {
-    // A closed last leg whose start is not in the last CLOSED_LEG_BYTES is not searched for (§2.5 rule 7).
-    const bound = floor > 0 && finishAfter && !sawStart && closing !== 'paused' ? floor : 0;
+    const bound = bounding() ? floor : 0;
     const hit = yield* scan.prevCandidate(limit, bound);
     if (hit === BOUND) return done(-1, true);
     if (hit < 0) return done(0);
@@ -345,7 +346,8 @@ function* walk(scan: BackScan, size: number, path: string): Steps<Walk> {
     } else if (ev?.event === 'gate_paused' && !sawStart) {
       firstGate = ls;
     }
-    if (ls === 0) return done(0);
+    // The file's first line, and no candidate before it: under the bound, as when none is left above it.
+    if (ls === 0) return bounding() ? done(-1, true) : done(0);
     limit = ls;
   }
 }

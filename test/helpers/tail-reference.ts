@@ -1,92 +1,171 @@
 /**
- * What CONTRACT §2.5 says the tail reader answers, computed the plain way:
- * every line of the file parsed forward, then the rules applied to that
- * list. The reader under test finds the same answer by a byte search over
- * windows of the file; this finds it from whole lines, so the two share only
- * the contract's parse and the one fold.
+ * What CONTRACT §2.5 says the tail reader answers, written from the
+ * contract's words alone: nothing here comes from src/ (no parser, fold,
+ * needle or constant of the implementation), so a rule the code gets wrong
+ * and this gets right shows as a difference. Every line of the file is
+ * split and read here, forward, then the rules are applied to that list:
  *
- * - Rule 2: the whole-file fold's last leg (without the leg count).
- * - Rule 7: when the walk from the end meets a `run_finished` (the earliest
- *   such before any `run_started` not `paused`) and no `run_started` before
- *   its next candidate lies below size − CLOSED_LEG_BYTES, the leg is taken as
- *   opened before the lines from the first one starting past that bound (or
- *   from the earliest candidate line met, when that one crosses the bound).
+ * - §2.2 rules 1–6: a line ends at `\n`, one `\r` before it dropped; a final
+ *   line without `\n` is read like any other; content over 1 MiB, or a
+ *   well-shaped line of a schema above 3, makes the stream unreadable (this
+ *   throws: the reference is asked only about streams the whole-file fold
+ *   reads); a line is used when it is a JSON object with an integer `schema`,
+ *   a string `event`, strings (or null) for `ts`, `run_id`, `phase`,
+ *   `outcome`, `node_id`, a non-empty string `node_id` for the seven node and
+ *   gate events, and nesting no deeper than 64 levels; every other line is
+ *   skipped.
+ * - §2.3 and §2.4 rule 4: the fold of the last leg (open, started, phase,
+ *   lastOutcome, the last start's offset and command) and the paused gates.
+ * - §2.5 rule 2: without rule 7, the tail reader's answer is the whole-file
+ *   fold's; candidate lines are those holding `n_st`, `n_fi`, `te_pa` or `\u`.
+ * - §2.5 rule 7: walking the candidate lines back from the end, once a
+ *   `run_finished` was met and no `run_started`, and the earliest such finish
+ *   met is not `paused`, a candidate line whose last such byte string starts
+ *   before size − 32 KiB is not read: the walk stops there (or at the file's
+ *   start with no candidate left) and the lines from the first one starting
+ *   after the bound (or from the earliest candidate line met, when that one
+ *   crosses it) are folded inside a leg taken as opened before them.
  */
 import { readFileSync } from 'node:fs';
-import { parseLine, type StreamEvent } from '../../src/contract/events.js';
-import { StreamFold, type LastLeg } from '../../src/contract/fold.js';
-import { CLOSED_LEG_BYTES } from '../../src/read/tail.js';
 
+/** §2.5 rule 7: how far back a closed leg's start is searched for (32 KiB). */
+const BOUND_BYTES = 32 * 1024;
+/** §2.2 rule 2: the longest line content a stream may hold. */
+const MAX_CONTENT = 1024 * 1024;
+/** §2.2 rule 3 (runwarden addition 13): deeper nesting is a malformed line. */
+const MAX_DEPTH = 64;
+/** §2.5 rule 2: the byte strings a candidate line holds. */
 const NEEDLES = ['n_st', 'n_fi', 'te_pa', '\\u'].map((s) => Buffer.from(s, 'latin1'));
+/** §2.1: the events that carry a node. */
+const NODE_EVENTS = new Set(['node_started', 'node_passed', 'node_failed', 'node_retried', 'gate_paused', 'gate_approved', 'gate_rejected']);
+const STRING_FIELDS = ['ts', 'run_id', 'phase', 'outcome', 'node_id'];
+
+/** The reference's last leg: the fields CONTRACT §2.3 and §2.4 name, as the tail reader reports them. */
+export interface ReferenceLeg {
+  open: boolean;
+  started: boolean;
+  phase: string;
+  lastOutcome: string;
+  legOffset: number;
+  gates: string[];
+  command?: string[];
+}
+
+type Event = Record<string, unknown> & { event: string };
 
 interface Line {
   start: number;
-  end: number;
-  ev: StreamEvent | null;
-  /** The greatest offset in the line where a needle starts, or -1 (not a candidate). */
+  ev: Event | null;
+  /** Where the last needle in the line starts, or -1: not a candidate line. */
   needle: number;
 }
 
-function linesOf(buf: Buffer, path: string): Line[] {
+function depth(v: unknown): number {
+  if (typeof v !== 'object' || v === null) return 0;
+  let d = 0;
+  for (const x of Array.isArray(v) ? v : Object.values(v)) d = Math.max(d, depth(x));
+  return d + 1;
+}
+
+/** §2.2 rules 2–4 for one line's content; throws for what makes the stream unreadable. */
+function readLine(content: Buffer, at: number): Event | null {
+  if (content.length > MAX_CONTENT) throw new Error(`reference: a line over 1 MiB at byte ${at}`);
+  let v: unknown;
+  try {
+    v = JSON.parse(new TextDecoder('utf-8').decode(content));
+  } catch {
+    return null;
+  }
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) return null;
+  if (depth(v) > MAX_DEPTH) return null;
+  const o = v as Record<string, unknown>;
+  if (!Number.isInteger(o['schema']) || typeof o['event'] !== 'string') return null;
+  for (const f of STRING_FIELDS) if (o[f] !== undefined && o[f] !== null && typeof o[f] !== 'string') return null;
+  if (NODE_EVENTS.has(o['event']) && (typeof o['node_id'] !== 'string' || o['node_id'] === '')) return null;
+  if ((o['schema'] as number) > 3) throw new Error(`reference: schema ${String(o['schema'])} at byte ${at}`);
+  return o as Event;
+}
+
+/** §2.2 rule 1 and rule 5: every line of the file, with where it starts and whether it is a candidate. */
+function linesOf(buf: Buffer): Line[] {
   const out: Line[] = [];
   let s = 0;
   while (s < buf.length) {
-    let e = buf.indexOf(0x0a, s);
-    if (e < 0) e = buf.length;
+    const nl = buf.indexOf(0x0a, s);
+    const e = nl < 0 ? buf.length : nl;
+    const content = buf.subarray(s, e > s && buf[e - 1] === 0x0d ? e - 1 : e);
     let needle = -1;
-    const line = buf.subarray(s, e);
     for (const n of NEEDLES) {
-      const i = line.lastIndexOf(n);
+      const i = buf.subarray(s, e).lastIndexOf(n);
       if (i >= 0) needle = Math.max(needle, s + i);
     }
-    out.push({ start: s, end: e, ev: parseLine(buf, s, e, path, s), needle });
+    out.push({ start: s, ev: readLine(content, s), needle });
     s = e + 1;
   }
   return out;
 }
 
-/** The reference answer for the stream at `path` (which must be readable by the whole-file fold), and whether rule 7 applied. */
-export function referenceLastLeg(path: string): { leg: LastLeg; bounded: boolean; from: number } {
+/** §2.3 and §2.4 rule 4, folded over `lines`; `openedBefore` starts inside a leg whose start is not among them. */
+function fold(lines: Line[], openedBefore: boolean): ReferenceLeg {
+  const leg: ReferenceLeg = { open: openedBefore, started: openedBefore, phase: '', lastOutcome: '', legOffset: -1, gates: [] };
+  const latest = new Map<string, { event: string; at: number }>();
+  for (const { start, ev } of lines) {
+    if (ev === null) continue;
+    if (ev.event === 'run_started') {
+      leg.open = true;
+      leg.started = true;
+      leg.phase = typeof ev['phase'] === 'string' ? ev['phase'] : '';
+      leg.legOffset = start;
+      const c = ev['command'];
+      if (Array.isArray(c) && c.length > 0 && c.every((x) => typeof x === 'string')) leg.command = c as string[];
+      else delete leg.command;
+    } else if (ev.event === 'run_finished') {
+      if (!leg.open) continue; // a lone or duplicate finish changes nothing
+      leg.open = false;
+      leg.lastOutcome = typeof ev['outcome'] === 'string' ? ev['outcome'] : '';
+    } else if (NODE_EVENTS.has(ev.event)) {
+      latest.set(ev['node_id'] as string, { event: ev.event, at: start });
+    }
+  }
+  leg.gates = [...latest]
+    .filter(([, e]) => e.event === 'gate_paused' && e.at > leg.legOffset)
+    .sort((a, b) => a[1].at - b[1].at)
+    .map(([id]) => id);
+  return leg;
+}
+
+/** The reference answer for the stream at `path` (which the whole-file fold must be able to read), and whether rule 7 applied. */
+export function referenceLastLeg(path: string): { leg: ReferenceLeg; bounded: boolean; from: number } {
   const buf = readFileSync(path);
-  const lines = linesOf(buf, path);
-  const size = buf.length;
-  const floor = size - CLOSED_LEG_BYTES;
-  let finishAfter = false;
-  let sawStart = false;
+  const lines = linesOf(buf);
+  const floor = buf.length - BOUND_BYTES;
+  let finishMet = false;
+  let startMet = false;
   let closing = '';
-  let lowest = size;
+  let lowest = -1;
   let bounded = false;
   for (let k = lines.length - 1; k >= 0; k--) {
     const line = lines[k] as Line;
     if (line.needle < 0) continue;
-    if (floor > 0 && finishAfter && !sawStart && closing !== 'paused' && line.needle < floor) {
+    const bound = floor > 0 && finishMet && !startMet && closing !== 'paused';
+    if (bound && line.needle < floor) {
       bounded = true;
       break;
     }
     lowest = line.start;
     const ev = line.ev;
     if (ev?.event === 'run_finished') {
-      finishAfter = true;
-      if (!sawStart) closing = typeof ev.outcome === 'string' ? ev.outcome : '';
+      finishMet = true;
+      if (!startMet) closing = typeof ev['outcome'] === 'string' ? ev['outcome'] : '';
     } else if (ev?.event === 'run_started') {
-      sawStart = true;
-      if (finishAfter) break;
+      startMet = true;
+      if (finishMet) break; // a closed leg's start: the whole-file fold's answer from here on
     }
-    if (line.start === 0) break; // the walk ends at the file's first line
   }
-  // No candidate left above the bound while it applies: the walk stops there too (not at the file's first line).
-  if (!bounded && lowest > 0 && floor > 0 && finishAfter && !sawStart && closing !== 'paused') bounded = true;
-  const fold = new StreamFold();
-  let from = 0;
-  if (bounded) {
-    const nl = buf.indexOf(0x0a, floor);
-    from = Math.min(lowest, nl < 0 ? size : nl + 1);
-    fold.openedBefore();
-  }
-  for (const line of lines) {
-    if (line.start < from) continue;
-    if (line.ev === null) fold.skip();
-    else fold.apply(line.ev, line.start);
-  }
-  return { leg: fold.lastLeg(), bounded, from };
+  // No candidate line left while the bound applies: the walk stops there too.
+  if (!bounded && lowest >= 0 && floor > 0 && finishMet && !startMet && closing !== 'paused') bounded = true;
+  if (!bounded) return { leg: fold(lines, false), bounded, from: 0 };
+  const after = lines.find((l) => l.start > floor);
+  const from = Math.min(lowest, after === undefined ? buf.length : after.start);
+  return { leg: fold(lines.filter((l) => l.start >= from), true), bounded, from };
 }

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import type { Command } from 'commander';
 import { LockFileError, LockHeldError, RunFileError, RunUnreadableError, StreamError, WriteError } from '../../contract/errors.js';
 import { EVENTS_FILE, LOCK_FILE } from '../../contract/files.js';
-import { readLastLeg } from '../../read/tail.js';
+import { readStream } from '../../read/stream.js';
 import { runDirPath, runFilePath } from '../../kernel/dirfd.js';
 import { shellQuote } from '../../status/hints.js';
 import { runStatus } from '../../status/inspect.js';
@@ -81,14 +81,21 @@ function refusePausedRun(runId: string, gates: readonly string[], force: boolean
   );
 }
 
-/** What must be said or refused before a leg may start on this run. */
+/**
+ * What must be said or refused before a leg may start on this run. The leg
+ * facts come from the whole-file forward fold, the reference's own reading,
+ * not from the tail reader: a writer starts one leg and can afford it, and
+ * the tail reader's declared difference (CONTRACT §2.5 rule 7, §6.2 item 7:
+ * a lone finish far after a pause reads as closing a leg) must never let a
+ * leg end a pause the reference still holds.
+ */
 function preflight(runDir: string, runId: string, force: boolean): void {
   let open: boolean;
   try {
-    const { leg } = readLastLeg(join(runDir, EVENTS_FILE));
+    const { leg } = readStream(join(runDir, EVENTS_FILE));
     open = leg.open;
     // CONTRACT §4.3 row 4: a closed last leg whose outcome is `paused` is PAUSED, whatever else the run holds.
-    if (!open && leg.lastOutcome === 'paused') refusePausedRun(runId, leg.gates, force);
+    if (!open && leg.lastOutcome === 'paused') refusePausedRun(runId, leg.gates ?? [], force);
   } catch (e) {
     if (e instanceof StreamError) refuse(`cannot start a leg of run ${runId}: ${e.message}`);
     throw e;
