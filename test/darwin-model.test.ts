@@ -197,3 +197,51 @@ describe('lock files that are not regular files (fs_darwin.cc) in the model', ()
     expect(said, 'the probe opened the FIFO').toBe('');
   });
 });
+
+describe('the holder census on darwin (libproc) in the model', () => {
+  /** A leg in another process on the model: acquires `lockPath` and holds it until killed. */
+  function leg(lockPath: string): Promise<{ pid: number; stop: () => void }> {
+    const src = `const { acquireLock } = await import(${JSON.stringify(join(ROOT, 'dist', 'index.js'))}); acquireLock(${JSON.stringify(lockPath)}); process.stdout.write('held\\n'); setInterval(() => {}, 1000);`;
+    const child = spawn(process.execPath, ['--input-type=module', '-e', src], { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, RUNWARDEN_ADDON: addon } });
+    return new Promise((res, rej) => {
+      child.stdout.once('data', () => res({ pid: child.pid as number, stop: () => child.kill('SIGKILL') }));
+      child.once('exit', (code) => rej(new Error(`the leg exited (${code})`)));
+    });
+  }
+
+  it('a replaced lock file: its holder is found by the census (held-elsewhere), and acquire refuses naming it', async () => {
+    const run = fresh('replaced');
+    const lockPath = join(run, 'resume.lock');
+    const l = await leg(lockPath);
+    try {
+      // A restore puts a new inode at the path; the leg's flock stays on the old one.
+      spawnSync('sh', ['-c', `cp "${lockPath}" "${lockPath}.new" && mv "${lockPath}.new" "${lockPath}"`]);
+      const r = onModel(`
+        const fs = await import('node:fs');
+        const H = await import(${JSON.stringify(join(ROOT, 'dist', 'kernel', 'holders.js'))});
+        const st = fs.statSync(${JSON.stringify(lockPath)});
+        const probe = K.probeLock(${JSON.stringify(lockPath)});
+        const ev = H.foreignHolder({ lockPath: ${JSON.stringify(lockPath)}, dev: st.dev, currentIno: st.ino });
+        let refusal = '';
+        try { K.acquireLock(${JSON.stringify(lockPath)}, { retryMs: 20 }).release(); } catch (e) { refusal = e.message; }
+        out({ probe: probe.liveness, ev: ev.kind, pid: ev.holder?.pid, refusal });
+      `);
+      expect(r.out).toMatchObject({ probe: 'free', ev: 'held-elsewhere', pid: l.pid });
+      expect((r.out as { refusal: string }).refusal).toContain(`pid ${l.pid}`);
+    } finally {
+      l.stop();
+    }
+  });
+
+  it('acquire refuses a lock a leg holds (a descriptor open for writing), at the end of its retry window', async () => {
+    const run = fresh('busy');
+    const lockPath = join(run, 'resume.lock');
+    const l = await leg(lockPath);
+    try {
+      const r = onModel(`let m = ''; try { K.acquireLock(${JSON.stringify(lockPath)}, { retryMs: 50 }).release(); m = 'acquired'; } catch (e) { m = e.message; } out(m);`);
+      expect(r.out).toMatch(/a leg of this run is in flight/);
+    } finally {
+      l.stop();
+    }
+  });
+});
