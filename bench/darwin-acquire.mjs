@@ -7,9 +7,12 @@
  * window) are refused while P poller processes probe the same lock in a tight loop, with no leg
  * anywhere: every refusal is a false "busy".
  *
- *   node bench/darwin-acquire.mjs [--pollers 64] [--acquires 1000]
+ *   node bench/darwin-acquire.mjs [--pollers 64] [--acquires 1000] [--max-seconds S]
  *
- * Prints one JSON line: {pollers, acquires, refused, reasons, ms, p50Ms, p99Ms, addon}.
+ * Readers can starve an exclusive flock, so an acquire among 64 tight-loop pollers may wait its whole
+ * readers' window (up to 30 s): --max-seconds stops after the acquire under way at S seconds, and the
+ * line says how many were made. Prints one JSON line: {pollers, acquires, done, refused, reasons, ms,
+ * p50Ms, p99Ms, addon}; progress goes to stderr.
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
@@ -24,6 +27,7 @@ const arg = (name, dflt) => {
 };
 const POLLERS = arg('pollers', 64);
 const ACQUIRES = arg('acquires', 1000);
+const MAX_MS = arg('max-seconds', Infinity) * 1000;
 const addon = buildDarwinModel({ quiet: true });
 
 if (process.env['RUNWARDEN_ADDON'] !== addon) {
@@ -52,7 +56,8 @@ let refused = 0;
 const reasons = {};
 const took = [];
 const start = performance.now();
-for (let i = 0; i < ACQUIRES; i++) {
+for (let i = 0; i < ACQUIRES && performance.now() - start < MAX_MS; i++) {
+  if (i % 25 === 0) process.stderr.write(`darwin-acquire: ${i} acquires, ${refused} refused, ${Math.round((performance.now() - start) / 1000)} s\n`);
   const t0 = performance.now();
   try {
     acquireLock(lockPath).release();
@@ -68,4 +73,4 @@ for (const p of pollers) p.kill('SIGKILL');
 rmSync(root, { recursive: true, force: true });
 took.sort((a, b) => a - b);
 const pct = (q) => Math.round(took[Math.min(took.length - 1, Math.floor(q * took.length))] * 10) / 10;
-process.stdout.write(`${JSON.stringify({ pollers: POLLERS, acquires: ACQUIRES, refused, reasons, ms: Math.round(ms), p50Ms: pct(0.5), p99Ms: pct(0.99), addon })}\n`);
+process.stdout.write(`${JSON.stringify({ pollers: POLLERS, acquires: ACQUIRES, done: took.length, refused, reasons, ms: Math.round(ms), p50Ms: pct(0.5), p99Ms: pct(0.99), addon })}\n`);
