@@ -1,10 +1,12 @@
 // runwarden native, darwin: the platform seam (platform.h) for darwin.
 //
-// Written against the documented statfs(2) and flock(2) interfaces of darwin.
-// Compiled and linked for arm64 and x86-64 macOS on linux with zig (the
-// darwin build gate, test/darwin-build.test.ts, and the shipped prebuilds),
-// but NEVER RUN: no Mac was available. binding.gyp builds it only when
-// OS=="mac". What f_fstypename each filesystem reports: docs/CONTRACT.md §5.6.
+// Written against darwin's statfs(2), flock(2), open(2), mount(2) and
+// libproc (libproc.h, sys/proc_info.h). Compiled and linked for arm64 and
+// x86-64 macOS on linux with zig (the darwin build gate,
+// test/darwin-build.test.ts, and the shipped prebuilds), and run on linux
+// against the XNU model (native/xnu-model/, scripts/darwin-model.mjs); never
+// run on a Mac. binding.gyp builds it only when OS=="mac". What
+// f_fstypename each filesystem reports: docs/CONTRACT.md §5.6.
 #include "platform.h"
 
 #include <errno.h>
@@ -14,7 +16,9 @@
 #include <sys/param.h>
 #include <sys/stat.h>
 #include <fcntl.h>
+#include <libproc.h>
 #include <malloc/malloc.h>
+#include <sys/proc_info.h>
 #include <unistd.h>
 
 namespace rw {
@@ -23,6 +27,8 @@ const char* const kPlatformName = "darwin";
 const bool kHasFlock = true;
 const bool kFsTypeIsName = true;
 const int kProbeDirFlags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
+const bool kHasProcFs = false;
+const char* const kHolderTable = "libproc";
 
 namespace {
 void Fill(const struct statfs& sfs, FsType* out) {
@@ -47,12 +53,24 @@ int FsTypeOfFd(int fd, FsType* out) {
   return 0;
 }
 
-// darwin has no O_PATH: the entry is opened read-only and non-blocking (no
-// I/O), checked, and closed. Weaker than linux: the filesystem sees an open.
+// darwin mounts a filesystem only on a directory (mount(2): "dir" is "the
+// directory on which the file system is mounted"; ENOTDIR otherwise), so an
+// entry that is not a directory is on its directory's filesystem, and is
+// never opened here: a FIFO, a socket or a device node at a lock file's path
+// is answered from the look (fstatat), as linux answers it from an O_PATH
+// descriptor. A directory is opened (darwin has no O_PATH) read-only,
+// non-blocking, O_DIRECTORY|O_NOFOLLOW, checked and closed.
 int FsTypeOfEntry(int dirfd, const char* name, FsType* out) {
+  struct stat st;
+  int r;
+  do {
+    r = fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW);
+  } while (r != 0 && errno == EINTR);
+  if (r != 0) return errno;
+  if (!S_ISDIR(st.st_mode)) return FsTypeOfFd(dirfd, out);
   int fd;
   do {
-    fd = openat(dirfd, name, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+    fd = openat(dirfd, name, O_RDONLY | O_NONBLOCK | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   } while (fd < 0 && errno == EINTR);
   if (fd < 0) return errno;
   struct statfs sfs;
@@ -64,8 +82,9 @@ int FsTypeOfEntry(int dirfd, const char* name, FsType* out) {
 }
 
 // fstatat without following a link. darwin has no mount-root attribute and
-// no unique mount id here, so the probe takes its slower path: the entry's
-// own filesystem is judged every time (FsTypeOfEntry).
+// no unique mount id here: a directory may be a mount point (unknown, -1,
+// so its own filesystem is judged, FsTypeOfEntry); anything else is on its
+// directory's mount (0: mount(2) mounts only on directories).
 int StatEntry(int dirfd, const char* name, EntryStat* out) {
   struct stat st;
   int r;
@@ -77,7 +96,7 @@ int StatEntry(int dirfd, const char* name, EntryStat* out) {
   out->ino = static_cast<uint64_t>(st.st_ino);
   out->mode = static_cast<uint32_t>(st.st_mode);
   out->size = static_cast<uint64_t>(st.st_size);
-  out->mount_root = -1;
+  out->mount_root = S_ISDIR(st.st_mode) ? -1 : 0;
   out->mount_id = 0;
   return 0;
 }
@@ -99,5 +118,59 @@ int Flock(int fd, LockKind kind) {
 
 // malloc_zone_pressure_relief(NULL, 0): every zone, as much as it can; returns the bytes released.
 bool ReleaseFreeMemory() { return malloc_zone_pressure_relief(nullptr, 0) > 0; }
+
+// The census linux reads from /proc/<pid>/fd, from libproc (libproc.h):
+// proc_listpids(PROC_ALL_PIDS) lists the processes; for each,
+// proc_pidinfo(PROC_PIDLISTFDS) its descriptors (struct proc_fdinfo), and
+// for each vnode among them proc_pidfdinfo(PROC_PIDFDVNODEPATHINFO) the
+// file's device and inode (vinfo_stat), its path and the open file's flags
+// (fi_openflags: FREAD/FWRITE). Only processes of this user answer unless
+// this one is root (EPERM): those are counted in *unreadable. A process or
+// descriptor gone between the calls is passed over.
+int OpenFilesOnDevice(uint64_t dev, int except_pid, std::vector<OpenFile>* out, int* unreadable) {
+  *unreadable = 0;
+  errno = 0;
+  int bytes = proc_listpids(PROC_ALL_PIDS, 0, nullptr, 0);
+  if (bytes <= 0) return errno != 0 ? errno : EIO;
+  std::vector<int> pids(static_cast<size_t>(bytes) / sizeof(int) + 64);
+  errno = 0;
+  bytes = proc_listpids(PROC_ALL_PIDS, 0, pids.data(), static_cast<int>(pids.size() * sizeof(int)));
+  if (bytes <= 0) return errno != 0 ? errno : EIO;
+  pids.resize(static_cast<size_t>(bytes) / sizeof(int));
+  std::vector<struct proc_fdinfo> fds;
+  struct vnode_fdinfowithpath vi;
+  for (int pid : pids) {
+    if (pid <= 0 || pid == except_pid) continue;
+    errno = 0;
+    int need = proc_pidinfo(pid, PROC_PIDLISTFDS, 0, nullptr, 0);
+    if (need <= 0) {
+      if (errno == EPERM || errno == EACCES) (*unreadable)++;
+      continue;
+    }
+    fds.resize(static_cast<size_t>(need) / sizeof(struct proc_fdinfo) + 16);
+    errno = 0;
+    int got = proc_pidinfo(pid, PROC_PIDLISTFDS, 0, fds.data(), static_cast<int>(fds.size() * sizeof(struct proc_fdinfo)));
+    if (got <= 0) {
+      if (errno == EPERM || errno == EACCES) (*unreadable)++;
+      continue;
+    }
+    size_t count = static_cast<size_t>(got) / sizeof(struct proc_fdinfo);
+    for (size_t i = 0; i < count; i++) {
+      if (fds[i].proc_fdtype != PROX_FDTYPE_VNODE) continue;
+      int r = proc_pidfdinfo(pid, fds[i].proc_fd, PROC_PIDFDVNODEPATHINFO, &vi, static_cast<int>(sizeof vi));
+      if (r < static_cast<int>(sizeof vi)) continue;
+      const struct vinfo_stat& v = vi.pvip.vip_vi.vi_stat;
+      if (v.vst_dev != static_cast<uint32_t>(dev)) continue;
+      vi.pvip.vip_path[sizeof vi.pvip.vip_path - 1] = '\0';
+      OpenFile f;
+      f.pid = pid;
+      f.ino = v.vst_ino;
+      f.write = (vi.pfi.fi_openflags & FWRITE) != 0;
+      f.path = vi.pvip.vip_path;
+      out->push_back(std::move(f));
+    }
+  }
+  return 0;
+}
 
 }  // namespace rw

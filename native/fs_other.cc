@@ -28,4 +28,9 @@ int Flock(int, LockKind) { return ENOSYS; }
 
 bool ReleaseFreeMemory() { return false; }
 
+const bool kHasProcFs = false;
+const char* const kHolderTable = "none";
+
+int OpenFilesOnDevice(uint64_t, int, std::vector<OpenFile>*, int*) { return ENOSYS; }
+
 }  // namespace rw

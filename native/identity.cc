@@ -20,6 +20,7 @@
 #include <sys/types.h>
 
 #include "addon_js.h"
+#include "platform.h"
 
 namespace rw {
 namespace {
@@ -107,11 +108,51 @@ Napi::Value FileIdentities(const Napi::CallbackInfo& info) {
   return env.Undefined();
 }
 
+// openFilesOnDevice(dev, exceptPid) -> {files: [{pid, ino, write, path}], unreadable}.
+// Which processes hold which files of one device open (platform.h
+// OpenFilesOnDevice: darwin's libproc census), a fact for the holder rules
+// in src/kernel/holders.ts. `path` is a Buffer (the kernel's bytes). Throws
+// ENOSYS where the system has no such census (linux: /proc is read instead).
+Napi::Value OpenFilesOnDeviceJs(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  int64_t dev = 0, except = 0;
+  if (info.Length() != 2 || !js::IntArg(env, info[0], "dev", &dev) || !js::IntArg(env, info[1], "exceptPid", &except)) return env.Undefined();
+  std::vector<OpenFile> files;
+  int unreadable = 0;
+  int err = OpenFilesOnDevice(static_cast<uint64_t>(dev), static_cast<int>(except), &files, &unreadable);
+  if (err != 0) {
+    js::ThrowErrno(env, err, "openFilesOnDevice", nullptr);
+    return env.Undefined();
+  }
+  Napi::Array list = Napi::Array::New(env, files.size());
+  for (size_t i = 0; i < files.size(); i++) {
+    Napi::Object o = Napi::Object::New(env);
+    o.Set("pid", Napi::Number::New(env, files[i].pid));
+    o.Set("ino", Napi::Number::New(env, static_cast<double>(files[i].ino)));
+    o.Set("write", Napi::Boolean::New(env, files[i].write));
+    o.Set("path", Napi::Buffer<char>::Copy(env, files[i].path.data(), files[i].path.size()));
+    list.Set(static_cast<uint32_t>(i), o);
+  }
+  Napi::Object result = Napi::Object::New(env);
+  result.Set("files", list);
+  result.Set("unreadable", Napi::Number::New(env, unreadable));
+  return result;
+}
+
 }  // namespace
 
+// Registers the identity calls, and the system's facts TypeScript decides by
+// instead of the platform's name (platform.h kHasProcFs, kHolderTable) with
+// the census behind `holderTable: "libproc"`.
 void RegisterIdentity(Napi::Env env, Napi::Object exports) {
   exports.Set("fileIdentities", Napi::Function::New(env, FileIdentities, "fileIdentities"));
   exports.Set("fileIdentityStride", Napi::Number::New(env, kStride));
+  Napi::Object system = Napi::Object::New(env);
+  system.Set("procfs", Napi::Boolean::New(env, kHasProcFs));
+  system.Set("holderTable", Napi::String::New(env, kHolderTable));
+  system.Freeze();
+  exports.Set("system", system);
+  exports.Set("openFilesOnDevice", Napi::Function::New(env, OpenFilesOnDeviceJs, "openFilesOnDevice"));
 }
 
 }  // namespace rw

@@ -11,7 +11,9 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include <set>
+#include <limits.h>
+
+#include <map>
 
 #include "notify.h"
 
@@ -96,16 +98,19 @@ void NotifyClose(NotifyState* st) {
 // One epoll instance per exit notifier, holding each watched process's pidfd
 // (level-triggered EPOLLIN: a pidfd is readable once its process has
 // exited), so libuv polls one descriptor however many processes are
-// watched. The watch's id is its pidfd's number. A pidfd that reported is
-// taken out of the epoll set and closed in the same drain (otherwise it
-// stays readable and the loop would spin), and its id forgotten before any
-// JavaScript runs, so a later pidfd reusing the number is a new watch.
+// watched. A pidfd that reported is taken out of the epoll set and closed in
+// the same drain (otherwise it stays readable and the loop would spin). The
+// watch's id is a counter, not the pidfd's number: the drain closes pidfds
+// before JavaScript sees the batch, so a watch added while the batch is
+// being told may get a closed pidfd's number, and must not get an id that a
+// later event of the same batch still carries.
 
 const char* const kExitBackend = "pidfd";
 
 struct ExitState {
   int ep = -1;
-  std::set<int> pidfds;
+  int last_id = 0;
+  std::map<int, int> pidfds;  // id -> pidfd
 };
 
 int ExitOpen(ExitState** out, int* poll_fd) {
@@ -123,24 +128,29 @@ int ExitAdd(ExitState* st, int pid, int* id) {
   // such process is visible from this pid namespace.
   long fd = syscall(SYS_pidfd_open, static_cast<long>(pid), 0L);
   if (fd < 0) return errno;
+  int next = st->last_id;
+  do {
+    next = next >= INT_MAX ? 1 : next + 1;
+  } while (st->pidfds.count(next) != 0);
   struct epoll_event ev = {};
   ev.events = EPOLLIN;
-  ev.data.fd = static_cast<int>(fd);
+  ev.data.u64 = static_cast<uint64_t>(next);
   if (epoll_ctl(st->ep, EPOLL_CTL_ADD, static_cast<int>(fd), &ev) != 0) {
     int err = errno;
     close(static_cast<int>(fd));
     return err;
   }
-  st->pidfds.insert(static_cast<int>(fd));
-  *id = static_cast<int>(fd);
+  st->last_id = next;
+  st->pidfds[next] = static_cast<int>(fd);
+  *id = next;
   return 0;
 }
 
 int ExitRemove(ExitState* st, int id) {
   auto it = st->pidfds.find(id);
   if (it == st->pidfds.end()) return EINVAL;
+  close(it->second);  // closing the last reference removes it from the epoll set
   st->pidfds.erase(it);
-  close(id);  // closing the last reference removes it from the epoll set
   return 0;
 }
 
@@ -155,13 +165,14 @@ int ExitDrain(ExitState* st, std::vector<NotifyEvent>* out, size_t max, bool* mo
     }
     if (n == 0) return 0;
     for (int i = 0; i < n; i++) {
-      int fd = evs[i].data.fd;
-      auto it = st->pidfds.find(fd);
+      int id = static_cast<int>(evs[i].data.u64);
+      auto it = st->pidfds.find(id);
       if (it == st->pidfds.end()) continue;
+      int fd = it->second;
       st->pidfds.erase(it);
       epoll_ctl(st->ep, EPOLL_CTL_DEL, fd, nullptr);
       close(fd);
-      out->push_back(NotifyEvent{fd, 0, std::string()});
+      out->push_back(NotifyEvent{id, 0, std::string()});
     }
   }
   *more = true;
@@ -169,7 +180,7 @@ int ExitDrain(ExitState* st, std::vector<NotifyEvent>* out, size_t max, bool* mo
 }
 
 void ExitClose(ExitState* st) {
-  for (int fd : st->pidfds) close(fd);
+  for (auto& p : st->pidfds) close(p.second);
   if (st->ep >= 0) close(st->ep);
   delete st;
 }

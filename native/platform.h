@@ -7,8 +7,9 @@
 // `conditions` (never by #if in the common files):
 //
 //   fs_linux.cc   linux: statfs f_type magics, statx, flock(2). Built and tested.
-//   fs_darwin.cc  darwin: statfs f_fstypename names, fstatat, flock(2). Written against
-//                 the documented interfaces; compiled by the darwin build gate, never run.
+//   fs_darwin.cc  darwin: statfs f_fstypename names, fstatat, flock(2), libproc.
+//                 Compiled for macOS with zig; run on linux against the XNU
+//                 model (native/xnu-model/); never run on a Mac.
 //   fs_other.cc   anything else: no flock, no filesystem type; every call
 //                 reports ENOSYS, and the TypeScript side answers unknown.
 //
@@ -102,6 +103,33 @@ int OpenOnDirMount(int dirfd, const char* name, int flags, int* fd);
 enum class LockKind { kShared, kExclusive, kUnlock };
 constexpr int kContended = -1;
 int Flock(int fd, LockKind kind);
+
+// What the system offers that TypeScript must not assume from the platform's
+// name (src/kernel/system.ts reads these through the addon's `system` export):
+// - kHasProcFs: a /proc to read (linux): /proc/locks, /proc/<pid>/fd,
+//   /proc/<pid>/environ. darwin has none.
+// - kHolderTable: where the holders of a lock file are found: "proc-locks"
+//   (linux: the kernel's flock table and /proc/<pid>/fd, read by TypeScript),
+//   "libproc" (darwin: OpenFilesOnDevice below; descriptors and their open
+//   modes, no lock table), or "none".
+extern const bool kHasProcFs;
+extern const char* const kHolderTable;
+
+// One open descriptor of another process on a file: its pid, the file's
+// inode, whether it is open for writing, and the path the kernel gives it.
+struct OpenFile {
+  int pid = 0;
+  uint64_t ino = 0;
+  bool write = false;
+  std::string path;
+};
+
+// Every descriptor, of every process this one may inspect except
+// `except_pid`, on a file of device `dev`; *unreadable counts the processes
+// that could not be inspected (darwin: another user's, unless root). darwin:
+// libproc proc_listpids, PROC_PIDLISTFDS, PROC_PIDFDVNODEPATHINFO. ENOSYS
+// where there is no such census here (linux reads /proc from TypeScript).
+int OpenFilesOnDevice(uint64_t dev, int except_pid, std::vector<OpenFile>* out, int* unreadable);
 
 // Gives the memory the process's allocator holds free back to the kernel
 // (linux glibc: malloc_trim(0), which also releases the free pages inside

@@ -88,7 +88,7 @@ describe("the listing's floor (bench/list-floor.c)", () => {
 
 describe('probe cost methods', () => {
   it('every method reads the live holder process as alive and the released lock as gone', async (ctx) => {
-    needs(ctx, 'cc');
+    needs(ctx, 'cc', "linux: the bench's composed probes judge the filesystem by linux's f_type magics");
     const { binary } = buildFloor();
     const cost = await runCost({ floorBin: binary, reps: 1, chunkMs: 1 });
     const ids = cost.rows.map((r: { id: string }) => r.id);
@@ -128,7 +128,8 @@ describe('judging churn probes against the leg', () => {
 });
 
 describe('a small pollers matrix with real processes', () => {
-  it('runs every setting and kind, and probeLock answers only what is possible', async () => {
+  it('runs every setting and kind, and probeLock answers only what is possible', async (ctx) => {
+    needs(ctx, "linux: the bench's exclusive probe judges the filesystem by linux's f_type magics");
     // A poller or leg that gets no CPU before its window closes makes no probe at all; a
     // window of a second (not 150 ms) leaves a loaded machine room to schedule every one.
     const cells = await runPollers({ Ps: [2], windowMs: 1000, reps: 1 });

@@ -16,9 +16,9 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { describeFsType, filesystemType, LINUX_LOCAL_FS, probeLock } from '../src/index.js';
+import { DARWIN_LOCAL_FS, describeFsType, filesystemType, LINUX_LOCAL_FS, probeLock } from '../src/index.js';
 import { cleanupTemp, killAll, ROOT, startHolder, tempDir } from './helpers/lock-procs.js';
-import { needs } from './helpers/prereq.js';
+import { needs, testedPlatform } from './helpers/prereq.js';
 
 const MARKED = 'oh-my-graph-lock 1\n1\n';
 const mounts: string[] = [];
@@ -83,7 +83,8 @@ afterAll(async () => {
 describe('filesystem gate', () => {
   it('the test temp dir is on a known-local filesystem and is probed', () => {
     const t = filesystemType(base);
-    expect(LINUX_LOCAL_FS.has(t as number), `temp dir is ${describeFsType(t)}`).toBe(true);
+    const local = testedPlatform() === 'darwin' ? DARWIN_LOCAL_FS.includes(t as string) : LINUX_LOCAL_FS.has(t as number);
+    expect(local, `temp dir is ${describeFsType(t)}`).toBe(true);
     const d = join(base, 'local');
     mkdirSync(d);
     writeFileSync(join(d, 'resume.lock'), MARKED);

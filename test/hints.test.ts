@@ -7,6 +7,7 @@ import { mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { needs } from './helpers/prereq.js';
 import { abandonedHint, ORPHAN_WARNING, orphanEvidence, parsePgid, pausedHint, shellQuote, type OrphanEvidence } from '../src/status/hints.js';
 import { legMark, processesMarked } from '../src/kernel/legmark.js';
 import { runStatus } from '../src/status/inspect.js';
@@ -104,7 +105,8 @@ describe('pausedHint', () => {
 describe('exec legs: the orphan evidence from exec.pgid', () => {
   const execLeg = ev('run_started', { command: ['node', 'job.js'] }) + ev('node_started', { node_id: 'command' });
 
-  it('a dead exec leg whose child group is alive, then gone', async () => {
+  it('a dead exec leg whose child group is alive, then gone', async (ctx) => {
+    needs(ctx, 'linux: the gone wording needs the search of /proc/<pid>/environ for the leg mark');
     const root = tempDir();
     const id = runId();
     const dir = makeRun(root, id, {});
@@ -128,7 +130,8 @@ describe('exec legs: the orphan evidence from exec.pgid', () => {
     expect(after.hint).toContain(ORPHAN_WARNING); // the warning stays: a child may have left the group
   });
 
-  it('processesMarked finds a process carrying a mark in its environment, whatever its group, and not the reader', async () => {
+  it('processesMarked finds a process carrying a mark in its environment, whatever its group, and not the reader', async (ctx) => {
+    needs(ctx, 'linux: /proc/<pid>/environ');
     const mark = legMark(1n, 2n, 424242);
     const c = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], { detached: true, stdio: 'ignore', env: { ...process.env, RUNWARDEN_LEG: mark } });
     groups.push(c);

@@ -10,6 +10,7 @@
 import { appendFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { needs } from './helpers/prereq.js';
 import { LiveEngine, runStatus, type RunReport } from '../src/index.js';
 import { DashboardModel } from '../src/serve/model.js';
 import { cleanupTemp, tempDir, until } from './helpers/lock-procs.js';
@@ -47,7 +48,8 @@ function seedOf(root: string, settled: string, open: string): Map<string, RunRep
 }
 
 describe('LiveEngine seed and settledForget', () => {
-  it('takes a seeded report for a settled, watched run instead of reading it, and reads it again when it changes', async () => {
+  it('takes a seeded report for a settled, watched run instead of reading it, and reads it again when it changes', async (ctx) => {
+    needs(ctx, 'linux: inotify (the engine\'s backend is asserted)');
     const { root, settled, open } = makeRoot();
     let asked = 0;
     const engine = new LiveEngine({
@@ -107,7 +109,8 @@ describe('LiveEngine seed and settledForget', () => {
     expect(engine.get(join(root, settled))?.report).toEqual(runStatus(join(root, settled)));
   });
 
-  it('the live dashboard: the engine takes the first listing\'s report for every settled run of the root (one inspection per run)', async () => {
+  it('the live dashboard: the engine takes the first listing\'s report for every settled run of the root (one inspection per run)', async (ctx) => {
+    needs(ctx, 'linux: a watch for every run (kqueue\'s are budgeted at 256 descriptors; the engine reads the runs past it itself)');
     const { root, open } = makeRoot();
     // Enough runs that the model's search of its newest-first listing takes several steps for each.
     for (let i = 0; i < 300; i++) {

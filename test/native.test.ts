@@ -9,7 +9,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { AddonLoadError, filesystemType, groupPresence, NativeError, processPresence } from '../src/index.js';
 import { checkNativeConstants, FLOCK_OP_NAMES, native, nativeConstants, OUT_SLOT_NAMES, SEAM_VERSION, STAGE_NAMES } from '../src/kernel/native.js';
 import { cleanupTemp, ROOT, tempDir } from './helpers/lock-procs.js';
-import { needs } from './helpers/prereq.js';
+import { needs, testedPlatform } from './helpers/prereq.js';
 
 afterEach(() => cleanupTemp());
 
@@ -151,7 +151,7 @@ describe('the constants the addon exports', () => {
     expect(c['seamVersion']).toBe(SEAM_VERSION);
     const outLength = c['outLength'] as number;
     expect(Object.values(c['outSlot'] as Record<string, number>).every((v) => v < outLength)).toBe(true);
-    expect(c['fsTypeKind']).toBe(process.platform === 'darwin' ? 'name' : 'magic');
+    expect(c['fsTypeKind']).toBe(testedPlatform() === 'darwin' ? 'name' : 'magic');
     // The checked view is the addon's own object, not a copy made in TypeScript.
     expect(nativeConstants()).toBe(c);
   });
@@ -242,7 +242,7 @@ describe('the constants the addon exports', () => {
       } catch (e) {
         console.log(JSON.stringify({ threw: true, code: e.code, name: e.name, message: e.message }));
       }`;
-    const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8', timeout: 60_000 });
+    const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8', timeout: 60_000, env: { ...process.env, RUNWARDEN_ADDON: '' } });
     expect(r.stderr).toBe('');
     const out = JSON.parse(r.stdout) as { threw: boolean; code: string; name: string; message: string };
     expect(out).toMatchObject({ threw: true, code: 'ERR_RUNWARDEN_NATIVE', name: 'AddonLoadError' });

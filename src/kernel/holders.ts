@@ -12,15 +12,24 @@
  * any doubt about the evidence itself (an unreadable /proc) is reported as
  * `unknown`, which callers treat as a possible holder.
  *
- * darwin has no /proc: the answer there is always `none-known` (untested;
- * the window is then the holder's own re-lock interval, see write/leg.ts).
+ * darwin has no /proc and no lock table. There (the addon's `holderTable` is
+ * `libproc`: src/kernel/system.ts) the evidence is libproc's census of the
+ * descriptors of this user's processes (native/fs_darwin.cc
+ * OpenFilesOnDevice): a process other than this one that holds, open for
+ * writing, a file that carries the lock path but is not the inode now at
+ * it. A leg opens its lock file read-write (CONTRACT §4.1); readers open it
+ * read-only and never count. Another user's processes cannot be inspected:
+ * when the file's label names one of them, that is a doubt. Run in the XNU
+ * model (scripts/darwin-model.mjs), never on a Mac.
  */
-import { closeSync, openSync, readdirSync, readlinkSync, readSync } from 'node:fs';
+import { closeSync, openSync, readdirSync, readlinkSync, readSync, statSync } from 'node:fs';
 import { basename, dirname } from 'node:path';
 import { HEAD_BYTES, markedPid } from '../contract/marker.js';
 import { monotonicMs } from './clock.js';
 import { runFilePath } from './dirfd.js';
+import { native } from './native.js';
 import { closeQuietly, openForRead, readAt } from './open.js';
+import { systemFacts } from './system.js';
 
 /** One flock holder found: its pid and the inode its lock is on. */
 export interface ForeignHolder {
@@ -69,9 +78,83 @@ export interface HolderQuery {
   table?: string;
 }
 
-/** The lock table (/proc/locks) as text, read now. Throws the read's error (no /proc, …). */
+/** The lock table (/proc/locks) as text, read now. Throws the read's error (no /proc, …), or ENOENT where the system has no /proc. */
 export function readLockTable(): string {
+  if (!systemFacts().procfs) throw Object.assign(new Error('no /proc/locks on this system'), { code: 'ENOENT' });
   return readProcLocks();
+}
+
+/** One descriptor of another process, from the addon's census (darwin libproc). */
+interface OpenFileSeen {
+  pid: number;
+  ino: number;
+  write: boolean;
+  /** The path's bytes, as a latin1 string. */
+  path: string;
+}
+
+const CENSUS_TURN: { dev: number; files: OpenFileSeen[]; unreadable: number } = { dev: -1, files: [], unreadable: 0 };
+let censusHeld = false;
+
+/**
+ * Every descriptor of this user's other processes on device `dev` (libproc, through the addon),
+ * read once per turn of the event loop however many runs ask (`fresh`: read now, for a caller that
+ * looks again within one synchronous turn); undefined when it cannot be taken.
+ */
+export function openFilesOn(dev: number | bigint, fresh = false): { files: OpenFileSeen[]; unreadable: number } | undefined {
+  const d = Number(BigInt.asUintN(32, BigInt(dev)));
+  if (!fresh && censusHeld && CENSUS_TURN.dev === d) return CENSUS_TURN;
+  const n = native();
+  if (typeof n.openFilesOnDevice !== 'function') return undefined;
+  let got;
+  try {
+    got = n.openFilesOnDevice(d, process.pid);
+  } catch {
+    return undefined;
+  }
+  CENSUS_TURN.dev = d;
+  CENSUS_TURN.files = got.files.map((f) => ({ pid: f.pid, ino: f.ino, write: f.write, path: f.path.toString('latin1') }));
+  CENSUS_TURN.unreadable = got.unreadable;
+  censusHeld = true;
+  setImmediate(() => {
+    censusHeld = false;
+  }).unref();
+  return CENSUS_TURN;
+}
+
+/** The lock path as bytes in a latin1 string, as a holder's descriptor names it. */
+function exactPathOf(lockPath: string): string {
+  const exactPath = runFilePath(dirname(lockPath), basename(lockPath));
+  return (typeof exactPath === 'string' ? Buffer.from(exactPath, 'utf8') : exactPath).toString('latin1');
+}
+
+/** {@link foreignHolder} from libproc's census: a writer of another inode carrying the lock path. */
+function foreignHolderByCensus(q: HolderQuery): HolderEvidence {
+  const census = openFilesOn(q.dev);
+  if (census === undefined) return { kind: 'unknown', detail: 'the census of open files (libproc) could not be taken' };
+  const exceptPid = q.exceptPid ?? process.pid;
+  const exact = exactPathOf(q.lockPath);
+  const current = q.currentIno === undefined ? undefined : Number(q.currentIno);
+  let labelSeen = false;
+  for (const f of census.files) {
+    if (f.pid === q.labelPid) labelSeen = true;
+    if (f.pid === exceptPid || !f.write || f.path !== exact || f.ino === current) continue;
+    return { kind: 'held-elsewhere', holder: { pid: f.pid, file: `${procDevice(q.dev)}:${f.ino}` } };
+  }
+  if (q.labelPid !== undefined && q.labelPid !== exceptPid && !labelSeen && census.unreadable > 0 && pidExists(q.labelPid)) {
+    return { kind: 'unknown', detail: `pid ${q.labelPid} is alive and its descriptors cannot be read` };
+  }
+  return { kind: 'none-known' };
+}
+
+/** Whether `pid` exists (kill 0: EPERM says it does, as another user's). */
+function pidExists(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
 }
 
 /**
@@ -82,7 +165,9 @@ export function readLockTable(): string {
  * that is a doubt. Linux only; reads /proc and nothing else, writes nothing.
  */
 export function foreignHolder(q: HolderQuery): HolderEvidence {
-  if (process.platform !== 'linux') return { kind: 'none-known' };
+  const source = systemFacts().holderTable;
+  if (source === 'libproc') return foreignHolderByCensus(q);
+  if (source !== 'proc-locks') return { kind: 'none-known' };
   const { lockPath } = q;
   const exceptPid = q.exceptPid ?? process.pid;
   const device = procDevice(q.dev) + ':';
@@ -249,7 +334,7 @@ export function likelyHolder(lockPath: string): { pid: number; source: HolderSou
   }
   if (file === undefined) return undefined;
   try {
-    const table = process.platform === 'linux' ? exclusiveHolders() : undefined;
+    const table = systemFacts().holderTable === 'proc-locks' ? exclusiveHolders() : undefined;
     if (table !== undefined) {
       const pid = table.get(`${procDevice(file.stats.dev)}:${file.stats.ino}`);
       return pid !== undefined && pid !== process.pid ? { pid, source: 'lock-table' } : undefined;
@@ -324,7 +409,9 @@ function fdCensus(): Map<string, number[]> {
  * exit is a reason to probe again, nothing more.
  */
 export function descriptorHolders(lockPath: string, except: number, max = 4): number[] {
-  if (process.platform !== 'linux') return [];
+  const sys = systemFacts();
+  if (sys.holderTable === 'libproc') return descriptorHoldersByCensus(lockPath, except, max);
+  if (!sys.procfs) return [];
   const exactPath = runFilePath(dirname(lockPath), basename(lockPath));
   const exact = (typeof exactPath === 'string' ? Buffer.from(exactPath, 'utf8') : exactPath).toString('latin1');
   const census = fdCensus();
@@ -332,5 +419,21 @@ export function descriptorHolders(lockPath: string, except: number, max = 4): nu
   for (const link of [exact, `${exact} (deleted)`]) {
     for (const pid of census.get(link) ?? []) if (pid !== except && found.length < max && !found.includes(pid)) found.push(pid);
   }
+  return found;
+}
+
+/** {@link descriptorHolders} from libproc's census (darwin): processes with a descriptor naming the lock path. */
+function descriptorHoldersByCensus(lockPath: string, except: number, max: number): number[] {
+  let dev: number;
+  try {
+    dev = statSync(dirname(lockPath)).dev;
+  } catch {
+    return [];
+  }
+  const census = openFilesOn(dev);
+  if (census === undefined) return [];
+  const exact = exactPathOf(lockPath);
+  const found: number[] = [];
+  for (const f of census.files) if (f.path === exact && f.pid !== except && f.pid !== process.pid && found.length < max && !found.includes(f.pid)) found.push(f.pid);
   return found;
 }

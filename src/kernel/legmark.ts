@@ -21,6 +21,8 @@
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { monotonicMs } from './clock.js';
+import { native } from './native.js';
+import { systemFacts } from './system.js';
 
 /** The environment variable that carries the mark. */
 export const LEG_MARK_VAR = 'RUNWARDEN_LEG';
@@ -113,10 +115,11 @@ function census(): Census | { detail: string } {
 
 /**
  * The processes (other than this one) whose environment carries `mark`,
- * read from /proc. Linux only: elsewhere the answer is `unavailable`.
+ * read from /proc. Only where the system has a /proc (src/kernel/system.ts): elsewhere (darwin) the
+ * answer is `unavailable`.
  */
 export function processesMarked(mark: string): MarkScan {
-  if (process.platform !== 'linux') return { kind: 'unavailable', detail: `no /proc on ${process.platform}` };
+  if (!systemFacts().procfs) return { kind: 'unavailable', detail: `no /proc on ${native().platform}` };
   if (last === undefined || monotonicMs() - last.at > CENSUS_REUSE_MS) {
     const c = census();
     if (!('marks' in c)) return { kind: 'unavailable', detail: c.detail };

@@ -177,6 +177,17 @@ export interface NativeBinding {
   readonly notify: NativeNotify;
   readonly hasFlock: boolean;
   readonly platform: 'linux' | 'darwin' | 'other';
+  /**
+   * What the system offers (native/platform.h kHasProcFs, kHolderTable), read by src/kernel/system.ts
+   * instead of the platform's name. Absent from an older addon.
+   */
+  readonly system?: { readonly procfs: boolean; readonly holderTable: 'proc-locks' | 'libproc' | 'none' };
+  /**
+   * Every descriptor of another inspectable process on a file of device `dev` (darwin: libproc), with
+   * `unreadable` the processes that could not be inspected. Throws ENOSYS where there is no such census.
+   * Absent from an older addon.
+   */
+  openFilesOnDevice?(dev: number, exceptPid: number): { files: { pid: number; ino: number; write: boolean; path: Buffer }[]; unreadable: number };
   /** Frozen; read through {@link nativeConstants}, which has checked it. */
   readonly constants: unknown;
 }

@@ -1,7 +1,7 @@
 /**
  * Being told, instead of looking: directory watches on the kernel's change
- * notification (native/notify.h: inotify on linux; kqueue on darwin, written
- * and untested; nothing elsewhere), for the live surfaces (`watch`, the live
+ * notification (native/notify.h: inotify on linux; kqueue on darwin, run in
+ * the XNU model only; nothing elsewhere), for the live surfaces (`watch`, the live
  * engine behind `serve` and library followers).
  *
  * Invariants, and why:
@@ -26,6 +26,15 @@
  */
 import { errnoName } from './errno.js';
 import { native, type NativeExitNotifier, type NativeNotifier, type NativeNotifyEvent } from './native.js';
+import { systemFacts } from './system.js';
+
+/**
+ * Directory watches one {@link DirWatcher} holds at most where each holds a descriptor (kqueue):
+ * past it, a watch answers `EMFILE` and the caller polls that directory, so a root of any size
+ * never brings the process near its descriptor limit (`kern.maxfilesperproc`), where every open
+ * would fail. File watches ({@link DirWatch.follow}: one per in-flight run's stream) are apart.
+ */
+export const DIR_DESCRIPTOR_BUDGET = 256;
 
 /** What happened to an entry of a watched directory, or to the directory. */
 export type DirEventKind =
@@ -55,6 +64,15 @@ export type DirListener = (event: DirEvent) => void;
 /** A watch: close it to stop listening (the kernel watch goes with its last listener). */
 export interface DirWatch {
   close(): void;
+  /**
+   * The entries of this directory whose writes must be told as `modified` (an in-flight run's
+   * stream). Where the notifier tells a directory's entry writes by name (inotify), nothing is
+   * added. Where a directory says only that entries came and went (kqueue: NOTE_WRITE on a
+   * directory is never a write to a file inside it), each name gets a watch of its own (one
+   * descriptor, outside {@link DIR_DESCRIPTOR_BUDGET}); a name that is not there yet is passed over
+   * (follow again when it appears). `follow([])` drops them; closing the watch drops them too.
+   */
+  follow?(names: readonly string[]): void;
 }
 
 /** How a watch request ended: a watch, or the errno name the kernel refused it with. */
@@ -72,6 +90,12 @@ export interface DirWatcherOptions {
    * kernel does at `max_user_watches`.
    */
   maxWatches?: number;
+  /**
+   * Directory watches held at most where each holds a descriptor (default
+   * {@link DIR_DESCRIPTOR_BUDGET}; unbounded where watches hold none, inotify). Past it, `watch`
+   * answers `EMFILE` and {@link DirWatcherStats.overBudget} counts it.
+   */
+  maxDescriptors?: number;
   /** Keep the event loop alive while the watcher is open (default false: a watcher alone never holds a process open). */
   ref?: boolean;
 }
@@ -81,6 +105,10 @@ export interface DirWatcherStats {
   batches: number;
   events: number;
   watches: number;
+  /** Directory watches refused for the descriptor budget: those directories are polled by their owners. */
+  overBudget: number;
+  /** File watches held ({@link DirWatch.follow}; kqueue only). */
+  files: number;
 }
 
 interface Entry {
@@ -128,6 +156,8 @@ function removeWatch(e: Entry, w: DirWatchOf): number {
  * closure and its scope per watch cost about 220 bytes at 100,000 runs.
  */
 class DirWatchOf implements DirWatch {
+  /** Followed entries: name → file watch id (kqueue only). */
+  files: Map<string, number> | undefined;
   constructor(
     private readonly owner: DirWatcher,
     readonly entry: Entry,
@@ -142,6 +172,10 @@ class DirWatchOf implements DirWatch {
   close(): void {
     this.owner.release(this);
   }
+
+  follow(names: readonly string[]): void {
+    this.owner.followFiles(this, names);
+  }
 }
 
 /** The notification backend this platform has: `inotify`, `kqueue` (untested), or `unsupported`. */
@@ -151,8 +185,12 @@ export function notifyBackend(): 'inotify' | 'kqueue' | 'unsupported' {
 
 /** Directory watches over one kernel notifier. */
 export class DirWatcher {
-  readonly stats: DirWatcherStats = { batches: 0, events: 0, watches: 0 };
+  readonly stats: DirWatcherStats = { batches: 0, events: 0, watches: 0, overBudget: 0, files: 0 };
   private readonly byWd = new Map<number, Entry>();
+  /** File watches (kqueue): id → the watch that follows the file, and its name. */
+  private readonly fileWds = new Map<number, { watch: DirWatchOf; name: string }>();
+  private readonly maxDescriptors: number;
+  private readonly fileMask: number;
   /**
    * Each directory's entry by the name it was watched by, kept only where
    * the kernel would not tell: kqueue opens a descriptor per add, so a
@@ -179,6 +217,40 @@ export class DirWatcher {
     const bit = (name: string): number => this.m[name] ?? 0;
     this.dirMask =
       bit('closeWrite') | bit('modify') | bit('create') | bit('delete') | bit('movedFrom') | bit('movedTo') | bit('deleteSelf') | bit('moveSelf') | bit('onlyDir') | bit('dontFollow') | bit('exclUnlink');
+    this.fileMask = bit('modify') | bit('deleteSelf') | bit('moveSelf') | bit('dontFollow');
+    this.maxDescriptors = systemFacts().watchHoldsDescriptor ? Math.max(0, Math.floor(options.maxDescriptors ?? DIR_DESCRIPTOR_BUDGET)) : Infinity;
+  }
+
+  /** {@link DirWatch.follow}: file watches where directory watches do not tell entry writes. */
+  followFiles(w: DirWatchOf, names: readonly string[]): void {
+    if (systemFacts().closeWrite || this.closed || this.broken) return; // inotify names the entry written
+    const want = new Set(names);
+    const had = w.files ?? new Map<string, number>();
+    for (const [name, id] of [...had]) {
+      if (want.has(name)) continue;
+      had.delete(name);
+      this.fileWds.delete(id);
+      this.notifier.remove(id);
+    }
+    for (const name of want) {
+      if (had.has(name) || name === '' || name.includes('/')) continue;
+      const id = this.notifier.add(`${w.entry.dir ?? ''}/${name}`, this.fileMask);
+      if (id < 0) continue; // not there (yet), or refused: the directory's own events still come
+      had.set(name, id);
+      this.fileWds.set(id, { watch: w, name });
+    }
+    w.files = had.size > 0 ? had : undefined;
+    this.stats.files = this.fileWds.size;
+  }
+
+  private dropFiles(w: DirWatchOf): void {
+    if (w.files === undefined) return;
+    for (const id of w.files.values()) {
+      this.fileWds.delete(id);
+      if (!this.closed) this.notifier.remove(id);
+    }
+    w.files = undefined;
+    this.stats.files = this.fileWds.size;
   }
 
   /** Called by the notifier with each batch. */
@@ -200,6 +272,19 @@ export class DirWatcher {
         // listener hears that its directory changed in some way.
         if (this.options.onOverflow !== undefined) this.options.onOverflow();
         else for (const entry of [...this.byWd.values()]) for (const w of watchesOf(entry)) w.tell({ kind: 'changed', name: '', isDir: false });
+        continue;
+      }
+      const file = this.fileWds.get(e.wd);
+      if (file !== undefined) {
+        const gone = (e.mask & (bit('deleteSelf') | bit('moveSelf') | bit('ignored'))) !== 0;
+        if (gone) {
+          this.fileWds.delete(e.wd);
+          file.watch.files?.delete(file.name);
+          if ((e.mask & bit('ignored')) === 0 && !this.closed) this.notifier.remove(e.wd);
+          this.stats.files = this.fileWds.size;
+        }
+        if ((e.mask & bit('modify')) !== 0) file.watch.tell({ kind: 'modified', name: file.name, isDir: false });
+        if (gone) file.watch.tell({ kind: 'vanished', name: file.name, isDir: false });
         continue;
       }
       const entry = this.byWd.get(e.wd);
@@ -237,6 +322,10 @@ export class DirWatcher {
     if (this.closed || this.broken) return { ok: false, code: 'EBADF' };
     let entry = this.byDir?.get(dir);
     if (entry === undefined) {
+      if (this.byWd.size >= this.maxDescriptors) {
+        this.stats.overBudget++;
+        return { ok: false, code: 'EMFILE' };
+      }
       const wd = this.notifier.add(dir, this.dirMask);
       if (wd < 0) return { ok: false, code: errnoName(-wd) };
       // inotify: the same directory, by this or another name, gets the descriptor it already has.
@@ -259,6 +348,7 @@ export class DirWatcher {
 
   /** A watch closed (DirWatchOf.close): the kernel watch goes with the directory's last one. */
   release(w: DirWatchOf): void {
+    this.dropFiles(w);
     const e = w.entry;
     if (removeWatch(e, w) > 0 || this.byWd.get(e.wd) !== e) return;
     this.forget(e);
@@ -276,6 +366,8 @@ export class DirWatcher {
     this.closed = true;
     this.byWd.clear();
     this.byDir?.clear();
+    this.fileWds.clear();
+    this.stats.files = 0;
     this.notifier.close();
   }
 

@@ -29,9 +29,10 @@ import { closeFd, errnoCode, identityAt, kindOfEntry, openAt, openDirNoFollow, r
 import { kindAt, kindOfStats, type FileKind } from '../kernel/filekind.js';
 import { monotonicMs } from '../kernel/clock.js';
 import { classifyHead, HEAD_BYTES, markedContent, markedPid, parseLegacyPid } from '../contract/marker.js';
-import { foreignHolder, procDevice } from '../kernel/holders.js';
+import { foreignHolder, openFilesOn, procDevice } from '../kernel/holders.js';
 import { flock, hasFlock, pidPresence } from '../kernel/flock.js';
 import { nativeConstants } from '../kernel/native.js';
+import { systemFacts } from '../kernel/system.js';
 
 /**
  * A lock this process holds. It is disposable: `using lock = acquireLock(p)`
@@ -426,6 +427,9 @@ interface LockCensus {
  * unreadable).
  */
 function lockCensus(dev: bigint, ino: bigint): LockCensus | undefined {
+  const sys = systemFacts();
+  if (sys.holderTable === 'libproc') return openCensus(dev, ino);
+  if (!sys.procfs) return undefined;
   let table: string;
   try {
     table = readFileSync('/proc/locks', 'latin1');
@@ -441,6 +445,27 @@ function lockCensus(dev: bigint, ino: bigint): LockCensus | undefined {
     else census.readers.add(Number(m[2]));
   }
   return census;
+}
+
+/**
+ * darwin's evidence (no lock table there): libproc's census of this user's processes' descriptors
+ * on the file. A leg opens its lock file read-write (CONTRACT §4.1) and holds it open for its whole
+ * life, so a descriptor open for writing by another process is taken for a leg (`exclusive`);
+ * read-only descriptors are readers (a probe opens read-only). undefined when the census cannot be
+ * taken. Another user's processes are not seen: a leg of another user reads as nobody, and the wait
+ * then ends at the readers-only window's end, refused all the same.
+ */
+function openCensus(dev: bigint, ino: bigint): LockCensus | undefined {
+  const census = openFilesOn(dev, true);
+  if (census === undefined) return undefined;
+  const out: LockCensus = { exclusive: false, readers: new Set() };
+  const want = Number(ino);
+  for (const f of census.files) {
+    if (f.ino !== want || f.pid === process.pid) continue;
+    if (f.write) out.exclusive = true;
+    else out.readers.add(f.pid);
+  }
+  return out;
 }
 
 /**

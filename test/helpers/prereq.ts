@@ -24,6 +24,10 @@
  * says so with `needs(ctx, 'linux: <reason>')`; the prerequisites below that
  * exist only on linux say it by themselves.
  *
+ * The XNU model (scripts/darwin-model.mjs: the darwin sources built for linux against a model of
+ * darwin's interfaces, loaded through RUNWARDEN_ADDON, as `npm run test:darwin-model` does) is
+ * darwin here: what linux alone has is skipped with "linux only: <reason>", as on a Mac.
+ *
  * The baseline every test may assume without asking: Node, a POSIX sh, bash,
  * coreutils (sleep, true, mkfifo, rm, cat) — all Essential in Debian — and
  * the C++ toolchain `npm ci` already needed to build the addon.
@@ -31,7 +35,8 @@
 import { spawnSync } from 'node:child_process';
 import { findZig } from '../../scripts/darwin.mjs';
 import { accessSync, constants, readdirSync, readFileSync, statSync } from 'node:fs';
-import { delimiter, join } from 'node:path';
+import { delimiter, join, resolve } from 'node:path';
+import { MODEL_ADDON } from '../../scripts/darwin-model.mjs';
 import type { TestContext } from 'vitest';
 
 export type Prereq =
@@ -238,9 +243,25 @@ function checkOf(p: Prereq): Check {
   return CHECKS[p as keyof typeof CHECKS];
 }
 
+/**
+ * The system the tests run against: darwin when the addon is the XNU model build (RUNWARDEN_ADDON
+ * naming build/darwin-model/runwarden.node), else this process's platform. Decided from the path,
+ * without loading the addon (tests of the addon's loading must be the first to load it).
+ */
+export function testedPlatform(): string {
+  const addon = process.env['RUNWARDEN_ADDON'];
+  return addon !== undefined && addon !== '' && resolve(addon) === MODEL_ADDON ? 'darwin' : process.platform;
+}
+
+/** Whether the tests run against the XNU model build (darwin's code on this linux kernel). */
+export function onDarwinModel(): boolean {
+  return testedPlatform() === 'darwin' && process.platform !== 'darwin';
+}
+
 /** Whether this host is one where `c` can exist at all. */
 function possibleHere(c: Check): boolean {
-  return c.onlyOn === undefined || c.onlyOn.includes(process.platform) || c.onlyOn.includes(`${process.platform}-${process.arch}`);
+  const platform = testedPlatform();
+  return c.onlyOn === undefined || c.onlyOn.includes(platform) || c.onlyOn.includes(`${platform}-${process.arch}`);
 }
 
 /** Why `c` cannot exist on this host: "linux only: …" (its own reason when it has one). */
