@@ -2,7 +2,7 @@
   "targets": [
     {
       "target_name": "runwarden",
-      "sources": ["native/addon.cc", "native/probe.cc", "native/dirfd.cc", "native/runfiles.cc", "native/identity.cc", "native/reserve.cc", "native/scan.cc", "native/notify.cc"],
+      "sources": ["native/addon.cc", "native/probe.cc", "native/dirfd.cc", "native/runfiles.cc", "native/identity.cc", "native/reserve.cc", "native/scan.cc", "native/notify.cc", "native/errno_name.cc"],
       "include_dirs": ["<!(node -p \"require('node-addon-api').include_dir\")"],
       "defines": ["NAPI_VERSION=8", "NAPI_DISABLE_CPP_EXCEPTIONS"],
       "cflags": ["-O2", "-Wall", "-Wextra"],

@@ -22,7 +22,6 @@
 // Policy (what a fact means for a run) lives in src/, never here.
 
 #include <napi.h>
-#include <uv.h>
 
 #include <errno.h>
 #include <limits.h>
@@ -33,6 +32,7 @@
 #include <string>
 
 #include "addon_js.h"
+#include "errno_name.h"
 #include "facts.h"
 #include "notify.h"
 #include "platform.h"
@@ -76,7 +76,7 @@ AddonData* Data(Napi::Env env) { return env.GetInstanceData<AddonData>(); }
 // Throws an instance of the registered error class (or a plain Error with the
 // same fields before init() ran) describing errno `err` from `syscall`.
 void ThrowErrno(Napi::Env env, int err, const char* syscall, const char* detail) {
-  const char* code = uv_err_name(-err);
+  const char* code = rw::ErrnoName(err);
   std::string msg = std::string(syscall) + " failed: " + code + " (" + strerror(err) + ")";
   if (detail != nullptr && detail[0] != '\0') msg += std::string(", ") + detail;
   Napi::Object obj;

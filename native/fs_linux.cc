@@ -15,6 +15,18 @@
 #include <sys/vfs.h>
 #include <unistd.h>
 
+// A C library without statx(2) (musl before 1.2.5): the kernel's struct and
+// flags from its uapi header, and the system call itself (linux >= 4.11).
+#if !defined(STATX_TYPE)
+#include <linux/stat.h>
+#ifndef AT_STATX_SYNC_AS_STAT
+#define AT_STATX_SYNC_AS_STAT 0x0000
+#endif
+static inline int statx(int dirfd, const char* path, int flags, unsigned mask, struct statx* buf) {
+  return static_cast<int>(syscall(SYS_statx, dirfd, path, flags, mask, buf));
+}
+#endif
+
 namespace rw {
 
 const char* const kPlatformName = "linux";

@@ -3,84 +3,262 @@
 // open(callback) returns a notifier: {add(path, mask) -> wd | -errno,
 // remove(wd) -> 0 | -errno, close(), ref(), unref()}, or -errno when the
 // kernel refuses a notifier (EMFILE at max_user_instances, ENOSYS where
-// there is none). The notifier's descriptor is watched by one uv_poll_t on
-// the caller's own event loop; when it is readable the pending events are
-// read (non-blocking) and handed to `callback` as one array of
-// {wd, mask, name} per batch. Nothing blocks and no thread is started.
+// there is none). The pending events are read (non-blocking) on the JS
+// thread and handed to `callback` as one array of {wd, mask, name} per batch.
 //
 // openExits(callback) returns the same kind of object for process exits
 // (notify.h ExitAdd): {add(pid) -> id | -errno, remove(id), close(), ref(),
 // unref()}; each exit is delivered once as {wd: id, mask: 0, name: ''}, and
-// the watch is gone after it. Same polling, batching and lifetime below.
+// the watch is gone after it. Same waiting, batching and lifetime below.
+//
+// Waiting: Node-API only, no libuv (Node-API does not promise libuv, and
+// runtimes that implement Node-API without it, Bun and Deno, lack it). Each
+// notifier has one thread that blocks in poll(2) on the backend's descriptor
+// and a wake descriptor, and nothing else. When the backend's descriptor is
+// readable the thread tells the JS thread through a thread-safe function
+// and waits, without polling, until the JS thread has read what is pending
+// (the "armed" handshake): only the JS thread ever reads or changes the
+// backend's state, so add/remove/drain keep their single-threaded meaning (a
+// removed watch is never reported after remove() returned), and a
+// descriptor that stays readable costs one wake-up per batch, never a spin.
+// ref()/unref() are the thread-safe function's: an unref'd notifier does not
+// keep the event loop alive; a ref'd one does, as long as it is open.
 //
 // Lifetime: an open notifier holds a strong reference to its JS object, so
-// it is never collected while the kernel may still report to it; close()
-// stops the poll, closes the descriptor and drops that reference. An
-// environment that ends (a worker thread exiting, or terminated, without
-// close()) closes it too, through an *async* cleanup hook: the poll handle's
-// close completes on the loop (uv_close calls back later), and Node unloads
-// a worker's addons once its environment is gone, so a close callback left
-// pending would be run from unmapped code (a SIGSEGV in the worker's last
-// uv_run). The hook is reported done only from that close callback, and
-// Node keeps the environment, its loop and this library until then.
+// it is never collected while the kernel may still report to it. close()
+// and an ending environment (a worker thread exiting or terminated without
+// close(), through an environment cleanup hook) do the same thing, on the JS
+// thread: mark the thread stopped and write the wake descriptor, join the
+// thread, close the wake descriptor, release the thread-safe function
+// (abort: a call still queued is dropped, never run), and close the
+// backend's descriptors. After it, no thread and no descriptor of the
+// notifier remains; the hook is synchronous, so all of this is done before
+// the environment goes on ending and Node unloads a worker's addons.
 #include "notify.h"
 
-#include <uv.h>
-
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
 #include <string.h>
+#include <unistd.h>
+#if defined(__linux__)
+#include <sys/eventfd.h>
+#endif
 
 namespace rw {
 namespace {
 
 constexpr size_t kBatchMax = 4096;
 
-struct Notifier;
-
-// The poll handle, boxed apart from the notifier: its close completes after
-// the notifier may be gone (collected), and the box says whom to tell.
-struct PollBox {
-  uv_poll_t poll;  // first: the handle's address is the box's
-  Notifier* owner = nullptr;  // the notifier while it lives, for OnPoll and OnPollClosed
-  napi_async_cleanup_hook_handle teardown = nullptr;  // an ending environment waiting for this close
-};
+// The waiting thread needs a few hundred bytes of stack (poll and one
+// thread-safe call); 128 KiB is far more than enough on every libc, and
+// keeps glibc's 8 MiB default from being reserved per notifier.
+constexpr size_t kThreadStack = 128 * 1024;
 
 struct Notifier {
   napi_env env = nullptr;
   NotifyState* state = nullptr;  // a change notifier's, or
   ExitState* exits = nullptr;    // a process-exit notifier's (exactly one is set while open)
-  PollBox* poll = nullptr;  // while polled
-  PollBox* closing = nullptr;  // after uv_close, until its callback
-  napi_async_cleanup_hook_handle hook = nullptr;  // registered, not yet run or removed
+  int fd = -1;                   // the backend's pollable descriptor (the backend owns it)
+  int wake_read = -1;            // readable once close() wants the thread gone
+  int wake_write = -1;           // the same descriptor as wake_read where it is an eventfd
+  pthread_t thread;
+  bool thread_started = false;
+  napi_threadsafe_function tsfn = nullptr;
+  bool hooked = false;  // the environment cleanup hook is registered, not yet run or removed
   Napi::FunctionReference callback;
   Napi::ObjectReference self;
   napi_async_context async = nullptr;
   bool closed = false;
   bool delivering = false;
   std::vector<NotifyEvent> events;
+
+  // Shared with the thread, under `mu`.
+  pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+  pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
+  bool armed = true;    // the thread may poll the backend (the JS thread has read what was pending)
+  bool stop = false;    // the thread must end
+  int poll_error = 0;   // the errno that ended the thread's waiting, for the JS thread to report
+
+  ~Notifier() {
+    pthread_mutex_destroy(&mu);
+    pthread_cond_destroy(&cv);
+  }
 };
 
-void OnPollClosed(uv_handle_t* h) {
-  auto* box = reinterpret_cast<PollBox*>(h);
-  if (box->owner != nullptr) box->owner->closing = nullptr;
-  napi_async_cleanup_hook_handle teardown = box->teardown;
-  delete box;
-  // Last: once told, the environment may finish ending and unload this library.
-  if (teardown != nullptr) napi_remove_async_cleanup_hook(teardown);
+// Every open change notifier, with its environment: what an exit notifier
+// reads first (OnReady). Touched only from JS threads, which are several
+// when workers load the addon, hence the lock.
+pthread_mutex_t g_changes_mu = PTHREAD_MUTEX_INITIALIZER;
+std::vector<Notifier*> g_changes;
+
+void ListChange(Notifier* n, bool add) {
+  pthread_mutex_lock(&g_changes_mu);
+  if (add) {
+    g_changes.push_back(n);
+  } else {
+    for (size_t i = 0; i < g_changes.size(); i++) {
+      if (g_changes[i] == n) {
+        g_changes[i] = g_changes.back();
+        g_changes.pop_back();
+        break;
+      }
+    }
+  }
+  pthread_mutex_unlock(&g_changes_mu);
 }
 
-// Stops everything the kernel and libuv hold for `n`. Safe to call twice, and
-// from inside the callback (the batch loop checks `closed`).
+// The open change notifiers of `env` (a copy: a callback may close any).
+std::vector<Notifier*> ChangesOf(napi_env env) {
+  std::vector<Notifier*> out;
+  pthread_mutex_lock(&g_changes_mu);
+  for (Notifier* m : g_changes) {
+    if (m->env == env) out.push_back(m);
+  }
+  pthread_mutex_unlock(&g_changes_mu);
+  return out;
+}
+
+bool IsListed(Notifier* n) {
+  pthread_mutex_lock(&g_changes_mu);
+  bool found = false;
+  for (Notifier* m : g_changes) found = found || m == n;
+  pthread_mutex_unlock(&g_changes_mu);
+  return found;
+}
+
+void SetArmed(Notifier* n) {
+  pthread_mutex_lock(&n->mu);
+  n->armed = true;
+  pthread_cond_signal(&n->cv);
+  pthread_mutex_unlock(&n->mu);
+}
+
+// The waiting thread: poll(2) until the backend has something or the wake
+// descriptor says stop; tell the JS thread; wait to be re-armed. It touches
+// nothing of the notifier but `fd`, the wake descriptor, the fields under
+// `mu` and the thread-safe function.
+void* WaitLoop(void* arg) {
+  auto* n = static_cast<Notifier*>(arg);
+#if defined(__APPLE__)
+  pthread_setname_np("runwarden-notify");
+#endif
+  struct pollfd fds[2] = {{n->fd, POLLIN, 0}, {n->wake_read, POLLIN, 0}};
+  for (;;) {
+    pthread_mutex_lock(&n->mu);
+    while (!n->armed && !n->stop) pthread_cond_wait(&n->cv, &n->mu);
+    bool stop = n->stop;
+    n->armed = false;
+    pthread_mutex_unlock(&n->mu);
+    if (stop) break;
+    int err = 0;
+    for (;;) {
+      fds[0].revents = fds[1].revents = 0;
+      int r = poll(fds, 2, -1);
+      if (r < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+      if (r < 0) err = errno;
+      else if (fds[1].revents != 0) return nullptr;  // only a stop writes the wake descriptor
+      else if ((fds[0].revents & POLLIN) == 0 && (fds[0].revents & (POLLERR | POLLHUP | POLLNVAL)) != 0) err = (fds[0].revents & POLLNVAL) != 0 ? EBADF : EIO;
+      else if ((fds[0].revents & POLLIN) == 0) continue;
+      break;
+    }
+    if (err != 0) {
+      pthread_mutex_lock(&n->mu);
+      n->poll_error = err;
+      pthread_mutex_unlock(&n->mu);
+    }
+    // Non-blocking into an unbounded queue that holds at most one call (the
+    // handshake): it never waits, so close() can always join this thread.
+    // Anything but napi_ok means the function is closing: nobody listens.
+    if (napi_call_threadsafe_function(n->tsfn, nullptr, napi_tsfn_nonblocking) != napi_ok || err != 0) break;
+  }
+  return nullptr;
+}
+
+// Opens the wake descriptor: an eventfd on linux, a pipe elsewhere; both
+// close-on-exec and non-blocking. 0 or an errno value.
+int OpenWake(Notifier* n) {
+#if defined(__linux__)
+  int fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  if (fd < 0) return errno;
+  n->wake_read = n->wake_write = fd;
+#else
+  int p[2];
+  if (pipe(p) != 0) return errno;
+  for (int fd : p) {
+    if (fcntl(fd, F_SETFD, FD_CLOEXEC) != 0 || fcntl(fd, F_SETFL, O_NONBLOCK) != 0) {
+      int e = errno;
+      close(p[0]);
+      close(p[1]);
+      return e;
+    }
+  }
+  n->wake_read = p[0];
+  n->wake_write = p[1];
+#endif
+  return 0;
+}
+
+void CloseWake(Notifier* n) {
+  if (n->wake_write >= 0 && n->wake_write != n->wake_read) close(n->wake_write);
+  if (n->wake_read >= 0) close(n->wake_read);
+  n->wake_read = n->wake_write = -1;
+}
+
+// Starts the waiting thread with every signal blocked in it, so that a
+// signal meant for the process is never delivered to this thread.
+int StartThread(Notifier* n) {
+  pthread_attr_t attr;
+  int err = pthread_attr_init(&attr);
+  if (err != 0) return err;
+  pthread_attr_setstacksize(&attr, kThreadStack);
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  err = pthread_create(&n->thread, &attr, WaitLoop, n);
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  pthread_attr_destroy(&attr);
+  if (err != 0) return err;
+  n->thread_started = true;
+#if defined(__linux__)
+  pthread_setname_np(n->thread, "rw-notify");
+#endif
+  return 0;
+}
+
+// Ends the waiting thread and waits for it to be gone.
+void StopThread(Notifier* n) {
+  if (!n->thread_started) return;
+  pthread_mutex_lock(&n->mu);
+  n->stop = true;
+  pthread_cond_signal(&n->cv);
+  pthread_mutex_unlock(&n->mu);
+  uint64_t one = 1;
+  ssize_t w;
+  do {
+    w = write(n->wake_write, &one, sizeof one);
+  } while (w < 0 && errno == EINTR);
+  // EAGAIN: the wake descriptor is already full of wake-ups, which is as readable as one more.
+  pthread_join(n->thread, nullptr);
+  n->thread_started = false;
+}
+
+void Hook(void* arg);
+
+// Stops everything the kernel and the thread hold for `n`. Safe to call
+// twice, and from inside the callback (the batch loop checks `closed`).
 void Shutdown(Notifier* n, bool from_js) {
   if (n->closed) return;
   n->closed = true;
-  if (n->poll != nullptr) {
-    PollBox* box = n->poll;
-    n->poll = nullptr;
-    uv_poll_stop(&box->poll);
-    n->closing = box;
-    uv_close(reinterpret_cast<uv_handle_t*>(&box->poll), OnPollClosed);
+  if (n->state != nullptr) ListChange(n, false);
+  StopThread(n);
+  CloseWake(n);
+  if (n->tsfn != nullptr) {
+    napi_release_threadsafe_function(n->tsfn, napi_tsfn_abort);
+    n->tsfn = nullptr;
   }
   if (n->state != nullptr) {
     NotifyClose(n->state);
@@ -91,6 +269,10 @@ void Shutdown(Notifier* n, bool from_js) {
     n->exits = nullptr;
   }
   if (from_js) {
+    if (n->hooked) {
+      napi_remove_env_cleanup_hook(n->env, Hook, n);
+      n->hooked = false;
+    }
     if (n->async != nullptr) napi_async_destroy(n->env, n->async);
     n->async = nullptr;
     n->callback.Reset();
@@ -98,33 +280,26 @@ void Shutdown(Notifier* n, bool from_js) {
   }
 }
 
-// The environment is ending with the notifier still registered: stop it,
-// and report the hook done only when the poll handle's close has completed.
-void TeardownHook(napi_async_cleanup_hook_handle handle, void* arg) {
+// The environment is ending with the notifier still open.
+void Hook(void* arg) {
   auto* n = static_cast<Notifier*>(arg);
-  n->hook = nullptr;  // handed over: removed below or by the close callback
+  n->hooked = false;
   Shutdown(n, false);
-  if (n->closing != nullptr) {
-    n->closing->teardown = handle;
-  } else {
-    napi_remove_async_cleanup_hook(handle);
-  }
 }
 
-void Finalize(Napi::Env /*env*/, Notifier* n) {
-  if (n->hook != nullptr) {
-    napi_remove_async_cleanup_hook(n->hook);
-    n->hook = nullptr;
+void Finalize(Napi::Env env, Notifier* n) {
+  if (n->hooked) {
+    napi_remove_env_cleanup_hook(env, Hook, n);
+    n->hooked = false;
   }
   Shutdown(n, false);
-  if (n->closing != nullptr) n->closing->owner = nullptr;
   delete n;
 }
 
 // Hands one batch to JS. Raw N-API with every status checked, never a
-// throwing helper: during an environment's teardown libuv may still run this
-// poll once, when JS can no longer be called, and then the batch is dropped
-// quietly instead of aborting the process.
+// throwing helper: during an environment's teardown JS may no longer be
+// callable, and then the batch is dropped quietly instead of aborting the
+// process.
 void Call(Notifier* n, const std::vector<NotifyEvent>& events) {
   napi_env env = n->env;
   napi_handle_scope scope;
@@ -179,14 +354,37 @@ void Deliver(Notifier* n) {
   n->delivering = false;
 }
 
-void OnPoll(uv_poll_t* handle, int status, int /*events*/) {
-  auto* n = reinterpret_cast<PollBox*>(handle)->owner;
-  if (n == nullptr || n->closed) return;
-  if (status < 0) {
-    Call(n, std::vector<NotifyEvent>{NotifyEvent{-2, static_cast<uint32_t>(-status), std::string()}});
+// The thread-safe function's call, on the JS thread: the backend's
+// descriptor was readable (or the thread's poll failed). `env` is null when
+// Node drops a queued call of a released function: then `context` may be
+// gone, and nothing is touched.
+void OnReady(napi_env env, napi_value /*js_callback*/, void* context, void* /*data*/) {
+  if (env == nullptr) return;
+  auto* n = static_cast<Notifier*>(context);
+  if (n->closed) return;
+  pthread_mutex_lock(&n->mu);
+  int err = n->poll_error;
+  pthread_mutex_unlock(&n->mu);
+  if (err != 0) {
+    // The thread has ended; the TypeScript side falls back to polling.
+    Call(n, std::vector<NotifyEvent>{NotifyEvent{-2, static_cast<uint32_t>(err), std::string()}});
     return;
   }
+  if (n->exits != nullptr) {
+    // A process's exit is told after the changes it made: the kernel queues
+    // the events of its last closes (exit_files) before its pidfd or kqueue
+    // exit filter fires (exit_notify), but each notifier has its own thread,
+    // and the two threads reach the event loop in either order. So the
+    // environment's change notifiers are read first (non-blocking; nothing
+    // pending is nothing), as one poll of both descriptors would have.
+    for (Notifier* m : ChangesOf(n->env)) {
+      if (n->closed) return;
+      if (IsListed(m) && !m->closed) Deliver(m);
+    }
+    if (n->closed) return;
+  }
   Deliver(n);
+  if (!n->closed) SetArmed(n);
 }
 
 Notifier* Of(const Napi::CallbackInfo& info) { return static_cast<Notifier*>(info.Data()); }
@@ -258,13 +456,13 @@ Napi::Value Close(const Napi::CallbackInfo& info) {
 
 Napi::Value Ref(const Napi::CallbackInfo& info) {
   Notifier* n = Of(info);
-  if (n->poll != nullptr) uv_ref(reinterpret_cast<uv_handle_t*>(&n->poll->poll));
+  if (n->tsfn != nullptr) napi_ref_threadsafe_function(info.Env(), n->tsfn);
   return info.Env().Undefined();
 }
 
 Napi::Value Unref(const Napi::CallbackInfo& info) {
   Notifier* n = Of(info);
-  if (n->poll != nullptr) uv_unref(reinterpret_cast<uv_handle_t*>(&n->poll->poll));
+  if (n->tsfn != nullptr) napi_unref_threadsafe_function(info.Env(), n->tsfn);
   return info.Env().Undefined();
 }
 
@@ -275,8 +473,6 @@ Napi::Value OpenKind(const Napi::CallbackInfo& info, bool exits) {
     ThrowArg(env, "ERR_INVALID_ARG_TYPE", exits ? "openExits(callback): a function" : "open(callback): a function");
     return env.Undefined();
   }
-  uv_loop_t* loop = nullptr;
-  if (napi_get_uv_event_loop(env, &loop) != napi_ok || loop == nullptr) return Napi::Number::New(env, -ENOSYS);
   NotifyState* state = nullptr;
   ExitState* xstate = nullptr;
   int fd = -1;
@@ -286,17 +482,7 @@ Napi::Value OpenKind(const Napi::CallbackInfo& info, bool exits) {
   n->env = env;
   n->state = state;
   n->exits = xstate;
-  n->poll = new PollBox();
-  int r = uv_poll_init(loop, &n->poll->poll, fd);
-  if (r != 0) {
-    delete n->poll;
-    n->poll = nullptr;
-    if (state != nullptr) NotifyClose(state);
-    if (xstate != nullptr) ExitClose(xstate);
-    delete n;
-    return Napi::Number::New(env, r);  // libuv errors are already -errno
-  }
-  n->poll->owner = n;
+  n->fd = fd;
   Napi::Object obj = Napi::Object::New(env);
   obj.Set("add", exits ? Napi::Function::New(env, AddPid, "add", n) : Napi::Function::New(env, Add, "add", n));
   obj.Set("remove", Napi::Function::New(env, Remove, "remove", n));
@@ -304,15 +490,22 @@ Napi::Value OpenKind(const Napi::CallbackInfo& info, bool exits) {
   obj.Set("ref", Napi::Function::New(env, Ref, "ref", n));
   obj.Set("unref", Napi::Function::New(env, Unref, "unref", n));
   obj.AddFinalizer(Finalize, n);
-  if (napi_add_async_cleanup_hook(env, TeardownHook, n, &n->hook) != napi_ok) n->hook = nullptr;
+  napi_value name = Napi::String::New(env, exits ? "runwarden:exits" : "runwarden:notify");
+  err = OpenWake(n);
+  if (err == 0 && napi_create_threadsafe_function(env, nullptr, obj, name, 0, 1, nullptr, nullptr, n, OnReady, &n->tsfn) != napi_ok) {
+    n->tsfn = nullptr;
+    err = ENOMEM;
+  }
+  if (err == 0) err = StartThread(n);
+  if (err != 0) {
+    Shutdown(n, false);
+    return Napi::Number::New(env, -err);
+  }
+  n->hooked = napi_add_env_cleanup_hook(env, Hook, n) == napi_ok;
+  if (state != nullptr) ListChange(n, true);
   n->callback = Napi::Persistent(info[0].As<Napi::Function>());
   n->self = Napi::Persistent(obj);
-  napi_async_init(env, obj, Napi::String::New(env, exits ? "runwarden:exits" : "runwarden:notify"), &n->async);
-  r = uv_poll_start(&n->poll->poll, UV_READABLE, OnPoll);
-  if (r != 0) {
-    Shutdown(n, true);
-    return Napi::Number::New(env, r);
-  }
+  napi_async_init(env, obj, name, &n->async);
   return obj;
 }
 

@@ -1,9 +1,10 @@
 // runwarden native: change notification (inotify on linux), the seam.
 //
 // notify.cc is the N-API surface, common to every platform: a notifier
-// object whose descriptor libuv watches (one uv_poll_t per notifier, so no
-// thread is blocked per watched run and nothing blocks the event loop), and
-// a JS callback that receives each batch of events as {wd, mask, name}.
+// object whose descriptor one thread per notifier waits on with poll(2) (one
+// thread per notifier, not per watched run; nothing blocks the event loop),
+// telling the JS thread through a Node-API thread-safe function, and a JS
+// callback that receives each batch of events as {wd, mask, name}.
 // What differs between kernels is below, one file per platform, chosen by
 // binding.gyp's conditions:
 //
@@ -49,7 +50,7 @@ extern const char* const kNotifyBackend;
 extern const NotifyMaskName kNotifyMasks[];
 extern const size_t kNotifyMaskCount;
 
-// The platform's notifier state (a descriptor libuv can poll, and whatever
+// The platform's notifier state (a descriptor poll(2) can wait on, and whatever
 // the platform needs per watch).
 struct NotifyState;
 
@@ -63,7 +64,7 @@ int NotifyRemove(NotifyState* st, int wd);
 int NotifyDrain(NotifyState* st, std::vector<NotifyEvent>* out, size_t max, bool* more);
 void NotifyClose(NotifyState* st);
 
-// Process exits, the second notifier kind: a descriptor libuv can poll that
+// Process exits, the second notifier kind: a descriptor poll(2) can wait on that
 // becomes readable when a watched process has exited. linux: an epoll
 // instance holding one pidfd (pidfd_open(2), linux >= 5.3) per watched pid;
 // darwin: a kqueue with one EVFILT_PROC/NOTE_EXIT filter per pid; elsewhere

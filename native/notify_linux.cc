@@ -2,7 +2,7 @@
 // exits by pidfd_open(2) (notify.h). Built and tested on every CI run.
 //
 // One inotify instance per notifier, non-blocking and close-on-exec, so the
-// descriptor can be polled by libuv and read until EAGAIN without ever
+// descriptor can be polled by the notifier's thread and read until EAGAIN without ever
 // blocking. The mask bits are the kernel's own (IN_CLOSE_WRITE, ...),
 // exported by name so TypeScript never copies a number.
 #include <errno.h>
@@ -97,7 +97,7 @@ void NotifyClose(NotifyState* st) {
 //
 // One epoll instance per exit notifier, holding each watched process's pidfd
 // (level-triggered EPOLLIN: a pidfd is readable once its process has
-// exited), so libuv polls one descriptor however many processes are
+// exited), so the notifier's thread polls one descriptor however many processes are
 // watched. A pidfd that reported is taken out of the epoll set and closed in
 // the same drain (otherwise it stays readable and the loop would spin). The
 // watch's id is a counter, not the pidfd's number: the drain closes pidfds

@@ -16,6 +16,8 @@
 #include <string.h>
 #if defined(__APPLE__) && defined(__x86_64__)
 #include <sys/sysctl.h>
+#elif defined(__x86_64__) && !defined(__GLIBC__)
+#include <cpuid.h>
 #endif
 
 namespace {
@@ -107,8 +109,18 @@ bool CpuHasAvx2() {
   int v = 0;
   size_t len = sizeof v;
   return sysctlbyname("hw.optional.avx2_0", &v, &len, nullptr, 0) == 0 && v == 1;
-#else
+#elif defined(__GLIBC__)
   return __builtin_cpu_supports("avx2");
+#else
+  // Elsewhere (musl) the same: __cpu_model is libgcc's or compiler-rt's, and
+  // a shared object built by zig cannot reach it. CPUID says whether the CPU
+  // has AVX and AVX2, XGETBV whether the kernel saves the YMM registers.
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (__get_cpuid(1, &a, &b, &c, &d) == 0 || (c & bit_OSXSAVE) == 0 || (c & bit_AVX) == 0) return false;
+  unsigned lo = 0, hi = 0;
+  __asm__("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+  if ((lo & 6) != 6) return false;
+  return __get_cpuid_count(7, 0, &a, &b, &c, &d) != 0 && (b & bit_AVX2) != 0;
 #endif
 }
 int64_t LastMatch(const uint8_t* h, size_t hlen, size_t end, const Needle* ns, size_t count, size_t maxlen) {

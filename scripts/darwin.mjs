@@ -163,9 +163,13 @@ export function compileArgs(arch, build, nodeInclude, source, object, { werror =
   ];
 }
 
-/** zig c++ arguments linking objects into the loadable module node dlopens. */
+/**
+ * zig c++ arguments linking objects into the loadable module node dlopens. The
+ * install name (LC_ID_DYLIB) is set, or the linker would record the output's
+ * path on the building machine (a temporary directory) in the shipped file.
+ */
 export function linkArgs(arch, build, objects, output) {
-  return ['c++', '-target', targetOf(arch, build), '-shared', '-Wl,-undefined,dynamic_lookup', ...objects, '-o', output];
+  return ['c++', '-target', targetOf(arch, build), '-shared', '-Wl,-undefined,dynamic_lookup', '-Wl,-install_name,@rpath/runwarden.node', ...objects, '-o', output];
 }
 
 /**

@@ -8,14 +8,22 @@
 // than the sources it ships with and never shadows a fresh build/Release in a
 // working tree (the loader tries prebuilds first).
 //
-//   node scripts/prebuild.mjs [--arch x64,arm64] [--darwin auto|yes|no] [--nodedir DIR]
-//     (or RUNWARDEN_PREBUILD_ARCH=x64, RUNWARDEN_PREBUILD_DARWIN=yes)
+//   node scripts/prebuild.mjs [--arch x64,arm64] [--darwin auto|yes|no] [--musl auto|yes|no] [--nodedir DIR]
+//     (or RUNWARDEN_PREBUILD_ARCH=x64, RUNWARDEN_PREBUILD_DARWIN=yes, RUNWARDEN_PREBUILD_MUSL=yes)
 //   node scripts/prebuild.mjs --clean
 //
 // --darwin: `auto` (the default) builds both darwin prebuilds when zig is there
 // (scripts/zig.sh's cache, or RUNWARDEN_ZIG) and otherwise says, on stderr, that
 // the package will have none; `yes` fails without zig (a release: run
-// scripts/zig.sh first); `no` builds none.
+// scripts/zig.sh first); `no` builds none. --musl: the same for
+// prebuilds/linuxmusl-{x64,arm64} (zig too: scripts/musl.mjs), for each --arch.
+// Under `npm publish` both are `yes` and both arches are built, whatever was
+// asked: a published package has every prebuild (scripts/release-gate.mjs
+// checks the tarball before that).
+//
+// Every prebuild is checked as it is made (scripts/prebuild-check.mjs: machine,
+// C library, symbols, no libuv; Mach-O CPU, macOS 11, libSystem only, install
+// name, arm64 signature), and a build that fails a check fails the script.
 //
 // Each architecture builds in its own temporary copy of binding.gyp + native/, so
 // the developer's build/ is untouched. arm64 is cross-compiled with Debian's
@@ -33,6 +41,8 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { buildDarwin, DARWIN_TARGETS, findZig, machHeader } from './darwin.mjs';
+import { buildMusl, MUSL_TARGETS } from './musl.mjs';
+import { checkPrebuild } from './prebuild-check.mjs';
 import { findNodeGyp, localNodedir, which } from './node-gyp.mjs';
 
 const root = dirname(dirname(fileURLToPath(import.meta.url)));
@@ -118,6 +128,7 @@ function build(arch, gyp, headers) {
     copyFileSync(built, join(dest, 'runwarden.node'));
     const size = readFileSync(join(dest, 'runwarden.node')).length;
     process.stdout.write(`prebuild: prebuilds/linux-${arch}/runwarden.node ${t.machineName}, ${size} bytes, needs glibc >= ${glibcFloor(built, cross ? t.cross : '')}\n`);
+    checked(`linux-${arch}`, join(dest, 'runwarden.node'));
   } finally {
     rmSync(work, { recursive: true, force: true });
   }
@@ -138,19 +149,51 @@ function buildMac(zig, headers) {
     if (h.cputype !== t.cputype) fail(`darwin-${arch}: the build is Mach-O cputype 0x${h.cputype.toString(16)}, not ${t.cpuName}`);
     const size = readFileSync(dest).length;
     process.stdout.write(`prebuild: prebuilds/darwin-${arch}/runwarden.node Mach-O ${t.cpuName}, filetype ${h.filetype}, ${size} bytes\n`);
+    checked(`darwin-${arch}`, dest, zig);
   }
+}
+
+/** The musl prebuilds with zig, one per architecture asked for. */
+function buildMuslAll(zig, headers, arches) {
+  for (const arch of arches) {
+    const dest = join(out, `linuxmusl-${arch}`, 'runwarden.node');
+    process.stdout.write(`prebuild: linuxmusl-${arch} (cross, ${zig} c++ -target ${MUSL_TARGETS[arch].triple})\n`);
+    const r = buildMusl(zig, root, arch, headers, dest);
+    for (const c of r.compiled) if (!c.ok) process.stderr.write(`${c.source}:\n${c.output}\n`);
+    if (r.compiled.some((c) => !c.ok)) fail(`zig failed to compile ${r.compiled.filter((c) => !c.ok).map((c) => c.source).join(', ')} for linuxmusl-${arch}`);
+    if (!r.linked.ok) fail(`zig failed to link linuxmusl-${arch}:\n${r.linked.output}`);
+    process.stdout.write(`prebuild: prebuilds/linuxmusl-${arch}/runwarden.node, ${readFileSync(dest).length} bytes\n`);
+    checked(`linuxmusl-${arch}`, dest, zig);
+  }
+}
+
+/** Fails the script when the prebuild just made does not pass its checks. */
+function checked(target, file, zig) {
+  const z = zig ?? (() => {
+    const f = findZig();
+    return 'zig' in f ? f.zig : undefined;
+  })();
+  const problems = checkPrebuild(target, file, { zig: z }).filter((p) => z !== undefined || !/needs zig/.test(p));
+  if (problems.length) fail(`${target} fails its checks:\n  ${problems.join('\n  ')}`);
 }
 
 const gyp = findNodeGyp(root);
 if (!gyp) fail('node-gyp not found (npm bundles one; is npm installed next to this node?)');
 const headers = nodedir();
-const arches = (arg('--arch') ?? process.env.RUNWARDEN_PREBUILD_ARCH ?? 'x64,arm64').split(',').filter(Boolean);
+// npm sets npm_command for the scripts it runs: a publish ships every prebuild.
+const publishing = process.env.npm_command === 'publish';
+const arches = publishing ? Object.keys(TARGETS) : (arg('--arch') ?? process.env.RUNWARDEN_PREBUILD_ARCH ?? 'x64,arm64').split(',').filter(Boolean);
 for (const a of arches) if (!(a in TARGETS)) fail(`unknown arch ${a} (known: ${Object.keys(TARGETS).join(', ')})`);
-const darwin = arg('--darwin') ?? process.env.RUNWARDEN_PREBUILD_DARWIN ?? 'auto';
+const darwin = publishing ? 'yes' : (arg('--darwin') ?? process.env.RUNWARDEN_PREBUILD_DARWIN ?? 'auto');
 if (!['auto', 'yes', 'no'].includes(darwin)) fail(`--darwin ${darwin}: expected auto, yes or no`);
-const zig = darwin === 'no' ? undefined : findZig();
+const musl = publishing ? 'yes' : (arg('--musl') ?? process.env.RUNWARDEN_PREBUILD_MUSL ?? 'auto');
+if (!['auto', 'yes', 'no'].includes(musl)) fail(`--musl ${musl}: expected auto, yes or no`);
+const zig = darwin === 'no' && musl === 'no' ? undefined : findZig();
 if (darwin === 'yes' && 'why' in zig) fail(`darwin prebuilds need zig: ${zig.why}`);
+if (musl === 'yes' && 'why' in zig) fail(`musl prebuilds need zig: ${zig.why}`);
 rmSync(out, { recursive: true, force: true });
 for (const a of arches) build(a, gyp, headers);
-if (zig && 'zig' in zig) buildMac(zig.zig, headers);
-else if (zig) process.stderr.write(`prebuild: NO darwin prebuilds in this package: ${zig.why}\n`);
+if (darwin !== 'no' && zig && 'zig' in zig) buildMac(zig.zig, headers);
+else if (darwin !== 'no' && zig) process.stderr.write(`prebuild: NO darwin prebuilds in this package: ${zig.why}\n`);
+if (musl !== 'no' && zig && 'zig' in zig) buildMuslAll(zig.zig, headers, arches);
+else if (musl !== 'no' && zig) process.stderr.write(`prebuild: NO musl prebuilds in this package: ${zig.why}\n`);

@@ -22,6 +22,7 @@ import { afterAll, beforeEach, describe, expect, it, type TestContext } from 'vi
 import { DARWIN_TARGETS, findZig } from '../scripts/darwin.mjs';
 import { MH_BUNDLE, MH_DYLIB, MH_MAGIC_64, PLATFORM_MACOS, readMachO, tbdExports } from './helpers/macho.js';
 import { arm64NodeRoot, lacking, needs } from './helpers/prereq.js';
+import { runtimePath } from './helpers/runtimes.js';
 import { ROOT } from './helpers/lock-procs.js';
 
 const SLOW = 900_000;
@@ -101,7 +102,7 @@ function pack(): Packed {
   });
   symlinkSync(join(ROOT, 'node_modules'), join(checkout, 'node_modules'), 'dir');
   const out = ok(
-    run('npm', ['pack', '--json', '--pack-destination', dest], { cwd: checkout, env: { ...process.env, RUNWARDEN_PREBUILD_ARCH: arches.join(','), RUNWARDEN_PREBUILD_DARWIN: darwin ? 'yes' : 'no' } }),
+    run('npm', ['pack', '--json', '--pack-destination', dest], { cwd: checkout, env: { ...process.env, RUNWARDEN_PREBUILD_ARCH: arches.join(','), RUNWARDEN_PREBUILD_DARWIN: darwin ? 'yes' : 'no', RUNWARDEN_PREBUILD_MUSL: darwin ? 'yes' : 'no' } }),
     'npm pack',
   );
   const info = JSON.parse(out.slice(out.indexOf('['))) as Array<{ filename: string; files: Array<{ path: string }> }>;
@@ -373,6 +374,43 @@ const p = probeLock('/nonexistent-rw/resume.lock');
 console.log(JSON.stringify({ addon: loadedAddonPath(), liveness: p.liveness }));
 `;
 
+/** Under each Node major, ESM: a leg in try … finally, a probe, a live engine opened and closed. */
+const VERSIONS_ESM = `
+import { LiveEngine, LOCK_FILE, probeLock, runStatus, startLegAsync } from 'runwarden';
+import { loadedAddonPath } from './node_modules/runwarden/dist/kernel/native.js';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+const root = mkdtempSync(join(tmpdir(), 'rw-versions-'));
+const runDir = join(root, 'nightly');
+const engine = new LiveEngine({ root, ref: false });
+await engine.start();
+const leg = await startLegAsync(runDir, { timeoutMs: 30_000 });
+let during;
+try {
+  leg.append({ event: 'node_started', node_id: 'build' });
+  during = [probeLock(join(runDir, LOCK_FILE)).liveness, runStatus(runDir).status];
+  leg.finish('passed');
+} finally {
+  leg.release();
+}
+engine.close();
+console.log(JSON.stringify({ node: process.versions.node, addon: loadedAddonPath(), during, after: runStatus(runDir).status }));
+`;
+
+/** Under each Node major, CommonJS: require(esm), a lock held and probed, released. */
+const VERSIONS_CJS = `
+const { acquireLock, probeLock } = require('runwarden');
+const { mkdtempSync } = require('node:fs');
+const { tmpdir } = require('node:os');
+const { join } = require('node:path');
+const lockPath = join(mkdtempSync(join(tmpdir(), 'rw-versions-')), 'run', 'resume.lock');
+const lock = acquireLock(lockPath);
+const held = probeLock(lockPath).liveness;
+lock.release();
+console.log(JSON.stringify({ node: process.versions.node, held, after: probeLock(lockPath).liveness }));
+`;
+
 // ---------------------------------------------------------------- the shared consumer
 
 let shared: string | undefined;
@@ -395,6 +433,8 @@ function sharedConsumer(): string {
     'async-wait.mjs': ASYNC_WAIT,
     'arm64-holder.mjs': ARM64_HOLDER,
     'which-addon.mjs': WHICH_ADDON,
+    'versions.mjs': VERSIONS_ESM,
+    'cjs/versions.js': VERSIONS_CJS,
   });
   ok(install, 'npm install of the tarball');
   shared = dir;
@@ -411,6 +451,8 @@ describe('the packed tarball', () => {
     const f = new Set(p.files);
     for (const arch of p.arches) expect(f.has(`prebuilds/linux-${arch}/runwarden.node`), arch).toBe(true);
     for (const arch of p.darwin ? Object.keys(DARWIN_TARGETS) : []) expect(f.has(`prebuilds/darwin-${arch}/runwarden.node`), `darwin-${arch}`).toBe(true);
+    // zig builds the musl prebuilds too, one per linux architecture packed.
+    for (const arch of p.darwin ? p.arches : []) expect(f.has(`prebuilds/linuxmusl-${arch}/runwarden.node`), `linuxmusl-${arch}`).toBe(true);
     for (const must of ['LICENSE', 'README.md', 'package.json', 'binding.gyp', 'scripts/install.mjs', 'scripts/node-gyp.mjs', 'dist/index.js', 'dist/index.d.ts', 'bin/runwarden.js']) {
       expect(f.has(must), must).toBe(true);
     }
@@ -452,6 +494,14 @@ describe('the packed tarball', () => {
     }
     const size = readFileSync(p.tarball).length;
     console.log(`tarball ${size} bytes, ${p.files.length} files`);
+  }, SLOW);
+
+  it('passes the release gate (scripts/release-gate.mjs): all six prebuilds, each passing its checks', (ctx: TestContext) => {
+    needs(ctx, 'zig', 'cc-arm64');
+    const p = pack();
+    const r = run(process.execPath, [join(ROOT, 'scripts', 'release-gate.mjs'), '--tarball', p.tarball]);
+    expect({ status: r.status, stderr: r.stderr }).toEqual({ status: 0, stderr: '' });
+    expect(r.stdout.match(/^release-gate: [a-z0-9-]+: ok$/gm)).toHaveLength(6);
   }, SLOW);
 
   it('installs offline with only runtime dependencies, none of them node-gyp', () => {
@@ -531,6 +581,28 @@ describe('consumers of the installed tarball', () => {
     expect(out.result).toEqual({ name: 'AbortError', code: 'ABORT_ERR', abortError: true, base: true, cause: 'enough' });
     expect(out.holderStill).toBe('held');
   }, SLOW);
+});
+
+describe('the installed tarball under Node 20, 22, 24 and 26 (binaries from scripts/runtime.sh)', () => {
+  for (const major of [20, 22, 24, 26] as const) {
+    it(`Node ${major}: ESM (a leg, a probe, a live engine) and CommonJS (require(esm), a lock) with the same prebuild; \`await using\` parses from 24`, (ctx: TestContext) => {
+      // The machine's own node serves for its major; the others come from the cache.
+      const own = process.versions.node.split('.')[0] === String(major);
+      if (!own) needs(ctx, `node-${major}`);
+      const node = own ? process.execPath : (runtimePath(`node-${major}`) as string);
+      const dir = sharedConsumer();
+      const esm = lastJson<{ node: string; addon: string; during: string[]; after: string }>(ok(run(node, ['versions.mjs'], { cwd: dir }), `ESM under Node ${major}`));
+      expect(esm.node.split('.')[0]).toBe(String(major));
+      expect(esm).toMatchObject({ addon: join(realpathSync(dir), 'node_modules', 'runwarden', 'prebuilds', 'linux-x64', 'runwarden.node'), during: ['held', 'RUNNING'], after: 'PASS' });
+      const cjs = lastJson<{ node: string; held: string; after: string }>(ok(run(node, ['cjs/versions.js'], { cwd: dir }), `CommonJS under Node ${major}`));
+      expect(cjs).toEqual({ node: esm.node, held: 'held', after: 'free' });
+      // README: \`await using\` is plain JavaScript from Node 24, a SyntaxError before.
+      const parse = run(node, ['--input-type=module', '-e', 'async function f() { await using x = null; } console.log(typeof f);'], { cwd: dir });
+      if (major >= 24) expect(parse.stdout.trim(), parse.stderr).toBe('function');
+      else expect(parse.stderr).toMatch(/SyntaxError/);
+      console.log(`Node ${esm.node}: ESM and CommonJS ok`);
+    }, SLOW);
+  }
 });
 
 describe('installing without a compiler, and compiling without node-gyp in the dependencies', () => {
@@ -634,7 +706,7 @@ describe('the darwin prebuilds, read from the packed tarball (nothing here runs 
 
   for (const arch of Object.keys(DARWIN_TARGETS) as Array<keyof typeof DARWIN_TARGETS>) {
     const t = DARWIN_TARGETS[arch];
-    it(`darwin-${arch}: a 64-bit ${t.cpuName} Mach-O module for macOS 11 that exports napi_register_module_v1 and needs only N-API, libuv and libSystem`, (ctx: TestContext) => {
+    it(`darwin-${arch}: a 64-bit ${t.cpuName} Mach-O module for macOS 11 that exports napi_register_module_v1 and needs only N-API and libSystem, no libuv`, (ctx: TestContext) => {
       needs(ctx, 'zig');
       const z = findZig();
       if ('why' in z) throw new Error(z.why);
@@ -653,15 +725,36 @@ describe('the darwin prebuilds, read from the packed tarball (nothing here runs 
       const libSystem = tbdExports(readFileSync(stub, 'utf8'), `${t.cpuName === 'x86_64' ? 'x86_64' : 'arm64'}-macos`);
       expect(libSystem.has('_flock') && libSystem.has('_kqueue') && libSystem.has('_fstatfs')).toBe(true);
       const undef = [...new Set(m.symbols.filter((s) => !s.defined).map((s) => s.name))];
-      const fromNode = undef.filter((n) => /^_(napi|node_api)_/.test(n) || /^_uv_/.test(n));
+      expect(undef.filter((n) => /^_uv_/.test(n)), 'libuv symbols: not Node-API').toEqual([]);
+      const fromNode = undef.filter((n) => /^_(napi|node_api)_/.test(n));
       expect(fromNode).toContain('_napi_create_function');
       const other = undef.filter((n) => !fromNode.includes(n) && !libSystem.has(n));
-      expect(other, `undefined symbols from neither N-API, libuv nor libSystem`).toEqual([]);
+      expect(other, `undefined symbols from neither N-API nor libSystem`).toEqual([]);
       // libc++ and libc++abi are linked in (zig's own), so nothing is asked of /usr/lib/libc++.1.dylib.
       expect(undef.filter((n) => /^__Z/.test(n))).toEqual([]);
-      console.log(`darwin-${arch}: ${readFileSync(file).length} bytes, filetype ${m.filetype}, ${undef.length} undefined symbols (${fromNode.length} N-API/libuv, the rest libSystem)`);
+      console.log(`darwin-${arch}: ${readFileSync(file).length} bytes, filetype ${m.filetype}, ${undef.length} undefined symbols (${fromNode.length} N-API, the rest libSystem)`);
     }, SLOW);
   }
+});
+
+describe('the linux prebuilds, read from the packed tarball by binutils', () => {
+  it('every ELF prebuild needs no libuv symbol (`nm -D --undefined-only`), and the musl ones no glibc symbol version (`readelf -V`)', (ctx: TestContext) => {
+    needs(ctx, 'cc');
+    const p = pack();
+    const dir = join(work, 'unpacked-elf');
+    mkdirSync(dir);
+    ok(run('tar', ['xzf', p.tarball, '-C', dir]), 'tar');
+    const elves = p.files.filter((f) => /^prebuilds\/linux(musl)?-[a-z0-9]+\/runwarden\.node$/.test(f));
+    expect(elves).toContain('prebuilds/linux-x64/runwarden.node');
+    for (const f of elves) {
+      const file = join(dir, 'package', f);
+      const undef = ok(run('nm', ['-D', '--undefined-only', file]), `nm ${f}`).split('\n').map((l) => l.trim().split(/\s+/).pop() ?? '').filter(Boolean);
+      expect(undef, f).toContain('napi_create_function');
+      expect(undef.filter((n) => /^uv_/.test(n)), `${f}: libuv symbols`).toEqual([]);
+      if (f.includes('linuxmusl')) expect(ok(run('readelf', ['-V', '-W', file]), `readelf ${f}`), f).not.toMatch(/GLIBC_/);
+      console.log(`${f}: ${undef.length} undefined symbols, none libuv's`);
+    }
+  }, SLOW);
 });
 
 describe('the linux-arm64 prebuild', () => {

@@ -36,6 +36,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { AddonLoadError, NativeError } from '../contract/errors.js';
 import { addonFileProblem } from './addon-file.js';
+import { unsupportedRuntime } from './runtime.js';
 
 export { addonFileProblem };
 
@@ -260,12 +261,13 @@ let chosenPath: string | undefined;
 export const ADDON_ENV = 'RUNWARDEN_ADDON';
 
 /**
- * The platforms a prebuilt binary is shipped for: linux with glibc, and darwin
- * (macOS 11 and later, cross-compiled with zig: scripts/prebuild.mjs). A darwin
+ * The platforms a prebuilt binary is shipped for: linux with glibc, linux
+ * with musl (`linuxmusl-*`), and darwin (macOS 11 and later); the musl and
+ * darwin ones are cross-compiled with zig (scripts/prebuild.mjs). A darwin
  * package built without zig has no darwin files; the loader then says the file
  * is not there and falls back as for any missing prebuild.
  */
-export const PREBUILD_TARGETS = ['linux-x64', 'linux-arm64', 'darwin-arm64', 'darwin-x64'] as const;
+export const PREBUILD_TARGETS = ['linux-x64', 'linux-arm64', 'linuxmusl-x64', 'linuxmusl-arm64', 'darwin-arm64', 'darwin-x64'] as const;
 
 /**
  * The package root (dist/kernel/native.js and src/kernel/native.ts both live
@@ -306,25 +308,25 @@ export function loadedAddonPath(): string | undefined {
 }
 
 /**
- * Whether this process runs on glibc, which the prebuilds are linked against.
- * The libraries mapped into the process say it cheaply (glibc's libc.so.6,
- * musl's ld-musl-*.so.1); when they do not, Node's diagnostic report (about
- * 20 ms) carries glibc's runtime version, and nothing on musl. Asked only when a
- * prebuild file is there to be loaded.
+ * The C library this linux process runs on: glibc or musl, each with its own
+ * prebuilds, or undefined when neither can be told. The libraries mapped into
+ * the process say it cheaply (glibc's libc.so.6, musl's ld-musl-*.so.1); when
+ * they do not, Node's diagnostic report (about 20 ms) carries glibc's runtime
+ * version, and nothing on musl. Asked only when a prebuild is to be loaded.
  */
-function runsOnGlibc(): boolean {
+function linuxLibc(): 'glibc' | 'musl' | undefined {
   try {
     const maps = readFileSync('/proc/self/maps', 'utf8');
-    if (/\/ld-musl-[^/\s]*\.so/.test(maps)) return false;
-    if (/\/libc\.so\.6$/m.test(maps)) return true;
+    if (/\/ld-musl-[^/\s]*\.so/.test(maps)) return 'musl';
+    if (/\/libc\.so\.6$/m.test(maps)) return 'glibc';
   } catch {
     /* no /proc: ask the report */
   }
   try {
     const report = process.report?.getReport() as { header?: { glibcVersionRuntime?: unknown } } | undefined;
-    return typeof report?.header?.glibcVersionRuntime === 'string';
+    return typeof report?.header?.glibcVersionRuntime === 'string' ? 'glibc' : undefined;
   } catch {
-    return false;
+    return undefined;
   }
 }
 
@@ -333,13 +335,17 @@ function runsOnGlibc(): boolean {
  * try (another platform, architecture or C library).
  */
 export function prebuildFor(root: string): { path: string } | { why: string } {
-  const target = `${process.platform}-${process.arch}`;
+  let target = `${process.platform}-${process.arch}`;
   if (!(PREBUILD_TARGETS as readonly string[]).includes(target)) {
     return { why: `no prebuild is shipped for ${target} (only ${PREBUILD_TARGETS.join(', ')})` };
   }
+  if (process.platform === 'linux') {
+    const libc = linuxLibc();
+    if (libc === undefined) return { why: `the prebuilds for ${target} need glibc or musl; this process runs on another C library` };
+    if (libc === 'musl') target = `linuxmusl-${process.arch}`;
+  }
   const path = join(root, 'prebuilds', target, 'runwarden.node');
   if (!existsSync(path)) return { why: `${path} is not there (a source checkout, or a package without prebuilds)` };
-  if (process.platform === 'linux' && !runsOnGlibc()) return { why: `the prebuild for ${target} needs glibc; this process runs on another C library` };
   return { path };
 }
 
@@ -444,6 +450,8 @@ export function loadAddon(): void {
 /** Returns the addon, loading it (and checking its constants) on first use. */
 export function native(): NativeBinding {
   if (loaded !== undefined) return loaded;
+  const refused = unsupportedRuntime();
+  if (refused !== undefined) throw new AddonLoadError(refused);
   const attempts: Attempt[] = [];
   const use = (binding: NativeBinding, constants: NativeConstants, from: string): NativeBinding => {
     binding.init(NativeError);

@@ -38,6 +38,7 @@ import { accessSync, constants, readdirSync, readFileSync, statSync } from 'node
 import { delimiter, join, resolve } from 'node:path';
 import { MODEL_ADDON } from '../../scripts/darwin-model.mjs';
 import type { TestContext } from 'vitest';
+import { fetchCommand, runtimePath, type Runtime } from './runtimes.js';
 
 export type Prereq =
   | 'root'
@@ -59,6 +60,8 @@ export type Prereq =
   | 'userns'
   | 'rsync'
   | 'zig'
+  /** A runtime in scripts/runtime.sh's cache (test/helpers/runtimes.ts). */
+  | Runtime
   /** A test that only means something on linux; after the colon, why (e.g. `linux: /proc/locks`). */
   | `linux: ${string}`;
 
@@ -165,7 +168,18 @@ function tool(name: string, pkg: string): Check {
   return { present: () => onPath(name) !== undefined, missing: `needs ${name}: apt-get install ${pkg}`, pkg };
 }
 
+/** A runtime scripts/runtime.sh fetches from npm, which has it for x86-64 linux only. */
+function runtime(r: Runtime): Check {
+  return { present: () => runtimePath(r) !== undefined, onlyOn: ['linux-x64'], missing: `needs ${r}: run ${fetchCommand(r)}` };
+}
+
 const CHECKS: Record<Exclude<Prereq, 'zig' | `linux: ${string}`>, Check> = {
+  bun: runtime('bun'),
+  deno: runtime('deno'),
+  'node-20': runtime('node-20'),
+  'node-22': runtime('node-22'),
+  'node-24': runtime('node-24'),
+  'node-26': runtime('node-26'),
   root: {
     present: canMount,
     missing: process.getuid?.() === 0 ? 'needs CAP_SYS_ADMIN to mount (root without it, e.g. an unprivileged container)' : 'needs root, to mount filesystems',
