@@ -60,6 +60,7 @@ export interface WatchingHost {
  * only strings).
  */
 function watchPath(dir: string): string | undefined {
+  if (!dir.includes('\\')) return dir; // no escape: the path is its bytes
   const exact = runDirPath(dir);
   if (typeof exact === 'string') return exact;
   const text = exact.toString('utf8');
