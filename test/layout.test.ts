@@ -91,12 +91,6 @@ function circles(graph: ReadonlyMap<string, readonly string[]>): string[][] {
   return found;
 }
 
-/**
- * Files above kernel/ that still reach the addon object, each with why it is let be: a file
- * whose owner routes it through a kernel function removes its entry here.
- */
-const ADDON_PENDING: ReadonlyMap<string, string> = new Map([['read/tail.ts', "lastMatch: the tail reader's byte search, routed by its owner"]]);
-
 function layerOf(path: string): string | undefined {
   const rel = relative(SRC, path).split(sep);
   return rel.length > 1 ? rel[0] : undefined;
@@ -167,8 +161,6 @@ describe('layout', () => {
       }
     }
     expect(seen).toBeGreaterThan(0);
-    expect(reaching.filter((f) => !ADDON_PENDING.has(f))).toEqual([]);
-    // A pending file that no longer reaches the addon must leave the list.
-    expect([...ADDON_PENDING.keys()].filter((f) => !reaching.includes(f))).toEqual([]);
+    expect(reaching).toEqual([]);
   });
 });

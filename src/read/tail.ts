@@ -39,7 +39,7 @@
  */
 import { lineTooLong, MAX_LINE_BYTES, parseLine, type StreamEvent } from '../contract/events.js';
 import { StreamFold, type LastLeg } from '../contract/fold.js';
-import { native } from '../kernel/native.js';
+import { lastMatch } from '../kernel/bytesearch.js';
 import { closeQuietly, type OpenFile } from '../kernel/open.js';
 import type { RunFileFacts } from '../kernel/runfiles.js';
 import { foldRangeSteps, openStream, readStreamBytes, shrank, type Steps } from './stream.js';
@@ -223,7 +223,7 @@ class BackScan {
     for (;;) {
       const end = Math.min(limit, this.chunkEnd) - this.winStart;
       if (end > 0) {
-        const i = native().lastMatch(this.win, end, PACKED);
+        const i = lastMatch(this.win, end, PACKED);
         if (i >= 0) return this.winStart + i >= floor ? this.winStart + i : BOUND;
       }
       if (!this.back(floor)) return floor > 0 ? BOUND : -1;
