@@ -25,8 +25,11 @@
  * - Per run the index keeps a compact record ({@link LiveEntry}: the report,
  *   shared with the engine, and a card while a document shows the run);
  *   cards and pages are built from the engine's report and the snapshot the
- *   engine reads (cards.ts). {@link BYTES_PER_SETTLED_RUN} bounds what index
- *   and engine keep per settled run.
+ *   engine reads (cards.ts). Per settled run the engine keeps its RunState
+ *   (live/runstate.ts: seven words), its directory's path, two hashes of its
+ *   file identities (shared slabs, off the heap) and its watch; the index a
+ *   LiveEntry sharing the engine's report. test/serve-memory.test.ts holds a
+ *   real serve's resident memory to bounds written in the test.
  * - Reads only; no timer of its own but the card back-off's (cards.ts) and
  *   the release of the first listing's memory.
  */
@@ -45,21 +48,6 @@ import { forEachRunThreaded } from '../status/list-threads.js';
 import { CardMaker, SECTION_PAGE, unreadableCard } from './cards.js';
 import type { ModelOptions, ReportsList } from './reports.js';
 import { CARD_STATES, cardState, dashboardDoc, sectionOf, type CardState, type DashboardDoc, type RunCard, type RunPage, type Section } from './view.js';
-
-/**
- * What the index and its engine keep per settled run, at most (heap bytes,
- * both together): the bound test/serve-memory.test.ts asserts on the growth
- * from 10,000 to 50,000 settled runs of the benchmark's shape (a 3-line
- * stream, a marked lock, no snapshot). About 600 bytes per run are measured
- * there (Node 20, no pointer compression); the bound leaves half as much
- * again for other Node versions and shapes. Where they go: the engine's
- * RunState (live/runstate.ts: seven words, nothing of its reading state once
- * settled), its run directory's path and name slice, two hashes of its file
- * identities (in shared slabs, outside the heap), its watch
- * (kernel/notify.ts: an entry and a watch object, no closure), the shared
- * report, the index's LiveEntry, and the maps and arrays that index them.
- */
-export const BYTES_PER_SETTLED_RUN = 900;
 
 /**
  * Run directories the first listing inspects together, on the index's

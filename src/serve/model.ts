@@ -33,7 +33,6 @@ import type { DashboardDoc, RunPage } from './view.js';
 
 export { BACKOFF, CARD_STREAM_MAX, FIELD_MAX, numberLegs, PAGE_DEPS_MAX, PAGE_NODES_MAX, SECTION_PAGE, TIMELINE_MAX } from './cards.js';
 export { EXPENSIVE_FACTOR, EXPENSIVE_MS, SETTLED_RECHECK_MS } from './oneshot.js';
-export { BYTES_PER_SETTLED_RUN } from './liveindex.js';
 export type { ModelObserver, ModelOptions, ReportsList } from './reports.js';
 /** The `runs --json` document (CONTRACT §5.2); one definition, in contract/types.ts. */
 export type { RunsDocument } from '../contract/types.js';
