@@ -278,7 +278,7 @@ function checkMachO(target, t, buf, { zig } = {}) {
   if (!m.build || m.build.platform !== PLATFORM_MACOS || m.build.minos !== MACOS_MIN) problems.push(`${target}: LC_BUILD_VERSION ${JSON.stringify(m.build)}, not macOS ${MACOS_MIN}`);
   const foreign = m.dylibs.filter((d) => d !== '/usr/lib/libSystem.B.dylib');
   if (foreign.length) problems.push(`${target}: loads ${foreign.join(', ')} (only /usr/lib/libSystem.B.dylib may be loaded)`);
-  if (m.idDylib !== undefined && (m.idDylib.includes('/') && !m.idDylib.startsWith('@rpath/'))) problems.push(`${target}: install name ${m.idDylib} is a path of the build machine`);
+  if (m.idDylib !== undefined && (m.idDylib.includes('/') && !m.idDylib.startsWith('@rpath/'))) problems.push(`${target}: install name ${String(m.idDylib)} is a path of the build machine`);
   if (t.cpuName === 'arm64' && !m.signed) problems.push(`${target}: no code signature (LC_CODE_SIGNATURE): arm64 macOS will not map it`);
   if (!m.symbols.some((s) => s.defined && s.name === '_napi_register_module_v1')) problems.push(`${target}: exports no _napi_register_module_v1`);
   const undef = [...new Set(m.symbols.filter((s) => !s.defined).map((s) => s.name))];

@@ -38,7 +38,7 @@ function onModel(body: string, timeoutMs = 60_000, addonPath?: string): { out: u
   const lines = (r.stdout ?? '').trim().split('\n').filter((l) => l !== '');
   let out: unknown;
   try {
-    out = lines.length > 0 ? JSON.parse(lines[lines.length - 1] as string) : undefined;
+    out = lines.length > 0 ? JSON.parse(lines[lines.length - 1]) : undefined;
   } catch {
     out = lines[lines.length - 1];
   }
@@ -175,7 +175,7 @@ describe('lock files that are not regular files (fs_darwin.cc) in the model', ()
           expect(r.out).toMatchObject({ liveness: 'unknown', reason: 'not-regular-file' });
           resolveTest();
         } catch (e) {
-          reject(e);
+          reject(e instanceof Error ? e : new Error(String(e)));
         } finally {
           server.close();
         }

@@ -359,9 +359,7 @@ function narrationFiles(): string[] {
   walk('src');
   walk('native');
   out.push('README.md', ...pages().filter((p) => p !== 'README.md'));
-  // TEMPORARY: src/live/ and src/serve/ are being split on another branch; this exclusion goes once it is merged.
-  const temporary = (p: string): boolean => p.startsWith('src/live/') || p.startsWith('src/serve/');
-  return out.filter((p) => p !== 'docs/changes.md' && !temporary(p));
+  return out.filter((p) => p !== 'docs/changes.md');
 }
 
 /** The lines of `text` that narrate, as `line: text`. */

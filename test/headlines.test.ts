@@ -15,6 +15,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+// eslint-disable-next-line @typescript-eslint/ban-ts-comment -- the module's types depend on the program: tsc (no allowJs) finds none, ESLint's allowJs program infers them
 // @ts-ignore untyped JS module (bench/ is plain ESM JavaScript)
 import { BEGIN, BENCHMARKS_PATH, END, blockIn, docsBlock, judge, loadHeadlines, resultsBlock, RESULTS_PATH, validate, withBlock, wrap, WRAP } from '../bench/lib/headlines.js';
 import { needs } from './helpers/prereq.js';
@@ -81,7 +82,7 @@ describe('headlines: one record, rendered', () => {
       expect(line.slice(2), line).not.toMatch(/^(?:[-+*]|#{1,6}|\d{1,9}[.)])(?: |$)|^[>|]/);
     }
     // Positive controls: a long text wraps at a space, and a marker-like word is never put first on a line.
-    const w = wrap(`${'word '.repeat(40)}- 1. end`, 30) as string;
+    const w: string = wrap(`${'word '.repeat(40)}- 1. end`, 30);
     expect(w.split('\n').length).toBeGreaterThan(5);
     expect(w.split('\n').every((l) => l.length <= 30 + 2)).toBe(true);
     expect(w.split('\n').slice(1).every((l) => !/^ {2}(?:-|1\.) /.test(l))).toBe(true);

@@ -181,7 +181,7 @@ describe('holders watched for their exit (pidfd)', () => {
     // flock(1) takes the lock; its script starts a sleep that inherits the descriptor, says its pid,
     // and waits for a line on stdin; then the script and flock(1) exit, and the sleep keeps the flock.
     const { proc, said } = await flockX(join(dir, 'resume.lock'), 'sleep 600 & echo READY $!; read x; exit 0');
-    const child = said[0] as number;
+    const child = said[0];
     track(child);
     openLeg(dir);
     const { e } = engine(root);

@@ -32,7 +32,7 @@ function importsOf(file: string): { names: string; target: string }[] {
   const text = readFileSync(file, 'utf8');
   const out: { names: string; target: string }[] = [];
   for (const m of text.matchAll(/(?:(?:import|export)\s+(type\s+)?([^'";]*?)\s*from\s*|import\s*\(?\s*)'(\.{1,2}\/[^']+)'/g)) {
-    const target = normalize(join(dirname(file), m[3]!)).replace(/\.js$/, '.ts');
+    const target = normalize(join(dirname(file), m[3])).replace(/\.js$/, '.ts');
     out.push({ names: m[2] ?? '', target });
   }
   return out;
@@ -55,12 +55,12 @@ function circles(graph: ReadonlyMap<string, readonly string[]>): string[][] {
     stack.push(start);
     onStack.add(start);
     while (work.length > 0) {
-      const top = work[work.length - 1]!;
+      const top = work[work.length - 1];
       const [v, i] = top;
       const edges = graph.get(v) ?? [];
       if (i < edges.length) {
         top[1]++;
-        const w = edges[i]!;
+        const w = edges[i];
         if (!graph.has(w)) continue;
         if (!index.has(w)) {
           index.set(w, next);
@@ -73,7 +73,7 @@ function circles(graph: ReadonlyMap<string, readonly string[]>): string[][] {
       }
       work.pop();
       if (work.length > 0) {
-        const u = work[work.length - 1]![0];
+        const u = work[work.length - 1][0];
         low.set(u, Math.min(low.get(u)!, low.get(v)!));
       }
       if (low.get(v) === index.get(v)) {

@@ -179,9 +179,9 @@ describe('LiveEngine', () => {
     const notices = changes.filter((c) => c.type === 'notice');
     expect(notices).toHaveLength(1);
     expect((notices[0] as { message: string }).message).toContain('ENOSPC');
-    procs[1]!.kill('SIGKILL');
-    await until(() => statusOf(e, dirs[1]!) === 'ABANDONED');
-    expect(statusOf(e, dirs[0]!)).toBe('RUNNING');
+    procs[1].kill('SIGKILL');
+    await until(() => statusOf(e, dirs[1]) === 'ABANDONED');
+    expect(statusOf(e, dirs[0])).toBe('RUNNING');
     expect(e.stats.polledProbes).toBeGreaterThan(0);
     expect(e.stats.lockWakeups).toBe(0);
     expect(e.stats.exitWakeups).toBe(0);
@@ -253,7 +253,7 @@ describe('LiveEngine', () => {
     await until(() => dirs.every((d) => status(d.slice(root.length + 1)) === 'RUNNING'));
     const notices = lines.filter((l) => l['type'] === 'notice');
     expect(notices).toHaveLength(1);
-    expect(String(notices[0]!['message'])).toContain('ENOSPC');
+    expect(String(notices[0]['message'])).toContain('ENOSPC');
     for (const p of procs) p.kill('SIGKILL');
     await until(() => dirs.every((d) => status(d.slice(root.length + 1)) === 'ABANDONED'));
     child.stdin.write('\n');
@@ -348,7 +348,7 @@ describe('LiveEngine', () => {
     // an overflow instead. The safety re-check is 10 min away (engine()), so only the overflow's look
     // at every run can find these legs.
     const scratch = runs.map((d) => openSync(join(d, 'scratch'), 'a'));
-    for (let i = 0; i < limit + 1000; i++) writeSync(scratch[i % scratch.length] as number, 'x'); // an IN_MODIFY each
+    for (let i = 0; i < limit + 1000; i++) writeSync(scratch[i % scratch.length], 'x'); // an IN_MODIFY each
     for (const fd of scratch) closeSync(fd);
     for (const d of runs) appendFileSync(join(d, 'events.jsonl'), line({ event: 'run_started' }));
     const before = fingerprint(root);
@@ -390,15 +390,15 @@ describe('LiveEngine', () => {
       });
       const passes0 = e.stats.safetyPasses;
       // Written to the directory beneath the mount: FUSE tells no inotify watch on the mount of it.
-      appendFileSync(join(src, ids[4]!, 'events.jsonl'), line({ event: 'run_started' }) + line({ event: 'run_finished', outcome: 'failed' }));
+      appendFileSync(join(src, ids[4], 'events.jsonl'), line({ event: 'run_started' }) + line({ event: 'run_finished', outcome: 'failed' }));
       await until(() => passesAtFail !== undefined);
       // Found by a pass that compared 2 of the 6: at most 3 passes after the write, plus the one under way
       // at the write, plus one that may begin between the comparing slice and the derivation.
       expect(passesAtFail! - passes0).toBeLessThanOrEqual(5);
       expect(passesAtFail! - passes0).toBeGreaterThanOrEqual(1);
-      expect(statusOf(e, join(mnt, ids[4]!))).toBe('FAIL');
+      expect(statusOf(e, join(mnt, ids[4]))).toBe('FAIL');
       await new Promise((r) => setTimeout(r, 200));
-      expect(statusOf(quiet.e, join(mnt, ids[4]!)), 'the notifier alone never saw it').toBe('PASS');
+      expect(statusOf(quiet.e, join(mnt, ids[4])), 'the notifier alone never saw it').toBe('PASS');
       quiet.e.close();
       e.close();
     } finally {

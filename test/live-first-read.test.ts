@@ -180,10 +180,10 @@ describe('the live engine first reads a long stream in steps, with the tail read
     await e.start();
     expect(e.stats.tailReads).toBe(3);
     for (const dir of dirs) expect(e.get(dir)?.report, dir).toEqual(runStatus(dir));
-    expect(statusOf(e, dirs[1] as string)).toBe('PAUSED');
-    expect(e.get(dirs[1] as string)?.report?.hint).toContain('early');
+    expect(statusOf(e, dirs[1])).toBe('PAUSED');
+    expect(e.get(dirs[1])?.report?.hint).toContain('early');
     // Appends after the tail's read fold on from its fold: a new leg, then its end.
-    const skips = dirs[2] as string;
+    const skips = dirs[2];
     appendFileSync(join(skips, 'events.jsonl'), 'garbage\n' + line({ event: 'run_finished', outcome: 'failed' }));
     await until(() => e.get(skips)?.report?.status === 'FAIL');
     expect(e.get(skips)?.report).toEqual(runStatus(skips));

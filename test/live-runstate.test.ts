@@ -73,9 +73,9 @@ describe('SigSlots', () => {
     let told = 0;
     for (let w = 0; w < bits.length; w++) {
       for (let b = 0; b < 32; b++) {
-        bits[w] = (bits[w] as number) ^ (1 << b);
+        bits[w] = (bits[w]) ^ (1 << b);
         if (s.takeIfChanged(slot, base, 0)) told++;
-        bits[w] = (bits[w] as number) ^ (1 << b);
+        bits[w] = (bits[w]) ^ (1 << b);
         s.takeIfChanged(slot, base, 0); // back to the base
       }
     }
@@ -86,9 +86,9 @@ describe('SigSlots', () => {
     const s = new SigSlots(2);
     const slots = Array.from({ length: 5000 }, () => s.take());
     const fresh = new Float64Array([5, 6]);
-    expect(s.takeIfChanged(slots[4999] as number, fresh, 0)).toBe(true);
-    expect(s.takeIfChanged(slots[4999] as number, fresh, 0)).toBe(false);
-    expect(s.takeIfChanged(slots[0] as number, new Float64Array(2), 0)).toBe(true); // a new slot equals nothing, zeros included
-    expect(s.takeIfChanged(slots[0] as number, new Float64Array(2), 0)).toBe(false);
+    expect(s.takeIfChanged(slots[4999], fresh, 0)).toBe(true);
+    expect(s.takeIfChanged(slots[4999], fresh, 0)).toBe(false);
+    expect(s.takeIfChanged(slots[0], new Float64Array(2), 0)).toBe(true); // a new slot equals nothing, zeros included
+    expect(s.takeIfChanged(slots[0], new Float64Array(2), 0)).toBe(false);
   });
 });

@@ -37,9 +37,9 @@ async function serve(root: string): Promise<{ proc: ChildProcess; port: number }
   const proc = spawn(process.execPath, [CLI, 'serve', '--root', root, '--port', '0'], { stdio: ['ignore', 'pipe', 'pipe'] });
   track(proc);
   let out = '';
-  proc.stdout!.setEncoding('utf8');
+  proc.stdout.setEncoding('utf8');
   const port = await new Promise<number>((resolve, reject) => {
-    proc.stdout!.on('data', (c: string) => {
+    proc.stdout.on('data', (c: string) => {
       out += c;
       const m = /http:\/\/127\.0\.0\.1:(\d+)\//.exec(out);
       if (m) resolve(Number(m[1]));
@@ -168,7 +168,7 @@ describe('capped run pages', () => {
     // Numbered from the run's first leg, so the last is #450, and the run's start is its first leg's.
     expect(p.body.legs[0].n).toBe(251);
     expect(p.body.legs[199].n).toBe(450);
-    expect(p.body.started_at).toBe(events[0]!['ts']);
+    expect(p.body.started_at).toBe(events[0]['ts']);
   });
 
   it('a run whose graph has 1,500 nodes gets the first 1,000 and the count of the rest', async () => {

@@ -10,7 +10,7 @@
  * `workersOnly` seam makes every chunk a worker's while the worker lives,
  * since test roots are small and the owning thread would otherwise race it.
  */
-import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import { symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';

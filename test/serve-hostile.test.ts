@@ -48,7 +48,7 @@ describe('a selection key given twice', () => {
     expect((JSON.parse(one.stdout) as { runs: unknown[] }).runs).toHaveLength(1);
     for (const flag of ['--limit', '--status', '--graph', '--id', '--before']) {
       const v = flag === '--limit' ? ['1', '2'] : flag === '--status' ? ['pass', 'fail'] : ['a', 'b'];
-      const r = await run(['runs', '--root', root, flag, v[0] as string, flag, v[1] as string]);
+      const r = await run(['runs', '--root', root, flag, v[0], flag, v[1]]);
       expect(r.code, flag).toBe(2);
       expect(r.stdout).toBe('');
       expect(r.stderr).toContain(`${flag} is given more than once; give it once`);

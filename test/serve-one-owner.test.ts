@@ -92,7 +92,7 @@ function runInfo(text: string): Map<string, string> {
 /** `runwarden_runs{status}` values. */
 function runCounts(text: string): Map<string, number> {
   const out = new Map<string, number>();
-  for (const m of text.matchAll(/^runwarden_runs\{status="([^"]*)"\} (\d+)$/gm)) out.set(m[1] as string, Number(m[2]));
+  for (const m of text.matchAll(/^runwarden_runs\{status="([^"]*)"\} (\d+)$/gm)) out.set(m[1], Number(m[2]));
   return out;
 }
 
@@ -142,7 +142,7 @@ async function disagreement(root: string, port: number): Promise<string> {
 /** Polls until every surface agrees with `runs --json`; fails with the last difference. */
 async function agree(root: string, port: number, also: (ref: Map<string, string>) => string = () => ''): Promise<void> {
   const end = Date.now() + AGREE_MS;
-  let last = '';
+  let last: string;
   for (;;) {
     last = await disagreement(root, port);
     if (last === '') {
@@ -182,7 +182,7 @@ describe('serve: one run, one id, one status on every surface', () => {
     // `new\back` (a lone backslash stands for itself), `new\\two` the bytes `new\two`.
     await execLeg(join(root, 'new\\back'));
     await execLeg(join(root, 'new\\\\two'));
-    await makeRun(root, Buffer.from([0x6e, 0x65, 0x77, 0xfe]), false, k++);
+    await makeRun(root, Buffer.from([0x6e, 0x65, 0x77, 0xfe]), false, k);
     await agree(root, serve.port, (ref) => {
       for (const id of ['new\\\\back', 'new\\\\two', 'new\\xfe']) if (ref.get(id) !== 'PASS') return `${id} reads ${ref.get(id)} in runs --json`;
       return '';

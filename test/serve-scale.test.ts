@@ -189,7 +189,7 @@ describe('the dashboard page over 10,000 runs, in chromium', () => {
   });
 
   it('turns an in-flight card abandoned when its holder is killed, without a reload', async () => {
-    const victim = holders[0] as Holder;
+    const victim = holders[0];
     const card = page.locator(`article.card[data-run-id="${LIVE[0]}"]`);
     expect(await card.getAttribute('data-state')).toBe('running');
     victim.proc.kill('SIGKILL');

@@ -53,7 +53,7 @@ interface GenOptions {
 
 function generate(seed: number, opt: GenOptions): Buffer {
   const r = rng(seed);
-  const pick = <T>(xs: readonly T[]): T => xs[Math.floor(r() * xs.length)] as T;
+  const pick = <T>(xs: readonly T[]): T => xs[Math.floor(r() * xs.length)];
   const nodes = ['a', 'b', 'c', 'g1', 'g2'];
   const base = (event: string, extra: Record<string, unknown> = {}, schema: number = r() < 0.1 ? 2 : 3) =>
     JSON.stringify({ schema, ts: '2026-08-06T10:00:00Z', run_id: 'r', event, ...extra });
@@ -110,7 +110,7 @@ function generate(seed: number, opt: GenOptions): Buffer {
  */
 function generateLong(seed: number): Buffer {
   const r = rng(seed);
-  const pick = <T>(xs: readonly T[]): T => xs[Math.floor(r() * xs.length)] as T;
+  const pick = <T>(xs: readonly T[]): T => xs[Math.floor(r() * xs.length)];
   const short = generate(seed, { newer: seed % 7 === 0 ? 0.02 : 0, longLine: false, maxLines: 30 }).toString('utf8').split('\n');
   const filler = (): string => {
     const k = r();
@@ -161,7 +161,7 @@ function check(content: Buffer, label: string): 'equal' | 'both-refuse' | 'prefi
   const skips: number[] = [];
   const fwd: Outcome<StreamFacts> = attempt(() => readStream(p, { onSkip: (o) => skips.push(o) }));
   const tails: Outcome<TailFacts>[] = [1, 3, 64, 16 * 1024].map((chunkBytes) => attempt(() => readLastLeg(p, { chunkBytes })));
-  const tail = tails[0] as Outcome<TailFacts>;
+  const tail = tails[0];
   // 4. chunk size does not matter
   for (const t of tails) {
     expect(t.ok, label).toBe(tail.ok);

@@ -490,7 +490,7 @@ export class LiveEngine {
   private derive(r: RunState): void {
     const core = this.core;
     core.stats.derivations++;
-    let report: RunReport | null = null;
+    let report: RunReport | null;
     let error: string | null = null;
     const pending = r.splitter !== undefined && r.offset > r.splitter.undelivered;
     try {

@@ -97,7 +97,7 @@ function timesOf(detail: RunDetail, legs: readonly LegView[], lastEvent: { event
 
 /** Each node's cost record in a snapshot (empty without one). */
 function recordsOf(s: SnapshotRead): Map<string, { cost_usd: number | null; cost_unknown: boolean }> {
-  return s.kind === 'ok' ? s.snapshot.records : new Map();
+  return s.kind === 'ok' ? s.snapshot.records : new Map<string, { cost_usd: number | null; cost_unknown: boolean }>();
 }
 
 /** One fold of a run's stream (see the module comment). */

@@ -176,7 +176,7 @@ const HOST_HEADER = /^(?:\[([0-9a-f:.]+)\]|([a-z0-9.-]+))(?::\d{1,5})?$/;
 export function hostHeaderName(header: string): string | undefined {
   const m = HOST_HEADER.exec(header.trim().toLowerCase());
   if (m === null) return undefined;
-  return (m[1] ?? m[2]) as string;
+  return (m[1] ?? m[2]);
 }
 
 /** Whether a Host header value names this server: loopback names or the bound host. */

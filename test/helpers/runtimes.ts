@@ -14,7 +14,7 @@ export type Runtime = 'bun' | 'deno' | 'node-20' | 'node-22' | 'node-24' | 'node
 function pinned(name: string): string {
   const m = new RegExp(`^${name}=([0-9][0-9.]*)$`, 'm').exec(readFileSync(join(ROOT, 'scripts', 'runtime.sh'), 'utf8'));
   if (!m) throw new Error(`scripts/runtime.sh sets no ${name}`);
-  return m[1] as string;
+  return m[1];
 }
 
 function home(): string {

@@ -117,7 +117,7 @@ function fold(lines: Line[], openedBefore: boolean): ReferenceLeg {
       leg.phase = typeof ev['phase'] === 'string' ? ev['phase'] : '';
       leg.legOffset = start;
       const c = ev['command'];
-      if (Array.isArray(c) && c.length > 0 && c.every((x) => typeof x === 'string')) leg.command = c as string[];
+      if (Array.isArray(c) && c.length > 0 && c.every((x) => typeof x === 'string')) leg.command = c;
       else delete leg.command;
     } else if (ev.event === 'run_finished') {
       if (!leg.open) continue; // a lone or duplicate finish changes nothing
@@ -145,7 +145,7 @@ export function referenceLastLeg(path: string): { leg: ReferenceLeg; bounded: bo
   let lowest = -1;
   let bounded = false;
   for (let k = lines.length - 1; k >= 0; k--) {
-    const line = lines[k] as Line;
+    const line = lines[k];
     if (line.needle < 0) continue;
     const bound = floor > 0 && finishMet && !startMet && closing !== 'paused';
     if (bound && line.needle < floor) {
