@@ -13,8 +13,9 @@
 //
 // One file for every platform, chosen by compile-time conditions:
 //   linux   fallocate(2) with FALLOC_FL_KEEP_SIZE. Built and tested.
-//   darwin  fcntl(F_PREALLOCATE) from the physical end of the file. Written
-//           against the documented interface; never compiled or run here.
+//   darwin  fcntl(F_PREALLOCATE) from the physical end of the file (fcntl(2)).
+//           Compiled for macOS by the darwin build gate and run against the
+//           XNU model (native/xnu-model/); never run on a Mac.
 //   other   "unsupported".
 #include "reserve.h"
 
