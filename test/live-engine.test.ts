@@ -114,7 +114,8 @@ describe('LiveEngine', () => {
     expect(e.stats.probes).toBe(probes);
   });
 
-  it('a stream truncated and rewritten in place, shrunk, or replaced is re-read whole, not misfolded', async () => {
+  it('a stream truncated and rewritten in place, shrunk, or replaced is re-read whole, not misfolded', async (ctx) => {
+    needs(ctx, "linux: an append to (or rewrite of) a settled run's events.jsonl is told by inotify's IN_MODIFY; a kqueue directory NOTE_WRITE tells only of entries made, removed or renamed (kqueue(2)), and only in-flight streams are followed file by file: the engine's safety pass finds it");
     const root = tempDir('rw-live-');
     const dir = join(root, '20261130-130000-rewritten');
     mkdirSync(dir);
@@ -206,7 +207,8 @@ describe('LiveEngine', () => {
     proc.kill('SIGKILL');
   });
 
-  it('past the watch limit, the newest runs are the watched ones (the oldest are left to polling)', async () => {
+  it('past the watch limit, the newest runs are the watched ones (the oldest are left to polling)', async (ctx) => {
+    needs(ctx, "linux: an append to (or rewrite of) a settled run's events.jsonl is told by inotify's IN_MODIFY; a kqueue directory NOTE_WRITE tells only of entries made, removed or renamed (kqueue(2)), and only in-flight streams are followed file by file: the engine's safety pass finds it");
     const root = tempDir('rw-live-');
     const ids = ['20261130-150600-old', '20261130-150601-mid', '20261130-150602-new'];
     for (const id of ids) {

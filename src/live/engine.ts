@@ -366,6 +366,7 @@ export class LiveEngine {
     if (r.watch === undefined) core.stats.unwatched = Math.max(0, core.stats.unwatched - 1);
     r.watch?.close();
     r.watch = undefined;
+    this.watching.unfollowStream(r);
     this.holders.unwatch(r);
     // Its identity slot goes to the next run; a late look at this one (none should come) finds it changed and keeps nothing.
     core.sigs.give(r.sig);
@@ -437,6 +438,7 @@ export class LiveEngine {
       this.reader.catchUp(r);
       if (r.fold.open) core.open.add(r);
       else core.open.delete(r);
+      this.watching.followStream(r);
     }
     if (r.dirtySnapshot || r.snapshot === undefined) {
       r.dirtySnapshot = false;

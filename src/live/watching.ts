@@ -30,10 +30,21 @@
  *   ROOT_RECHECK_MS (live/rootwatch.ts); the runs of another directory at
  *   the path are new runs. What the listing found of the root itself (missing,
  *   unlistable, entries that are not runs) is told as a `root` change.
+ * - Where the notifier has no close-write notice (kernel/system.ts
+ *   `closeWrite`: kqueue, whose directory NOTE_WRITE tells only of entries
+ *   made, removed or renamed, kqueue(2)), the stream of each run in flight
+ *   (open last leg) is followed file by file (DirWatch.follow: EVFILT_VNODE
+ *   NOTE_WRITE/NOTE_EXTEND, one descriptor per run in flight), so its
+ *   appends are told as inotify tells them; the follow ends when the run
+ *   settles. A settled run's append is found by the safety pass.
+ * - Past the notifier's watch budget (ENOSPC: inotify's max_user_watches;
+ *   EMFILE: kqueue's DIR_DESCRIPTOR_BUDGET, kernel/notify.ts) a run is
+ *   polled and counted in `unwatched`.
  * - Reads only: watches only observe; nothing is created under the root.
  */
 import { EVENTS_FILE, LOCK_FILE, STATE_FILE } from '../contract/files.js';
 import { showName } from '../contract/names.js';
+import { systemFacts } from '../kernel/system.js';
 import { notifyBackend, openDirWatcher, sharedDirWatcher, type DirEvent, type DirWatch, type DirWatcher } from '../kernel/notify.js';
 import { runDirPath } from '../kernel/dirfd.js';
 import { rootEntries, shownName } from '../status/list.js';
@@ -79,6 +90,10 @@ export class Watching {
   private facts: LiveRootFacts = { missing: false, error: null, strays: 0 };
   /** Every run's watch listener (the run is its context: no closure per run). */
   private readonly runListener = (e: DirEvent, r: RunState): void => this.onRunEvent(r, e);
+  /** The runs whose stream is followed file by file (kqueue: no close-write notice; see the module comment). */
+  private readonly streams = new Set<RunState>();
+  /** Whether the watch budget's refusal (EMFILE) was said already (once per engine). */
+  private saidBudget = false;
 
   constructor(
     private readonly core: EngineCore,
@@ -140,6 +155,29 @@ export class Watching {
     }
     this.watcher = undefined;
     this.rootWatch = undefined;
+    this.streams.clear();
+  }
+
+  /**
+   * Follows `r`'s stream file by file while its last leg is open, and stops
+   * when it settles (module comment). Called after each read of the stream;
+   * a follow of a stream already followed costs nothing (DirWatch.follow),
+   * and a stream replaced (its file watch gone) is followed again.
+   */
+  followStream(r: RunState): void {
+    const w = r.watch;
+    if (w?.follow === undefined || systemFacts().closeWrite) return;
+    if (r.fold.open) {
+      w.follow([EVENTS_FILE]);
+      this.streams.add(r);
+    } else if (this.streams.delete(r)) {
+      w.follow([]);
+    }
+  }
+
+  /** Forgets `r`'s stream follow (its watch is closing, which drops the file watch with it). */
+  unfollowStream(r: RunState): void {
+    this.streams.delete(r);
   }
 
   /** The notifier failed: every run is polled from now on. */
@@ -150,6 +188,7 @@ export class Watching {
     this.watcher = undefined;
     this.rootWatch = undefined;
     for (const r of core.runsByDir.values()) r.watch = undefined;
+    this.streams.clear();
     core.stats.unwatched = core.runsByDir.size;
     core.stats.backend = 'polling';
   }
@@ -174,7 +213,16 @@ export class Watching {
     if (this.watcher === undefined || this.rootWatch !== undefined) return;
     const a = this.watcher.watch(this.root as string, (e) => this.onRootEvent(e));
     if (a.ok) this.rootWatch = a.watch;
-    else if (a.code === 'ENOSPC') this.core.say(`the kernel refused more inotify watches (ENOSPC: fs.inotify.max_user_watches is reached)`);
+    else this.refused(a.code);
+  }
+
+  /** Says why a watch was refused: the kernel's limit (ENOSPC), or the descriptor budget (EMFILE, said once). */
+  private refused(code: string): void {
+    if (code === 'ENOSPC') this.core.say(`the kernel refused more inotify watches (ENOSPC: fs.inotify.max_user_watches is reached)`);
+    else if (code === 'EMFILE' && !this.saidBudget) {
+      this.saidBudget = true;
+      this.core.say(`past the watch budget (EMFILE: each kqueue watch holds a descriptor); runs without a watch are polled every ${this.core.pollMs} ms`);
+    }
   }
 
   private onRootEvent(e: DirEvent): void {
@@ -305,7 +353,7 @@ export class Watching {
       return;
     }
     core.stats.unwatched++;
-    if (a.code === 'ENOSPC') core.say(`the kernel refused more inotify watches (ENOSPC: fs.inotify.max_user_watches is reached)`);
+    this.refused(a.code);
   }
 
   private onRunEvent(r: RunState, e: DirEvent): void {
@@ -313,6 +361,7 @@ export class Watching {
     if (this.watcher !== undefined) core.stats.batches = this.watcher.stats.batches;
     if (e.kind === 'gone') {
       r.watch = undefined;
+      this.streams.delete(r);
       if (core.follows(r)) {
         // Counted unwatched now, so that drop() (which un-counts a run without a watch) keeps the count exact.
         core.stats.unwatched++;

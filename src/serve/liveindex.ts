@@ -467,6 +467,8 @@ export class LiveIndex {
       ids.sort(newestFirst);
       this.reportsCache = { root: this.root, missing: this.missing, runs: ids.map((x) => x.report), skipped: this.sortedSkips() };
     }
+    // Read at each call: a run's watch can be refused or granted without a change told.
+    this.reportsCache.unwatched = this.engine.stats.unwatched;
     return this.reportsCache;
   }
 

@@ -137,6 +137,11 @@ export class RunwardenMetrics {
       help: 'Errors met while deriving the root: 1 per derivation that could not list the root, else 1 per run directory that could not be read.',
       registers,
     });
+    const unwatched = new Gauge({
+      name: 'runwarden_runs_unwatched',
+      help: "Runs the live view holds no change watch for (past the notifier's budget: inotify's max_user_watches, kqueue's descriptor budget), polled instead. Absent for a one-shot derivation.",
+      registers,
+    });
     for (const l of LIVENESS_LABELS) probes.inc({ liveness: l }, 0);
     scanErrors.inc(0);
 
@@ -154,6 +159,8 @@ export class RunwardenMetrics {
       runs.reset();
       info.reset();
       lastEvent.reset();
+      unwatched.reset();
+      if (list.unwatched !== undefined) unwatched.set(list.unwatched);
       readable.set(list.error === undefined ? 1 : 0);
       if (list.error !== undefined) return;
       const counts = new Map<string, number>(STATUS_LABELS.map((s) => [s, 0]));

@@ -61,6 +61,8 @@ export interface ReportsList {
   skipped: readonly SkippedEntry[];
   /** Set when the root exists but could not be listed (EACCES, ENOTDIR, EIO…). */
   error?: string;
+  /** The live view's runs without a change watch, polled instead (past the notifier's budget); absent for a one-shot derivation. */
+  unwatched?: number;
 }
 
 /** Skips that are not runs at all (a stray file, a symlink): counted, not drawn as cards. */
