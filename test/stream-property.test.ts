@@ -27,21 +27,13 @@ import { readStream } from '../src/read/stream.js';
 import { StreamError } from '../src/contract/errors.js';
 import type { StreamFacts } from '../src/contract/types.js';
 import { cleanup, tempDir } from './helpers/reading-fixtures.js';
+import { mulberry32 } from './helpers/random.js';
 import { referenceLastLeg } from './helpers/tail-reference.js';
 
 afterAll(cleanup);
 
-/** mulberry32: a small seeded PRNG, so every generated stream can be reproduced from its seed. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** Every generated stream is reproduced from its seed. */
+const rng = mulberry32;
 
 interface GenOptions {
   /** Probability weight of a newer-schema line. */
