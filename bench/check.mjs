@@ -55,9 +55,11 @@ Every headline at its own scale takes tens of minutes (100,000-run roots,
   --only LIST     comma-separated groups or headline ids (default: all). Groups:
                   probe, peers, pollers, watch, long-leg, open-leg-floor,
                   runs-scale, table-scale, serve-scale, holder-death
-  --quick         runs-scale, table-scale, serve-scale and holder-death in a
-                  reduced form (1,000 and 20 + 20 runs; 2,000 runs; 1,000 runs;
-                  200 settled runs, 5 kills): printed "not comparable", never stale
+  --quick         the large groups in a reduced form, printed "not comparable",
+                  never stale: runs-scale --quick (1,000 runs; 20 + 20), table-scale
+                  2,000 runs, serve-scale 1,000 runs (latencies only), holder-death
+                  200 settled runs and 5 kills, long-leg and open-leg-floor 5 legs
+                  of 10 MB (unless --legs, --leg-mb)
   --measured DIR  judge the JSON documents DIR/<group>.json (what the group's
                   bench writes with --json) instead of running those benches;
                   how test/headlines.test.ts drives the judging without them
@@ -103,14 +105,23 @@ function parseArgs(argv) {
       o.measured = v;
     } else if (a === '--reps') o.reps = num(a, argv[++i], 2);
     else if (a === '--chunk-ms') o.chunkMs = num(a, argv[++i], 1);
-    else if (a === '--legs') o.legs = num(a, argv[++i], 1);
-    else if (a === '--leg-mb') o.legMb = num(a, argv[++i], 1);
+    else if (a === '--legs') {
+      o.legs = num(a, argv[++i], 1);
+      o.legsGiven = true;
+    } else if (a === '--leg-mb') {
+      o.legMb = num(a, argv[++i], 1);
+      o.legMbGiven = true;
+    }
     else if (a === '--headlines') {
       const v = argv[++i];
       if (v === undefined || v === '') throw new Usage('--headlines takes a file');
       o.headlines = v;
     }
     else throw new Usage(`unknown option ${JSON.stringify(a)}`);
+  }
+  if (o.quick) {
+    if (!o.legsGiven) o.legs = 5;
+    if (!o.legMbGiven) o.legMb = 10;
   }
   return o;
 }

@@ -205,6 +205,7 @@ try {
   }
   const libTimes = [];
   for (let r = 0; r < cfg.reps; r++) libTimes.push(inProcess(smallRoot).took);
+  const overStartup = cliTimes.map((t, r) => t / startup[r]);
   const smallStatuses = tally(last.json.runs);
   log(`A: median ${fmtS(median(cliTimes))} (${smallStatuses})`);
 
@@ -276,7 +277,9 @@ try {
 | --- | --- | --- | --- |
 | CLI wall clock, node start-up and JSON output included | **${fmtS(median(cliTimes))}** | ${fmtS(Math.min(...cliTimes))} – ${fmtS(Math.max(...cliTimes))} | ${target}${cfg.small === 10_000 ? (okA ? ' ✓' : ' ✗') : ''} |
 | \`listRuns(root)\` in one process | ${fmtS(median(libTimes))} | ${fmtS(Math.min(...libTimes))} – ${fmtS(Math.max(...libTimes))} | |
-| \`runwarden --version\` (start-up alone) | ${fmtS(median(startup))} | | |
+| \`runwarden --version\` (start-up alone, right after each listing) | ${fmtS(median(startup))} | ${fmtS(Math.min(...startup))} – ${fmtS(Math.max(...startup))} | |
+
+The listing over the start-up beside it, repetition by repetition (the \`runs-10k\` headline): median **${median(overStartup).toFixed(2)}×**, ${Math.min(...overStartup).toFixed(2)}× – ${Math.max(...overStartup).toFixed(2)}×.
 
 **B. Time per run against stream size** (${cfg.big} runs per set, each stream many ordinary legs ending in the same last leg — half closed, half open with a free lock; ${bStatuses} in the big set):
 

@@ -93,6 +93,9 @@ try {
     const xs = rows[kind];
     out.push(`| \`runs${kind === 'json' ? ' --json' : ''}\` | ${cell(xs.map((x) => x.wall), s)} | ${cell(xs.map((x) => x.cpu), s)} | ${cell(xs.map((x) => x.rss), mb)} |`);
   }
+  const rssRatio = rows.table.map((t, r) => t.rss / rows.json[r].rss);
+  out.push('');
+  out.push(`Peak RSS of the table over that of \`runs --json\` beside it, repetition by repetition (the \`runs-table-100k\` headline): ${cell(rssRatio, s)}.`);
   process.stdout.write(out.join('\n') + '\n');
   if (jsonTo !== undefined) {
     // Repetition r of the table and of --json ran back to back (wall and CPU in s, peak RSS in MB).

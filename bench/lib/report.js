@@ -283,7 +283,7 @@ export function renderResults({ info, load, command, mode, startedAt, durationS,
 
   return `# runwarden benchmarks
 
-Written by \`bench/run.js\`. The Headlines are every headline of \`bench/headlines.json\`, each with the date, commit and command of the run that measured it (\`npm run bench -- --check\` re-measures the ratios); every other number in the sections it writes comes from the one run described here. The section "${RUNS_HEADING.slice(3)}" is written by \`bench/runs-scale.mjs\` and carried over as it is.
+Written by \`bench/run.js\`. The Headlines are every headline of \`bench/headlines.json\`, each with the date, commit and command of the run that measured it (\`npm run bench -- --check\` re-derives each by its own command); every other number in the sections it writes comes from the one run described here. The section "${RUNS_HEADING.slice(3)}" is written by \`bench/runs-scale.mjs\` and carried over as it is.
 
 | | |
 | --- | --- |
