@@ -1,25 +1,36 @@
 #!/usr/bin/env node
 /**
- * `npm run bench -- --check` (or `node bench/check.mjs`): re-measures every
- * headline ratio of bench/headlines.json in quick modes (well under two
- * minutes on a 2-core machine) and prints, per headline, the stored value,
- * the value now with this run's spread, and FRESH or STALE; every fact it
- * has a judge for (peers, pollers: FACT_JUDGES) is re-derived from a fresh
- * run and judged by the claim and tolerance its judge states.
+ * `npm run bench -- --check` (or `node bench/check.mjs`): re-derives every
+ * headline of bench/headlines.json by the command that measured it and prints,
+ * per headline, the stored value, the value now with this run's spread, and
+ * FRESH or STALE. Every headline names its measurement (`check`); a record
+ * with a headline the checker has no measurement for is refused (exit 2).
  *
- * The rule (bench/lib/headlines.js judge): the run takes R interleaved
+ * Ratios (bench/lib/headlines.js judge): the run takes R interleaved
  * repetitions, one ratio each; the value now is their median and the spread
- * their min–max, both rounded to two decimals. A stored value outside that
- * spread is STALE. Headlines that are not ratios, or too large to measure
- * quickly, are listed as not re-measured, with the reason from the file.
+ * their min–max, rounded to two decimals, widened by the entry's stated
+ * `tolerance` (a fraction; none unless the entry states one). A stored value
+ * outside it is STALE. Facts (outcomes, counts, times against a target the
+ * product states in absolute terms) are judged by FACT_JUDGES, each of which
+ * states its tolerance and, where the headline has one, the target it holds
+ * the value to.
  *
- * Exit status: 0 every re-measured headline is fresh; 1 at least one is stale;
- * 2 a usage error; 3 a measurement could not be made (no build, no compiler,
- * not linux, too little space). Options that shrink the data (--legs,
- * --leg-mb) make the long-leg ratios "not comparable": printed, never stale.
+ * The whole check measures every headline at its own scale: the probe, peers,
+ * pollers and watch groups take a minute or two; long-leg and open-leg-floor
+ * a few minutes (2 GB of legs); runs-scale (5 GB of streams), table-scale
+ * (100,000 runs) and serve-scale (100,000 runs, Chromium, its idle windows)
+ * several minutes each. A release runs it whole on a quiet machine.
+ * `--only` picks groups or headlines; `--quick` runs the large groups in a
+ * reduced form whose figures are printed as "not comparable", never stale
+ * (as are the long-leg ratios under --legs or --leg-mb).
+ *
+ * Exit status: 0 every judged headline is fresh; 1 at least one is stale;
+ * 2 a usage error (or a headline with no measurement); 3 a measurement could
+ * not be made (no build, no compiler, not linux, too little space, a bench
+ * that failed).
  */
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, rmSync, statfsSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statfsSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -32,11 +43,26 @@ const BIN = join(repo, 'bin', 'runwarden.js');
 
 const HELP = `usage: npm run bench -- --check [options]   (or: node bench/check.mjs [options])
 
-Re-measures each headline ratio in bench/headlines.json and prints the stored
-value, the value now (median of this run's repetitions, with their min–max)
-and STALE when the stored value lies outside that min–max.
+Re-derives every headline in bench/headlines.json by the command that measured
+it and prints the stored value, the value now (a ratio: the median of this
+run's repetitions, with their min–max) and STALE when the stored value lies
+outside that min–max (widened by the entry's stated tolerance), or when a
+fact's claim no longer holds within the tolerance its judge states.
 
-  --only GROUPS   comma-separated measurer groups: probe, peers, pollers, watch, long-leg, open-leg-floor (default: all)
+Every headline at its own scale takes tens of minutes (100,000-run roots,
+5 GB of streams, Chromium); --only and --quick make it shorter.
+
+  --only LIST     comma-separated groups or headline ids (default: all). Groups:
+                  probe, peers, pollers, watch, long-leg, open-leg-floor,
+                  runs-scale, table-scale, serve-scale, holder-death
+  --quick         the large groups in a reduced form, printed "not comparable",
+                  never stale: runs-scale --quick (1,000 runs; 20 + 20), table-scale
+                  2,000 runs, serve-scale 1,000 runs (latencies only), holder-death
+                  200 settled runs and 5 kills, long-leg and open-leg-floor 5 legs
+                  of 10 MB (unless --legs, --leg-mb)
+  --measured DIR  judge the JSON documents DIR/<group>.json (what the group's
+                  bench writes with --json) instead of running those benches;
+                  how test/headlines.test.ts drives the judging without them
   --reps N        interleaved repetitions per group (default 7 for probe, 5 for long-leg)
   --chunk-ms N    probe: ms per timed chunk (default 8)
   --legs N        long-leg, open-leg-floor: runs per set (default 20, as the headline; other values are not comparable)
@@ -56,7 +82,7 @@ class Usage extends Error {}
 class CannotMeasure extends Error {}
 
 function parseArgs(argv) {
-  const o = { only: undefined, reps: undefined, chunkMs: 8, legs: LEG_RUNS, legMb: LEG_MB, json: false, headlines: undefined };
+  const o = { only: undefined, reps: undefined, chunkMs: 8, legs: LEG_RUNS, legMb: LEG_MB, json: false, headlines: undefined, quick: false, measured: undefined };
   const num = (name, v, min) => {
     if (v === undefined || !/^\d+$/.test(v) || Number(v) < min) throw new Usage(`${name} takes a whole number ≥ ${min} (got ${v === undefined ? 'nothing' : JSON.stringify(v)})`);
     return Number(v);
@@ -65,22 +91,37 @@ function parseArgs(argv) {
     const a = argv[i];
     if (a === '--help' || a === '-h') o.help = true;
     else if (a === '--json') o.json = true;
+    else if (a === '--quick') o.quick = true;
     else if (a === '--only') {
       const v = argv[++i];
-      const groups = (v ?? '').split(',').filter(Boolean);
-      const bad = groups.find((g) => !(g in GROUPS));
-      if (groups.length === 0 || bad !== undefined) throw new Usage(`--only takes ${Object.keys(GROUPS).join(', ')} (got ${JSON.stringify(bad ?? v ?? '')})`);
-      o.only = groups;
+      const names = (v ?? '').split(',').filter(Boolean);
+      const groups = names.map(groupOf);
+      const bad = names.find((_, k) => groups[k] === undefined);
+      if (names.length === 0 || bad !== undefined) throw new Usage(`--only takes groups (${Object.keys(GROUPS).join(', ')}) or headline ids (got ${JSON.stringify(bad ?? v ?? '')})`);
+      o.only = [...new Set(groups)];
+    } else if (a === '--measured') {
+      const v = argv[++i];
+      if (v === undefined || v === '') throw new Usage('--measured takes a directory');
+      o.measured = v;
     } else if (a === '--reps') o.reps = num(a, argv[++i], 2);
     else if (a === '--chunk-ms') o.chunkMs = num(a, argv[++i], 1);
-    else if (a === '--legs') o.legs = num(a, argv[++i], 1);
-    else if (a === '--leg-mb') o.legMb = num(a, argv[++i], 1);
+    else if (a === '--legs') {
+      o.legs = num(a, argv[++i], 1);
+      o.legsGiven = true;
+    } else if (a === '--leg-mb') {
+      o.legMb = num(a, argv[++i], 1);
+      o.legMbGiven = true;
+    }
     else if (a === '--headlines') {
       const v = argv[++i];
       if (v === undefined || v === '') throw new Usage('--headlines takes a file');
       o.headlines = v;
     }
     else throw new Usage(`unknown option ${JSON.stringify(a)}`);
+  }
+  if (o.quick) {
+    if (!o.legsGiven) o.legs = 5;
+    if (!o.legMbGiven) o.legMb = 10;
   }
   return o;
 }
@@ -220,6 +261,146 @@ const GROUPS = {
   },
 };
 
+/**
+ * The document bench/<script> writes with `--json FILE`, from a run of it with
+ * `args` (its progress on this process's stderr, its printed section dropped);
+ * with --measured DIR, DIR/<group>.json instead, unchanged, so the judging
+ * below is the same either way.
+ */
+function benchDoc(o, group, script, args) {
+  if (o.measured !== undefined) {
+    const f = join(o.measured, `${group}.json`);
+    try {
+      return JSON.parse(readFileSync(f, 'utf8'));
+    } catch (e) {
+      throw new Usage(`--measured: cannot read ${f}: ${e.message}`);
+    }
+  }
+  const dir = mkdtempSync(join(tmpdir(), 'rw-check-figures-'));
+  const drop = () => rmSync(dir, { recursive: true, force: true });
+  cleanups.push(drop);
+  const out = join(dir, 'figures.json');
+  log(`${group}: node bench/${script} ${args.join(' ')} --json ${out}`);
+  try {
+    const r = spawnSync(process.execPath, [join(benchDir, script), ...args, '--json', out], { stdio: ['ignore', 'ignore', 'inherit'] });
+    if (r.status !== 0 || !existsSync(out)) throw new CannotMeasure(`node bench/${script} ${args.join(' ')} exited ${r.status ?? r.signal} without its figures`);
+    return JSON.parse(readFileSync(out, 'utf8'));
+  } finally {
+    drop();
+  }
+}
+
+/** Throws CannotMeasure when os.tmpdir() has fewer than `bytes` free. */
+function needSpace(o, bytes, what) {
+  if (o.measured !== undefined) return;
+  const fsInfo = statfsSync(tmpdir());
+  if (fsInfo.bavail * fsInfo.bsize < bytes) throw new CannotMeasure(`${tmpdir()} has too little space; ${what} needs about ${(bytes / 1e9).toFixed(1)} GB`);
+}
+
+/** Repetition r's ratio a[r] / b[r] for every r (the bench took a[r] and b[r] back to back). */
+const pairwise = (a, b) => {
+  if (!Array.isArray(a) || !Array.isArray(b) || a.length !== b.length) throw new CannotMeasure(`the figures have unequal or missing repetitions (${a?.length} and ${b?.length})`);
+  return a.map((x, r) => x / b[r]);
+};
+
+/**
+ * The groups that run a headline's own bench script (as a child, with --json)
+ * and judge the document it writes; `recorded` marks them as the ones
+ * --measured can stand in for.
+ */
+const SCRIPT_GROUPS = {
+  /**
+   * bench/runs-scale.mjs as the headlines ran it (10,000 small runs; 100 + 100
+   * runs of 100 KB and 50 MB streams). runs-10k: each listing's wall clock over
+   * the start-up alone (`runwarden --version`) timed right after it; runs-stream-size:
+   * listRuns' per-run time over the 50 MB set against the 100 KB set, repetition by repetition.
+   */
+  'runs-scale': {
+    provides: ['runs-10k', 'runs-stream-size'],
+    run(o) {
+      needSpace(o, o.quick ? 1.6e9 : 5.8e9, o.quick ? 'runs-scale --quick (20 × 50 MB streams)' : 'runs-scale (100 × 50 MB streams)');
+      const doc = benchDoc(o, 'runs-scale', 'runs-scale.mjs', ['--no-write', ...(o.quick ? ['--quick'] : [])]);
+      const comparable = doc.quick === false && doc.small === 10_000 && doc.big === 100 && doc.bigMB === 50;
+      return {
+        ratios: { 'runs-10k': pairwise(doc.cliMs, doc.startupMs), 'runs-stream-size': pairwise(doc.perRunBigMs, doc.perRunSmallMs) },
+        comparable,
+        detail: `${doc.small} small runs, ${doc.cliMs.length} listings; ${doc.big} + ${doc.big} runs of ${doc.bigMB} MB and 100 KB, ${doc.perRunBigMs.length} repetitions${comparable ? '' : ' (reduced: not comparable)'}`,
+      };
+    },
+  },
+  /** bench/table-scale.mjs --runs 100000 --reps 3: each repetition's peak RSS of `runs` (the table) over that of `runs --json` right beside it. */
+  'table-scale': {
+    provides: ['runs-table-100k'],
+    run(o) {
+      needSpace(o, o.quick ? 0.1e9 : 2e9, 'table-scale');
+      const doc = benchDoc(o, 'table-scale', 'table-scale.mjs', o.quick ? ['--runs', '2000', '--reps', '2'] : ['--runs', '100000', '--reps', '3']);
+      const comparable = doc.runs === 100_000;
+      const rss = (xs) => xs.map((x) => x.rss);
+      return {
+        ratios: { 'runs-table-100k': pairwise(rss(doc.table), rss(doc.json)) },
+        comparable,
+        detail: `${doc.runs} runs, ${doc.table.length} repetitions, peak RSS table / --json${comparable ? '' : ' (reduced: not comparable)'}`,
+      };
+    },
+  },
+  /**
+   * bench/serve-scale.mjs --targets (100,000 runs, Chromium): the first complete
+   * page over `runs --json` of the same root (the median of 3) in the same run,
+   * one ratio per run; the in-page kill latencies and serve's VmHWM and steady
+   * VmRSS, judged as facts.
+   */
+  'serve-scale': {
+    provides: ['dashboard-first-page', 'dashboard-kill', 'dashboard-memory'],
+    run(o) {
+      needSpace(o, o.quick ? 0.1e9 : 1.5e9, 'serve-scale');
+      const doc = benchDoc(o, 'serve-scale', 'serve-scale.mjs', o.quick ? ['--quick', '--sizes', '1000', '--latency-only', '--no-write'] : ['--targets', '--no-write']);
+      const row = doc.rows?.at(-1);
+      if (row === undefined) throw new CannotMeasure('serve-scale wrote no size');
+      if (row.failure !== undefined && row.failure !== null) throw new CannotMeasure(`serve-scale at ${row.n} runs: no complete page: ${row.failure}`);
+      const comparable = doc.targets === true && doc.quick === false && doc.latencyOnly === false && row.n === 100_000;
+      return {
+        ratios: { 'dashboard-first-page': [row.firstPageMs / row.listMs] },
+        facts: { serve: row },
+        comparable,
+        detail: `${row.n} runs, first page ${(row.firstPageMs / 1000).toFixed(2)} s vs runs --json ${(row.listMs / 1000).toFixed(2)} s (one ratio per run), ${row.kills} kills${comparable ? '' : ' (reduced: not comparable)'}`,
+      };
+    },
+  },
+  /** bench/live.mjs --holder flock-x --settled 10000 --kills 30: a read-only holder's death to `watch`'s exit, to the page's event stream and to /metrics. */
+  'holder-death': {
+    provides: ['holder-death'],
+    run(o) {
+      const args = ['--holder', 'flock-x', '--settled', o.quick ? '200' : '10000', '--kills', o.quick ? '5' : '30', '--no-write', ...(o.quick ? ['--quick'] : [])];
+      const doc = benchDoc(o, 'holder-death', 'live.mjs', args);
+      const comparable = doc.holder === 'flock-x' && doc.settled === 10_000 && doc.kills === 30 && doc.quick === false && doc.watchOnly === false;
+      return { facts: { live: doc }, comparable, detail: `${doc.holder} holders, ${doc.settled} settled runs, ${doc.kills} kills per cell${comparable ? '' : ' (reduced: not comparable)'}` };
+    },
+  },
+};
+for (const [g, v] of Object.entries(SCRIPT_GROUPS)) GROUPS[g] = { ...v, recorded: true };
+
+/** The group that measures `name`: a group's own name, a check a group provides, or the id of a headline whose check one provides. */
+function groupOf(name) {
+  if (name in GROUPS) return name;
+  const byCheck = (c) => Object.keys(GROUPS).find((g) => GROUPS[g].provides.includes(c));
+  if (byCheck(name) !== undefined) return byCheck(name);
+  try {
+    const h = loadHeadlines().headlines.find((x) => x.id === name);
+    return h === undefined ? undefined : byCheck(h.check);
+  } catch {
+    return undefined;
+  }
+}
+
+/** The p-th percentile as bench/serve-scale.mjs takes it (the ⌈p·n/100⌉-th smallest). */
+const pct = (xs, p) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)];
+};
+
+/** Whether `now` lies within a factor `f` of `was`, either way. */
+const within = (now, was, f) => now <= was * f && now >= was / f;
+
 /** The first number after `label` in a fact's text (commas as thousands separators), or undefined. */
 function numberAfter(text, label) {
   const m = new RegExp(`${label}\\D*?([\\d,]+(?:\\.\\d+)?)`).exec(text);
@@ -278,6 +459,40 @@ const FACT_JUDGES = {
       return { now: `p50 ${watch.p50} ms, p99 ${watch.p99} ms over ${watch.n} kills`, holds: was !== undefined && watch.p99 < 100 && watch.p99 <= 5 * was };
     },
   },
+  'dashboard-kill': {
+    tolerance: 'the in-page p99 from a kill -9 to the DOM (at least 50 kills) stays under the 100 ms target the headline states, and within 3× of the stored p99 either way',
+    judge(stored, { serve }) {
+      const was = numberAfter(stored, 'p99');
+      const p99 = serve.deathMs.length > 0 ? pct(serve.deathMs, 99) : NaN;
+      return { now: `p99 ${p99.toFixed(0)} ms at ${serve.n.toLocaleString('en-US')} runs, ${serve.deathMs.length} kills`, holds: was !== undefined && serve.deathMs.length >= 50 && p99 < 100 && within(p99, was, 3) };
+    },
+  },
+  'dashboard-memory': {
+    tolerance: "serve's peak (VmHWM) and steady (VmRSS) memory stay under the 250 / 150 MB targets the headline states (MB = 10^6 bytes), each within ±15 % of the stored value",
+    judge(stored, { serve }) {
+      const peak = serve.hwm / 1e6;
+      const steady = serve.steady / 1e6;
+      const wasPeak = numberAfter(stored, 'peak RSS');
+      const wasSteady = numberAfter(stored, 'steady');
+      const near = (now, was) => was !== undefined && Math.abs(now - was) <= 0.15 * was;
+      return { now: `peak RSS ${peak.toFixed(0)} MB, steady ${steady.toFixed(0)} MB at ${serve.n.toLocaleString('en-US')} runs`, holds: peak < 250 && steady < 150 && near(peak, wasPeak) && near(steady, wasSteady) };
+    },
+  },
+  'holder-death': {
+    tolerance: "`watch`'s exit p99 under its 100 ms target and the page's (SSE patch) p99 under its 1 s target, each within 3× of the stored p99 either way; `/metrics` counts every death within the stored number of scrapes once the page showed it",
+    judge(stored, { live }) {
+      const { watch, page } = live;
+      const wasWatch = numberAfter(stored, 'exit p99');
+      const wasPage = numberAfter(stored, 'patch\\) p99');
+      const wasScrapes = numberAfter(stored, '/metrics` within');
+      const holds =
+        wasWatch !== undefined && wasPage !== undefined && wasScrapes !== undefined &&
+        watch.p99 < 100 && within(watch.p99, wasWatch, 3) &&
+        page.p99 < 1000 && within(page.p99, wasPage, 3) &&
+        page.maxScrapesAfterPage <= wasScrapes && page.metrics.n === page.n;
+      return { now: `\`watch\` exit p99 ${watch.p99.toFixed(1)} ms; page (SSE patch) p99 ${page.p99.toFixed(1)} ms; \`/metrics\` within ${page.maxScrapesAfterPage} scrape(s) in ${page.metrics.n} of ${page.n}`, holds };
+    },
+  },
   'false-busy': {
     tolerance: 'with the default retry window a starting leg is refused by shared probes no more often than stored (none); with retryMs: 0 it is refused',
     judge(stored, { cells }) {
@@ -300,6 +515,9 @@ for (const sig of ['SIGINT', 'SIGTERM']) {
   });
 }
 
+/** The group that provides check `name`, or undefined. */
+export const measurerOf = (name) => Object.keys(GROUPS).find((g) => GROUPS[g].provides.includes(name));
+
 /** Runs the chosen groups and judges every headline; returns the result document. */
 export async function check(o) {
   let doc;
@@ -308,7 +526,13 @@ export async function check(o) {
   } catch (e) {
     throw new Usage(`cannot use the headline file: ${e.message}`);
   }
-  const wanted = o.only ?? Object.keys(GROUPS);
+  const orphans = doc.headlines.filter((h) => measurerOf(h.check) === undefined);
+  if (orphans.length > 0) throw new Usage(`every headline needs a measurement the checker has; none is named ${orphans.map((h) => `${JSON.stringify(h.check)} (${h.id})`).join(', ')}`);
+  const wanted = o.only ?? Object.keys(GROUPS).filter((g) => o.measured === undefined || GROUPS[g].recorded);
+  if (o.measured !== undefined) {
+    const bad = wanted.filter((g) => !GROUPS[g].recorded);
+    if (bad.length > 0) throw new Usage(`--measured stands in for ${Object.keys(SCRIPT_GROUPS).join(', ')} only, not ${bad.join(', ')}`);
+  }
   const measured = {};
   const groups = {};
   for (const g of wanted) {
@@ -320,19 +544,16 @@ export async function check(o) {
   }
   const rows = doc.headlines.map((h) => {
     const base = { id: h.id, what: h.what, kind: h.kind, stored: h.value, measured: h.measured };
-    if (h.check === null) return { ...base, verdict: 'unchecked', why: h.unchecked };
     const m = measured[h.check];
-    if (m === undefined) {
-      const group = Object.keys(GROUPS).find((g) => GROUPS[g].provides.includes(h.check));
-      return { ...base, verdict: 'skipped', why: group === undefined ? `no measurer named ${h.check}` : `group ${group} not run (--only)` };
-    }
+    if (m === undefined) return { ...base, verdict: 'skipped', why: `group ${measurerOf(h.check)} not run (--only)` };
     if (m.facts !== undefined) {
       const f = FACT_JUDGES[h.check];
       const j = f.judge(h.value, m.facts);
-      return { ...base, now: j.now, tolerance: f.tolerance, stale: !j.holds, group: m.group, verdict: j.holds ? 'fresh' : 'stale' };
+      return { ...base, now: j.now, tolerance: f.tolerance, stale: !j.holds, group: m.group, verdict: m.comparable ? (j.holds ? 'fresh' : 'stale') : 'not comparable' };
     }
-    const j = judge(h.value, m.ratios);
-    return { ...base, ...j, ratios: m.ratios, group: m.group, verdict: m.comparable ? (j.stale ? 'stale' : 'fresh') : 'not comparable' };
+    const tolerance = h.tolerance ?? 0;
+    const j = judge(h.value, m.ratios, tolerance);
+    return { ...base, ...j, ...(tolerance > 0 ? { tolerance } : {}), ratios: m.ratios, group: m.group, verdict: m.comparable ? (j.stale ? 'stale' : 'fresh') : 'not comparable' };
   });
   let commit = 'unknown';
   try {
@@ -352,8 +573,8 @@ export function renderCheck(res) {
   const w = Math.max(...res.rows.map((r) => r.id.length));
   for (const r of res.rows) {
     const id = r.id.padEnd(w);
-    if (r.verdict === 'unchecked' || r.verdict === 'skipped') {
-      out.push(`${id}  ${r.verdict === 'unchecked' ? 'not re-measured' : 'skipped'}: ${r.why}`);
+    if (r.verdict === 'skipped') {
+      out.push(`${id}  skipped: ${r.why}`);
       continue;
     }
     if (r.kind === 'fact') {
@@ -361,12 +582,12 @@ export function renderCheck(res) {
       continue;
     }
     const stored = `stored ${fmtX(r.stored)} (${r.measured.date}, ${r.measured.commit})`;
-    const now = `now ${fmtX(r.now)} [${r.lo.toFixed(2)}–${r.hi.toFixed(2)}, ${r.reps} reps]`;
+    const now = `now ${fmtX(r.now)} [${r.lo.toFixed(2)}–${r.hi.toFixed(2)}, ${r.reps} rep${r.reps === 1 ? '' : 's'}${r.tolerance ? `, ±${Math.round(r.tolerance * 100)} %` : ''}]`;
     out.push(`${id}  ${stored.padEnd(36)}  ${now.padEnd(30)}  ${r.verdict.toUpperCase()}`);
   }
   out.push('');
   const n = (v) => res.rows.filter((r) => r.verdict === v).length;
-  out.push(`${n('stale')} stale, ${n('fresh')} fresh${n('not comparable') ? `, ${n('not comparable')} not comparable` : ''}, ${n('unchecked')} not re-measured${n('skipped') ? `, ${n('skipped')} skipped` : ''}. Stale: a ratio outside this run's min–max, or a fact whose claim no longer holds within its tolerance.`);
+  out.push(`${n('stale')} stale, ${n('fresh')} fresh${n('not comparable') ? `, ${n('not comparable')} not comparable (a reduced form)` : ''}${n('skipped') ? `, ${n('skipped')} skipped` : ''}. Stale: a ratio outside this run's min–max (widened by the entry's stated tolerance), or a fact whose claim no longer holds within its tolerance.`);
   return out.join('\n');
 }
 

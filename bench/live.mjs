@@ -38,6 +38,8 @@
  *   --quick       10 kills per cell, 200 settled runs, 3 s idle window
  *   --watch-only  only part A (watch death-to-exit); prints its numbers, writes nothing
  *   --write   replace the "## live" section of FILE (default bench/RESULTS.md)
+ *   --json F  also write each cell's latencies (ms: n, p50, p99, max, every kill) to F
+ *             (bench/check.mjs reads it)
  * The section is printed on stdout; progress on stderr.
  */
 import { spawn, spawnSync } from 'node:child_process';
@@ -68,6 +70,11 @@ const KILLS = Number(opt('--kills') ?? (quick ? 10 : 50));
 const SETTLED = Number(opt('--settled') ?? (quick ? 200 : 1000));
 const IDLE_MS = quick ? 3000 : 10_000;
 const watchOnly = args.includes('--watch-only');
+const JSON_TO = opt('--json');
+/** Each cell's figures, as --json writes them. */
+const writeJson = (cells) => {
+  if (JSON_TO !== undefined) writeFileSync(JSON_TO, JSON.stringify({ holder: HOLDER_MODE, settled: SETTLED, kills: KILLS, quick, watchOnly, ...cells }) + '\n');
+};
 
 const root = mkdtempSync(join(tmpdir(), 'rw-bench-live-'));
 const children = new Set();
@@ -328,6 +335,7 @@ if (watchOnly) {
       `load ${load0.toFixed(2)} -> ${load1w.toFixed(2)}\n` +
       `raw (exit): ${watch.all.map((x) => x.toFixed(1)).join(' ')}\n`,
   );
+  writeJson({ watch });
   process.exit(0);
 }
 try {
@@ -394,6 +402,7 @@ ${HOLDER_MODE === 'flock-x' ? 'Before holders were watched for their exit (issue
 </details>
 `;
 process.stdout.write(section);
+writeJson({ watch, page, notified, polled });
 if (!noWrite) {
   const old = existsSync(outFile) ? readFileSync(outFile, 'utf8') : '# runwarden benchmarks\n';
   const start = old.indexOf(HEADING + '\n');

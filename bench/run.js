@@ -28,8 +28,9 @@ const HELP = `usage: npm run bench [-- --quick | --check [options]]
                writes bench/RESULTS.md and bench/pollers.svg
   --quick      fewer repetitions, P = 1, 4, 16, short windows (< 2 minutes);
                writes bench/out/RESULTS-quick.md and bench/out/pollers-quick.svg
-  --check      re-measure every headline ratio of bench/headlines.json (under
-               2 minutes) and say which stored values are stale; exit 1 if any is.
+  --check      re-derive every headline of bench/headlines.json by its own
+               command (tens of minutes at the headlines' scale; --only <id>
+               picks one) and say which stored values are stale; exit 1 if any is.
                \`npm run bench -- --check --help\` lists its options
   --help       this text
 

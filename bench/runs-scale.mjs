@@ -14,11 +14,12 @@
  * state.json, and a marked resume.lock; some legs are open with a free lock
  * (ABANDONED, so the probe runs) and some are held by a live process.
  *
- * usage: node bench/runs-scale.mjs [--quick] [--no-write] [--write FILE]
+ * usage: node bench/runs-scale.mjs [--quick] [--no-write] [--write FILE] [--json FILE]
  *   --quick     1,000 small runs; 20 + 20 runs for the size ratio
  *   --write F   replace the "## runs at scale" section of F (default:
  *               bench/RESULTS.md, or bench/out/RESULTS-quick.md with --quick)
  *   --no-write  only print the section
+ *   --json F    also write every repetition's times to F (bench/check.mjs reads it)
  * The section is always printed on stdout; progress goes to stderr.
  */
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
@@ -43,9 +44,11 @@ const quick = args.includes('--quick');
 const noWrite = args.includes('--no-write');
 const wi = args.indexOf('--write');
 const writeTo = wi >= 0 ? args[wi + 1] : join(benchDir, quick ? 'out/RESULTS-quick.md' : 'RESULTS.md');
-const known = new Set(['--quick', '--no-write', '--write', writeTo]);
+const ji = args.indexOf('--json');
+const jsonTo = ji >= 0 ? args[ji + 1] : undefined;
+const known = new Set(['--quick', '--no-write', '--write', writeTo, '--json', jsonTo]);
 const unknown = args.filter((a) => !known.has(a));
-if (unknown.length > 0 || (wi >= 0 && !args[wi + 1])) {
+if (unknown.length > 0 || (wi >= 0 && !args[wi + 1]) || (ji >= 0 && !jsonTo)) {
   process.stderr.write(`runs-scale: bad arguments ${unknown.join(' ')}; see --help\n`);
   process.exit(2);
 }
@@ -189,20 +192,20 @@ try {
   await holdLocks(heldDirs);
   log(`${heldDirs.length} of them held by a live process; timing runs --json (${cfg.reps} times)`);
   cliRun(smallRoot, cfg.small); // warm-up: page cache and node's compile cache
+  // Each listing beside a start-up alone (`runwarden --version`), so the pair of repetition r saw the same machine.
   const cliTimes = [];
+  const startup = [];
   let last;
   for (let r = 0; r < cfg.reps; r++) {
     last = cliRun(smallRoot, cfg.small);
     cliTimes.push(last.took);
-  }
-  const libTimes = [];
-  for (let r = 0; r < cfg.reps; r++) libTimes.push(inProcess(smallRoot).took);
-  const startup = [];
-  for (let r = 0; r < cfg.reps; r++) {
     const s = process.hrtime.bigint();
     spawnSync(process.execPath, [BIN, '--version']);
     startup.push(ms(process.hrtime.bigint() - s));
   }
+  const libTimes = [];
+  for (let r = 0; r < cfg.reps; r++) libTimes.push(inProcess(smallRoot).took);
+  const overStartup = cliTimes.map((t, r) => t / startup[r]);
   const smallStatuses = tally(last.json.runs);
   log(`A: median ${fmtS(median(cliTimes))} (${smallStatuses})`);
 
@@ -274,7 +277,9 @@ try {
 | --- | --- | --- | --- |
 | CLI wall clock, node start-up and JSON output included | **${fmtS(median(cliTimes))}** | ${fmtS(Math.min(...cliTimes))} – ${fmtS(Math.max(...cliTimes))} | ${target}${cfg.small === 10_000 ? (okA ? ' ✓' : ' ✗') : ''} |
 | \`listRuns(root)\` in one process | ${fmtS(median(libTimes))} | ${fmtS(Math.min(...libTimes))} – ${fmtS(Math.max(...libTimes))} | |
-| \`runwarden --version\` (start-up alone) | ${fmtS(median(startup))} | | |
+| \`runwarden --version\` (start-up alone, right after each listing) | ${fmtS(median(startup))} | ${fmtS(Math.min(...startup))} – ${fmtS(Math.max(...startup))} | |
+
+The listing over the start-up beside it, repetition by repetition (the \`runs-10k\` headline): median **${median(overStartup).toFixed(2)}×**, ${Math.min(...overStartup).toFixed(2)}× – ${Math.max(...overStartup).toFixed(2)}×.
 
 **B. Time per run against stream size** (${cfg.big} runs per set, each stream many ordinary legs ending in the same last leg — half closed, half open with a free lock; ${bStatuses} in the big set):
 
@@ -288,6 +293,11 @@ Ratio of per-run times (${sets[1].label} / ${sets[0].label}): **${ratio.toFixed(
 **C. The limit, stated:** the tail reader must see the whole last leg. ${oneLeg.length} runs whose single open leg is ${cfg.bigMB} MB of node events cost **${fmtS(median(oneLegPer))} per run** — proportional to that leg. For scale, the forward fold of a whole ${cfg.bigMB} MB many-leg stream (\`readStream\`, what \`status\` does once for its node list) takes ${fmtS(median(fwd))}.
 `;
   process.stdout.write(section);
+  if (jsonTo !== undefined) {
+    // Repetition r of each list was taken beside repetition r of its partner (A: listing and start-up; B: the two sets), in ms.
+    const doc = { quick, small: cfg.small, big: cfg.big, bigMB: cfg.bigMB, commit, cliMs: cliTimes, startupMs: startup, perRunSmallMs: per[0].lib, perRunBigMs: per[1].lib, ratio };
+    writeFileSync(jsonTo, JSON.stringify(doc) + '\n');
+  }
   if (!noWrite) {
     writeSection(writeTo, HEADING, section);
     log(`wrote the section into ${writeTo}`);

@@ -73,6 +73,9 @@
  *   --gap MS        wait MS between kills (default 0: the next kill as soon
  *                   as the page shows the last one)
  *   --dump FILE     every kill's stamps as JSON
+ *   --json FILE     each size's figures as JSON (first page and `runs --json`
+ *                   ms, VmHWM and steady VmRSS bytes, every kill's in-page ms):
+ *                   what bench/check.mjs judges the dashboard headlines by
  *   --quick     sizes 1,000 and 10,000, 10 s idle windows, 10 kills
  *   full        sizes 1,000, 10,000 and 100,000, 60 s idle windows, 50 kills
  *               (needs 20 + 50 holders per size: 50 extra in-flight runs are
@@ -136,6 +139,8 @@ const LATENCY_ONLY = args.includes('--latency-only') || MILLION;
 const gapArg = args.indexOf('--gap');
 const dumpArg = args.indexOf('--dump');
 const DUMP = dumpArg >= 0 ? args[dumpArg + 1] : '';
+const jsonArg = args.indexOf('--json');
+const JSON_TO = jsonArg >= 0 ? args[jsonArg + 1] : '';
 const GAP_MS = gapArg >= 0 ? Number(args[gapArg + 1]) : 0;
 const IN_FLIGHT = 20;
 const asArg = args.indexOf('--serve-as');
@@ -572,6 +577,10 @@ for (const r of rows.filter((x) => x.parts.length > 0)) {
   out += `| ${q('server')} | ${q('frame')} | ${q('dom')} | ${q('raf')} | ${q('polled')} |\n\n`;
 }
 if (DUMP) writeFileSync(DUMP, JSON.stringify(rows.map((r) => ({ n: r.n, clock: r.clock, load0: r.load0, load1: r.load1, parts: r.parts, appendMs: r.appendMs })), null, 1));
+if (JSON_TO) {
+  const figures = (r) => ({ n: r.n, failure: r.failure, listMs: r.listMs, listingsMs: r.listings.map((x) => x.ms), firstPageMs: r.firstPageMs, hwm: r.hwm, steady: r.steady, deathMs: r.deathMs, kills: r.deathMs.length });
+  writeFileSync(JSON_TO, JSON.stringify({ command, commit, targets: TARGETS, quick, latencyOnly: LATENCY_ONLY, rows: rows.map(figures) }) + '\n');
+}
 process.stdout.write(out);
 if (!noWrite) {
   const file = quick && !TARGETS && !MILLION ? join(benchDir, 'out', 'RESULTS-quick.md') : join(benchDir, 'RESULTS.md');

@@ -12,9 +12,11 @@
  *               temporary directory under os.tmpdir(), deleted afterwards
  *   --bin FILE  the CLI to time (default: this checkout's bin/runwarden.js), e.g.
  *               a copy of an earlier build, for a before/after in one run
- * Prints a markdown table on stdout; writes nothing else.
+ *   --json FILE also write every repetition's wall, CPU and peak RSS to FILE
+ *               (bench/check.mjs reads it)
+ * Prints a markdown table on stdout; writes nothing else unless --json.
  */
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -37,6 +39,7 @@ function opt(name, dflt) {
 const n = Number(opt('--runs', '100000'));
 const reps = Number(opt('--reps', '3'));
 const keep = opt('--keep', undefined);
+const jsonTo = opt('--json', undefined);
 const BIN = opt('--bin', join(repo, 'bin', 'runwarden.js'));
 const binGiven = BIN !== join(repo, 'bin', 'runwarden.js');
 if (!Number.isInteger(n) || n < 1 || !Number.isInteger(reps) || reps < 1) {
@@ -90,7 +93,15 @@ try {
     const xs = rows[kind];
     out.push(`| \`runs${kind === 'json' ? ' --json' : ''}\` | ${cell(xs.map((x) => x.wall), s)} | ${cell(xs.map((x) => x.cpu), s)} | ${cell(xs.map((x) => x.rss), mb)} |`);
   }
+  const rssRatio = rows.table.map((t, r) => t.rss / rows.json[r].rss);
+  out.push('');
+  out.push(`Peak RSS of the table over that of \`runs --json\` beside it, repetition by repetition (the \`runs-table-100k\` headline): ${cell(rssRatio, s)}.`);
   process.stdout.write(out.join('\n') + '\n');
+  if (jsonTo !== undefined) {
+    // Repetition r of the table and of --json ran back to back (wall and CPU in s, peak RSS in MB).
+    const strip = (xs) => xs.map(({ wall, cpu, rss }) => ({ wall, cpu, rss }));
+    writeFileSync(jsonTo, JSON.stringify({ runs: n, reps, commit, table: strip(rows.table), json: strip(rows.json) }) + '\n');
+  }
 } finally {
   cleanup();
 }

@@ -9,17 +9,25 @@
  * "N×") or `fact` (a markdown statement of absolute times, counts or
  * outcomes); for a ratio `value`, `spread` ([lo, hi] of the measuring run, or
  * null when that run did not keep one) and `spread_of` (what the spread is);
- * optional `note`; `measured` = { date (YYYY-MM-DD), commit, command };
- * `check`: the name of the bench/check.mjs measurement that re-derives it (a
- * ratio's repetitions, or a fact's claim judged on a fresh run), or null with
- * `unchecked` saying why.
+ * optional `note`; for a ratio an optional `tolerance` (a fraction below 1;
+ * see below); `measured` = { date (YYYY-MM-DD), commit, command }; `check`:
+ * the name of the bench/check.mjs measurement that re-derives it by the
+ * entry's own command (a ratio's repetitions, or a fact's claim judged on a
+ * fresh run). Every entry has one: a headline nothing can re-derive is not
+ * kept (validate refuses a missing or null `check`). A time is recorded as a
+ * ratio to a reference measured in the same run wherever the bench has one;
+ * a fact is left only where the product's target is itself absolute (a p99
+ * in ms, a memory size), and its judge states the target and tolerance.
  *
  * Staleness (bench/check.mjs): a check run measures R interleaved repetitions
  * and takes each repetition's ratio; its spread is [min, max] of those R
  * ratios, rounded to the stored value's two decimals. The stored value is
  * STALE when it lies outside that spread (stored < min or stored > max),
  * FRESH otherwise. A run's own spread is the only yardstick that moves with
- * the machine's noise: a noisy run widens it and calls less stale.
+ * the machine's noise: a noisy run widens it and calls less stale. An entry
+ * whose bench yields few repetitions (one first page per run) or a quantity
+ * that barely varies between them (a peak RSS) states a `tolerance` t: the
+ * spread is then [min × (1 − t), max × (1 + t)].
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -55,6 +63,7 @@ export function validate(doc) {
         problems.push(`${at}: spread must be null or [lo, hi] with lo ≤ hi`);
       }
       if (Array.isArray(h.spread) && typeof h.spread_of !== 'string') problems.push(`${at}: a spread needs spread_of`);
+      if (h.tolerance !== undefined && !(typeof h.tolerance === 'number' && h.tolerance >= 0 && h.tolerance < 1)) problems.push(`${at}: tolerance must be a fraction in [0, 1)`);
     } else if (h?.kind === 'fact') {
       if (typeof h.value !== 'string' || h.value === '') problems.push(`${at}: a fact's value must be a non-empty string`);
     } else problems.push(`${at}: kind must be "ratio" or "fact"`);
@@ -62,9 +71,9 @@ export function validate(doc) {
     if (typeof m?.date !== 'string' || !DATE.test(m.date)) problems.push(`${at}: measured.date must be YYYY-MM-DD`);
     if (typeof m?.commit !== 'string' || !COMMIT.test(m.commit)) problems.push(`${at}: measured.commit must be a hex commit id`);
     if (typeof m?.command !== 'string' || m.command === '') problems.push(`${at}: measured.command must name the command`);
-    if (h?.check === null) {
-      if (typeof h.unchecked !== 'string' || h.unchecked === '') problems.push(`${at}: check null needs "unchecked" (why)`);
-    } else if (typeof h?.check !== 'string') problems.push(`${at}: check must be a measurer name or null`);
+    if (typeof h?.check !== 'string' || h.check === '') problems.push(`${at}: check must name the bench/check.mjs measurement that re-derives it (every headline has one)`);
+    if (h !== null && typeof h === 'object' && 'unchecked' in h) problems.push(`${at}: "unchecked" is not a field: every headline is re-derived by its check`);
+    if (h?.kind === 'fact' && 'tolerance' in h) problems.push(`${at}: a fact's tolerance is its judge's (bench/check.mjs), not a field`);
   }
   if (problems.length > 0) throw new Error(`headlines.json:\n  ${problems.join('\n  ')}`);
   return list;
@@ -172,9 +181,10 @@ export function writeDocs(doc = loadHeadlines(), paths = { docs: BENCHMARKS_PATH
 /**
  * Judges one stored ratio against this run's repetitions (see the file's
  * comment): `now` is their median, `lo`–`hi` their min–max rounded to two
- * decimals, `stale` whether the stored value lies outside [lo, hi].
+ * decimals, `stale` whether the stored value lies outside [lo, hi], widened
+ * to [lo × (1 − tolerance), hi × (1 + tolerance)] when the entry states one.
  */
-export function judge(stored, ratios) {
+export function judge(stored, ratios, tolerance = 0) {
   if (!Array.isArray(ratios) || ratios.length === 0 || !ratios.every((r) => Number.isFinite(r) && r > 0)) {
     throw new Error(`judge: no usable ratios (${JSON.stringify(ratios)})`);
   }
@@ -183,5 +193,5 @@ export function judge(stored, ratios) {
   const lo = round2(sorted[0]);
   const hi = round2(sorted[sorted.length - 1]);
   const now = round2(sorted[Math.floor((sorted.length - 1) / 2)] / 2 + sorted[Math.ceil((sorted.length - 1) / 2)] / 2);
-  return { stored, now, lo, hi, reps: ratios.length, stale: stored < lo || stored > hi };
+  return { stored, now, lo, hi, reps: ratios.length, stale: stored < lo * (1 - tolerance) || stored > hi * (1 + tolerance) };
 }

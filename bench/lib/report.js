@@ -246,7 +246,7 @@ const METHOD = `## Method
 - **Ratios, not times**: this is a shared 2-core VM whose speed drifts by tens of percent from one second to the next, so every claim is a ratio measured inside one repetition, and the figure reported is the median over repetitions; absolute times are shown only for orientation.
 - **Peers**: \`proper-lockfile\` (\`checkSync\`, default options except \`stale\`), \`fs-ext\` (\`flockSync\` on a fresh descriptor), and \`process.kill(pid, 0)\`; the exclusive probe is implemented only in \`bench/lib/probes.js\`, from \`node:fs\` and the addon's \`flock\`.
 - **Pollers**: \`bench/workers/poller.js\` (one process per poller), \`bench/workers/leg.js\` (the churn leg), \`bench/workers/holder.js\` (the live holder). Every process the bench starts is killed when it ends.
-- **Headline check**: \`npm run bench -- --check\` (\`bench/check.mjs\`, under two minutes) re-measures every ratio of \`bench/headlines.json\` in quick modes (the probe table with 7 repetitions; the long-leg sets of 20 runs with 5) and marks a stored value **stale** when it lies outside the min–max of that run's own repetitions, rounded to two decimals; exit status 0 all fresh, 1 some stale, 2 usage error, 3 could not measure. Absolute times and counts are listed, not re-measured.
+- **Headline check**: \`npm run bench -- --check\` (\`bench/check.mjs\`) re-derives every headline of \`bench/headlines.json\` by its own command at its own scale (tens of minutes: the 100,000-run roots, 5 GB of streams, Chromium; \`--only <id>\` picks one, \`--quick\` a reduced form printed as not comparable). A stored ratio is **stale** when it lies outside the min–max of that run's own repetitions, rounded to two decimals and widened by the tolerance the entry states; a fact (an absolute target: a p99, a memory size, an outcome) when its claim fails the target and tolerance its judge states; exit status 0 all fresh, 1 some stale, 2 usage error or a headline without a check, 3 could not measure.
 - Quick mode (\`npm run bench -- --quick\`) uses fewer repetitions, fewer P values and shorter windows, and writes to \`bench/out/\` instead of this file.`;
 
 /**
@@ -283,7 +283,7 @@ export function renderResults({ info, load, command, mode, startedAt, durationS,
 
   return `# runwarden benchmarks
 
-Written by \`bench/run.js\`. The Headlines are every headline of \`bench/headlines.json\`, each with the date, commit and command of the run that measured it (\`npm run bench -- --check\` re-measures the ratios); every other number in the sections it writes comes from the one run described here. The section "${RUNS_HEADING.slice(3)}" is written by \`bench/runs-scale.mjs\` and carried over as it is.
+Written by \`bench/run.js\`. The Headlines are every headline of \`bench/headlines.json\`, each with the date, commit and command of the run that measured it (\`npm run bench -- --check\` re-derives each by its own command); every other number in the sections it writes comes from the one run described here. The section "${RUNS_HEADING.slice(3)}" is written by \`bench/runs-scale.mjs\` and carried over as it is.
 
 | | |
 | --- | --- |
