@@ -12,7 +12,7 @@
  * namespace the engine cannot see falls back to the re-probe interval.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, readdirSync, readlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, readlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { acquireLock, followRun, LiveEngine, runStatus, type LiveChange } from '../src/index.js';
@@ -197,6 +197,51 @@ describe('holders watched for their exit (pidfd)', () => {
     expect(runStatus(dir).status).toBe('RUNNING');
     process.kill(child, 'SIGKILL');
     await until(() => status(e, dir) === 'ABANDONED');
+    expect(runStatus(dir).status).toBe('ABANDONED');
+  });
+
+  it('a process that merely has the file open (lower pid) is not watched in place of the one whose descriptor holds the flock', async (ctx) => {
+    needs(ctx, 'flock');
+    const root = tempDir('rw-holder-');
+    const dir = runDir(root, '20261201-100000-decoy');
+    // The decoy: started first, so its pid is the lower one and /proc lists it first (unless pid
+    // numbers wrapped between the two spawns). It opens the lock file read-only and holds no lock.
+    const reader = spawn('sh', ['-c', 'exec 4<resume.lock && echo READY && exec sleep 600'], { cwd: dir, stdio: ['ignore', 'pipe', 'inherit'] });
+    track(reader);
+    const rout = lines(reader);
+    await until(() => rout.includes('READY'));
+    // The holder: a shell opens the file read-only (no close-write at any death), flock(1) takes the
+    // exclusive flock on that open file for it and exits, the shell starts a sleep that inherits the
+    // descriptor and exits too. The only process left holding the flock is the sleep; the lock table
+    // names flock(1), which is gone.
+    const taker = spawn('sh', ['-c', 'exec 3<resume.lock && flock -x -n 3 && { sleep 600 & echo READY $!; }'], { cwd: dir, stdio: ['ignore', 'pipe', 'inherit'] });
+    track(taker);
+    const tout = lines(taker);
+    await until(() => tout.some((l) => l.startsWith('READY')));
+    const child = Number((tout.find((l) => l.startsWith('READY')) as string).split(/\s+/)[1]);
+    track(child);
+    await waitExit(taker);
+    // Positive controls, from the kernel: the flock is on the file at the path, and the descriptor that
+    // holds it is the sleep's (its fdinfo lists the lock), not the reader's.
+    const fdinfoLocks = (pid: number) =>
+      readdirSync(`/proc/${pid}/fd`)
+        .filter((fd) => readlinkSync(`/proc/${pid}/fd/${fd}`) === join(dir, 'resume.lock'))
+        .map((fd) => readFileSync(`/proc/${pid}/fdinfo/${fd}`, 'utf8').split('\n').filter((l) => /^lock:.*\bFLOCK\b.*\bWRITE\b/.test(l)).length);
+    expect(fdinfoLocks(child)).toEqual([1]);
+    expect(fdinfoLocks(reader.pid as number)).toEqual([0]);
+    openLeg(dir);
+    const { e } = engine(root);
+    await e.start();
+    await until(() => status(e, dir) === 'RUNNING' && e.stats.holderWatches === 1);
+    const told = e.stats.exitWakeups;
+    process.kill(child, 'SIGKILL');
+    // Every re-check of this engine is at 600 s, and the holder closes no writable descriptor
+    // (lockWakeups 0): ABANDONED within the test can only come from an exit watch on the sleep. With
+    // the reader watched instead, nothing would tell, and the run would stay RUNNING past any bound.
+    await until(() => status(e, dir) === 'ABANDONED');
+    expect(e.stats.exitWakeups).toBe(told + 1);
+    expect(e.stats.lockWakeups).toBe(0);
+    expect(reader.exitCode === null && reader.signalCode === null).toBe(true); // the decoy never exited: the exit told was the holder's
     expect(runStatus(dir).status).toBe('ABANDONED');
   });
 
