@@ -245,6 +245,63 @@ describe('holders watched for their exit (pidfd)', () => {
     expect(runStatus(dir).status).toBe('ABANDONED');
   });
 
+  it('fdinfo is read only for descriptors naming a lock whose named holder is gone, counted by strace', async (ctx) => {
+    needs(ctx, 'flock', 'strace');
+    const root = tempDir('rw-holder-');
+    // Run A: its taker, flock(1), stays alive as the lock table's named holder. Run B: its taker exited
+    // and left a sleep holding. Each lock file is open in three readers too.
+    const a = runDir(root, '20261201-100000-named');
+    const b = runDir(root, '20261201-100000-gone');
+    const readers = (dir: string) =>
+      Promise.all(
+        [0, 1, 2].map(async () => {
+          const p = spawn('sh', ['-c', 'exec 4<resume.lock && echo READY && exec sleep 600'], { cwd: dir, stdio: ['ignore', 'pipe', 'inherit'] });
+          track(p);
+          const o = lines(p);
+          await until(() => o.includes('READY'));
+          return p.pid as number;
+        }),
+      );
+    await readers(a);
+    const readersB = await readers(b);
+    await flockX(join(a, 'resume.lock'), 'echo READY; exec sleep 600');
+    const taker = spawn('sh', ['-c', 'exec 3<resume.lock && flock -x -n 3 && { sleep 600 & echo READY $!; }'], { cwd: b, stdio: ['ignore', 'pipe', 'inherit'] });
+    track(taker);
+    const tout = lines(taker);
+    await until(() => tout.some((l) => l.startsWith('READY')));
+    const child = Number((tout.find((l) => l.startsWith('READY')) as string).split(/\s+/)[1]);
+    track(child);
+    await waitExit(taker);
+    // The reference, from the kernel: every descriptor (pid/fd) that names B's lock file.
+    const naming = (pids: number[], lock: string) => pids.flatMap((pid) => readdirSync(`/proc/${pid}/fd`).filter((fd) => readlinkSync(`/proc/${pid}/fd/${fd}`) === lock).map((fd) => `${pid}/${fd}`));
+    const namingB = naming([...readersB, child], join(b, 'resume.lock'));
+    expect(namingB).toHaveLength(4);
+    for (const dir of [a, b]) openLeg(dir);
+    const log = join(root, 'engine.strace');
+    const eng = spawn('strace', ['-f', '-qq', '-e', 'trace=openat', '-o', log, process.execPath, ENGINE, root, '600000'], { stdio: ['pipe', 'pipe', 'inherit'] });
+    track(eng);
+    const out = lines(eng);
+    const last = (dir: string) => out.filter((l) => l.startsWith('{"type":"run"') && l.includes(JSON.stringify(dir.split('/').at(-1)))).at(-1);
+    const stats = async (): Promise<{ holderWatches: number; exitWakeups: number }> => {
+      const n = out.length;
+      eng.stdin?.write('\n');
+      await until(() => out.slice(n).some((l) => l.startsWith('{"type":"stats"')));
+      return (JSON.parse(out.slice(n).find((l) => l.startsWith('{"type":"stats"')) as string) as { stats: { holderWatches: number; exitWakeups: number } }).stats;
+    };
+    await until(() => out.includes('READY') && [a, b].every((d) => last(d)?.includes('"RUNNING"')));
+    while ((await stats()).holderWatches < 2) await new Promise((r) => setTimeout(r, 50));
+    process.kill(child, 'SIGKILL');
+    await until(() => last(b)?.includes('"ABANDONED"') === true); // told by the sleep's exit: every re-check is at 600 s
+    expect(last(a)).toContain('"RUNNING"');
+    eng.stdin?.end();
+    await waitExit(eng);
+    const opened = [...readFileSync(log, 'utf8').matchAll(/openat\([^"]*"\/proc\/(\d+)\/fdinfo\/(\d+)"/g)].map((m) => `${m[1]}/${m[2]}`);
+    expect(opened.length).toBeGreaterThan(0); // the control: strace saw the fdinfo reads
+    // Only B's lock descriptors: none of A's (its named holder is alive) and none of any other file.
+    expect(opened.filter((d) => !namingB.includes(d))).toEqual([]);
+    expect(new Set(opened).size).toBeLessThanOrEqual(namingB.length);
+  });
+
   it('a runwarden leg (read-write holder): close-write still tells first, the exit watch is released', async () => {
     const root = tempDir('rw-holder-');
     const dir = join(root, '20261201-100000-rw');
