@@ -9,7 +9,7 @@
  * open(2), fcntl(2) or libproc). Nothing here ran on a Mac.
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -231,6 +231,47 @@ describe('the holder census on darwin (libproc) in the model', () => {
     } finally {
       l.stop();
     }
+  });
+
+  it('the live engine watches the process with the lock file open for writing, not a reader listed before it', () => {
+    const root = fresh('decoy-root');
+    const dir = join(root, '20261201-100000-decoy');
+    mkdirSync(dir);
+    writeFileSync(join(dir, 'resume.lock'), '');
+    // In the model: a reader (started first, so listed first unless pid numbers wrap) has the file open
+    // read-only; a shell opens it read-write, flock(1) takes the exclusive flock on that open file and
+    // exits, the shell leaves a sleep holding it and exits, and the label names the gone shell. libproc
+    // names no flock holder, so the census is all the engine has. Every re-check is at 600 s and kqueue
+    // has no close-after-write: ABANDONED within the 30 s this waits can only come from the sleep's
+    // NOTE_EXIT. With the reader watched instead, nothing tells, and the run stays RUNNING.
+    const r = onModel(`
+      const cp = await import('node:child_process');
+      const fs = await import('node:fs');
+      const dir = ${JSON.stringify(dir)};
+      const started = (p) => new Promise((res) => { let b = ''; p.stdout.on('data', (d) => { b += d; const m = /READY ?(\\d*)/.exec(b); if (m) res(Number(m[1])); }); });
+      const reader = cp.spawn('sh', ['-c', 'exec 4<resume.lock && echo READY && exec sleep 600'], { cwd: dir, stdio: ['ignore', 'pipe', 'inherit'] });
+      await started(reader);
+      const taker = cp.spawn('sh', ['-c', 'exec 3<>resume.lock && flock -x -n 3 && { sleep 600 & echo READY $!; }'], { cwd: dir, stdio: ['ignore', 'pipe', 'inherit'] });
+      const child = await started(taker);
+      await new Promise((res) => (taker.exitCode !== null ? res() : taker.once('exit', res)));
+      fs.writeFileSync(dir + '/resume.lock', 'oh-my-graph-lock 1\\n' + taker.pid + '\\n');
+      const line = (o) => JSON.stringify({ schema: 3, ts: '2026-12-01T10:00:00Z', run_id: 'r', ...o }) + '\\n';
+      fs.writeFileSync(dir + '/events.jsonl', line({ event: 'run_started' }) + line({ event: 'node_started', node_id: 'work' }));
+      const e = new K.LiveEngine({ root: ${JSON.stringify(root)}, safetyMs: 600000, openRecheckMs: 600000 });
+      await e.start();
+      const until = async (f, ms) => { const end = Date.now() + ms; while (!f() && Date.now() < end) await new Promise((res) => setTimeout(res, 10)); return f(); };
+      const status = () => e.get(dir)?.report?.status;
+      const watched = await until(() => status() === 'RUNNING' && e.stats.holderWatches === 1, 30000);
+      const told = e.stats.exitWakeups;
+      process.kill(child, 'SIGKILL');
+      await until(() => status() === 'ABANDONED', 30000);
+      const readerAlive = reader.exitCode === null && reader.signalCode === null;
+      out({ watched, status: status(), exits: e.stats.exitWakeups - told, readerAlive, readerFirst: reader.pid < child });
+      reader.kill('SIGKILL');
+      e.close();
+      process.exit(0);
+    `);
+    expect(r.out).toMatchObject({ watched: true, status: 'ABANDONED', exits: 1, readerAlive: true });
   });
 
   it('acquire refuses a lock a leg holds (a descriptor open for writing), at the end of its retry window', async () => {

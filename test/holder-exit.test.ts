@@ -12,7 +12,7 @@
  * namespace the engine cannot see falls back to the re-probe interval.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, readdirSync, readlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, readlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { acquireLock, followRun, LiveEngine, runStatus, type LiveChange } from '../src/index.js';
@@ -198,6 +198,108 @@ describe('holders watched for their exit (pidfd)', () => {
     process.kill(child, 'SIGKILL');
     await until(() => status(e, dir) === 'ABANDONED');
     expect(runStatus(dir).status).toBe('ABANDONED');
+  });
+
+  it('a process that merely has the file open (lower pid) is not watched in place of the one whose descriptor holds the flock', async (ctx) => {
+    needs(ctx, 'flock');
+    const root = tempDir('rw-holder-');
+    const dir = runDir(root, '20261201-100000-decoy');
+    // The decoy: started first, so its pid is the lower one and /proc lists it first (unless pid
+    // numbers wrapped between the two spawns). It opens the lock file read-only and holds no lock.
+    const reader = spawn('sh', ['-c', 'exec 4<resume.lock && echo READY && exec sleep 600'], { cwd: dir, stdio: ['ignore', 'pipe', 'inherit'] });
+    track(reader);
+    const rout = lines(reader);
+    await until(() => rout.includes('READY'));
+    // The holder: a shell opens the file read-only (no close-write at any death), flock(1) takes the
+    // exclusive flock on that open file for it and exits, the shell starts a sleep that inherits the
+    // descriptor and exits too. The only process left holding the flock is the sleep; the lock table
+    // names flock(1), which is gone.
+    const taker = spawn('sh', ['-c', 'exec 3<resume.lock && flock -x -n 3 && { sleep 600 & echo READY $!; }'], { cwd: dir, stdio: ['ignore', 'pipe', 'inherit'] });
+    track(taker);
+    const tout = lines(taker);
+    await until(() => tout.some((l) => l.startsWith('READY')));
+    const child = Number((tout.find((l) => l.startsWith('READY')) as string).split(/\s+/)[1]);
+    track(child);
+    await waitExit(taker);
+    // Positive controls, from the kernel: the flock is on the file at the path, and the descriptor that
+    // holds it is the sleep's (its fdinfo lists the lock), not the reader's.
+    const fdinfoLocks = (pid: number) =>
+      readdirSync(`/proc/${pid}/fd`)
+        .filter((fd) => readlinkSync(`/proc/${pid}/fd/${fd}`) === join(dir, 'resume.lock'))
+        .map((fd) => readFileSync(`/proc/${pid}/fdinfo/${fd}`, 'utf8').split('\n').filter((l) => /^lock:.*\bFLOCK\b.*\bWRITE\b/.test(l)).length);
+    expect(fdinfoLocks(child)).toEqual([1]);
+    expect(fdinfoLocks(reader.pid as number)).toEqual([0]);
+    openLeg(dir);
+    const { e } = engine(root);
+    await e.start();
+    await until(() => status(e, dir) === 'RUNNING' && e.stats.holderWatches === 1);
+    const told = e.stats.exitWakeups;
+    process.kill(child, 'SIGKILL');
+    // Every re-check of this engine is at 600 s, and the holder closes no writable descriptor
+    // (lockWakeups 0): ABANDONED within the test can only come from an exit watch on the sleep. With
+    // the reader watched instead, nothing would tell, and the run would stay RUNNING past any bound.
+    await until(() => status(e, dir) === 'ABANDONED');
+    expect(e.stats.exitWakeups).toBe(told + 1);
+    expect(e.stats.lockWakeups).toBe(0);
+    expect(reader.exitCode === null && reader.signalCode === null).toBe(true); // the decoy never exited: the exit told was the holder's
+    expect(runStatus(dir).status).toBe('ABANDONED');
+  });
+
+  it('fdinfo is read only for descriptors naming a lock whose named holder is gone, counted by strace', async (ctx) => {
+    needs(ctx, 'flock', 'strace');
+    const root = tempDir('rw-holder-');
+    // Run A: its taker, flock(1), stays alive as the lock table's named holder. Run B: its taker exited
+    // and left a sleep holding. Each lock file is open in three readers too.
+    const a = runDir(root, '20261201-100000-named');
+    const b = runDir(root, '20261201-100000-gone');
+    const readers = (dir: string) =>
+      Promise.all(
+        [0, 1, 2].map(async () => {
+          const p = spawn('sh', ['-c', 'exec 4<resume.lock && echo READY && exec sleep 600'], { cwd: dir, stdio: ['ignore', 'pipe', 'inherit'] });
+          track(p);
+          const o = lines(p);
+          await until(() => o.includes('READY'));
+          return p.pid as number;
+        }),
+      );
+    await readers(a);
+    const readersB = await readers(b);
+    await flockX(join(a, 'resume.lock'), 'echo READY; exec sleep 600');
+    const taker = spawn('sh', ['-c', 'exec 3<resume.lock && flock -x -n 3 && { sleep 600 & echo READY $!; }'], { cwd: b, stdio: ['ignore', 'pipe', 'inherit'] });
+    track(taker);
+    const tout = lines(taker);
+    await until(() => tout.some((l) => l.startsWith('READY')));
+    const child = Number((tout.find((l) => l.startsWith('READY')) as string).split(/\s+/)[1]);
+    track(child);
+    await waitExit(taker);
+    // The reference, from the kernel: every descriptor (pid/fd) that names B's lock file.
+    const naming = (pids: number[], lock: string) => pids.flatMap((pid) => readdirSync(`/proc/${pid}/fd`).filter((fd) => readlinkSync(`/proc/${pid}/fd/${fd}`) === lock).map((fd) => `${pid}/${fd}`));
+    const namingB = naming([...readersB, child], join(b, 'resume.lock'));
+    expect(namingB).toHaveLength(4);
+    for (const dir of [a, b]) openLeg(dir);
+    const log = join(root, 'engine.strace');
+    const eng = spawn('strace', ['-f', '-qq', '-e', 'trace=openat', '-o', log, process.execPath, ENGINE, root, '600000'], { stdio: ['pipe', 'pipe', 'inherit'] });
+    track(eng);
+    const out = lines(eng);
+    const last = (dir: string) => out.filter((l) => l.startsWith('{"type":"run"') && l.includes(JSON.stringify(dir.split('/').at(-1)))).at(-1);
+    const stats = async (): Promise<{ holderWatches: number; exitWakeups: number }> => {
+      const n = out.length;
+      eng.stdin?.write('\n');
+      await until(() => out.slice(n).some((l) => l.startsWith('{"type":"stats"')));
+      return (JSON.parse(out.slice(n).find((l) => l.startsWith('{"type":"stats"')) as string) as { stats: { holderWatches: number; exitWakeups: number } }).stats;
+    };
+    await until(() => out.includes('READY') && [a, b].every((d) => last(d)?.includes('"RUNNING"')));
+    while ((await stats()).holderWatches < 2) await new Promise((r) => setTimeout(r, 50));
+    process.kill(child, 'SIGKILL');
+    await until(() => last(b)?.includes('"ABANDONED"') === true); // told by the sleep's exit: every re-check is at 600 s
+    expect(last(a)).toContain('"RUNNING"');
+    eng.stdin?.end();
+    await waitExit(eng);
+    const opened = [...readFileSync(log, 'utf8').matchAll(/openat\([^"]*"\/proc\/(\d+)\/fdinfo\/(\d+)"/g)].map((m) => `${m[1]}/${m[2]}`);
+    expect(opened.length).toBeGreaterThan(0); // the control: strace saw the fdinfo reads
+    // Only B's lock descriptors: none of A's (its named holder is alive) and none of any other file.
+    expect(opened.filter((d) => !namingB.includes(d))).toEqual([]);
+    expect(new Set(opened).size).toBeLessThanOrEqual(namingB.length);
   });
 
   it('a runwarden leg (read-write holder): close-write still tells first, the exit watch is released', async () => {

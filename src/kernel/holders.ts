@@ -22,7 +22,7 @@
  * when the file's label names one of them, that is a doubt. Run in the XNU
  * model (scripts/darwin-model.mjs), never on a Mac.
  */
-import { closeSync, openSync, readdirSync, readlinkSync, readSync, statSync } from 'node:fs';
+import { closeSync, lstatSync, openSync, readdirSync, readlinkSync, readSync, statSync } from 'node:fs';
 import { basename, dirname } from 'node:path';
 import { HEAD_BYTES, markedPid } from '../contract/marker.js';
 import { monotonicMs } from './clock.js';
@@ -351,10 +351,12 @@ export function likelyHolder(lockPath: string): { pid: number; source: HolderSou
 }
 
 /**
- * Every process's descriptors that name a file (`/proc/<pid>/fd`), as link
- * text (bytes in a latin1 string) to pids, read once per turn of the event
- * loop however many runs ask (a scan of every process costs tens of
- * milliseconds or more: one readlink per descriptor on the machine).
+ * Every process's descriptors that name a file (`/proc/<pid>/fd`), by link
+ * text (bytes in a latin1 string): for each, pid and descriptor number in
+ * turn (`[pid, fd, pid, fd, …]`), in the order /proc lists them (by pid).
+ * Read once per turn of the event loop however many runs ask (a scan of
+ * every process costs tens of milliseconds or more: one readlink per
+ * descriptor on the machine).
  */
 let turnCensus: Map<string, number[]> | undefined;
 
@@ -385,8 +387,8 @@ function fdCensus(): Map<string, number[]> {
       }
       if (link.charCodeAt(0) !== 0x2f) continue; // pipes, sockets, anon inodes
       const list = byLink.get(link);
-      if (list === undefined) byLink.set(link, [pid]);
-      else if (list[list.length - 1] !== pid) list.push(pid);
+      if (list === undefined) byLink.set(link, [pid, Number(fd)]);
+      else list.push(pid, Number(fd));
     }
   }
   turnCensus = byLink;
@@ -394,6 +396,40 @@ function fdCensus(): Map<string, number[]> {
     turnCensus = undefined;
   }).unref();
   return byLink;
+}
+
+/** The start of a descriptor's fdinfo: its fixed fields, then one `lock:` line per lock held through its open file. */
+const FDINFO_BYTES = 4096;
+const fdinfoBuf = Buffer.allocUnsafe(FDINFO_BYTES);
+const FDINFO_FLOCK_WRITE = /^lock:\s+\d+:\s+FLOCK\s+\S+\s+WRITE\s+-?\d+\s+([0-9a-f]+:[0-9a-f]+:\d+)\s/gm;
+
+/**
+ * Whether descriptor `fd` of `pid` holds the exclusive flock on `file`
+ * (`maj:min:ino`, as /proc/locks prints it): linux lists in
+ * `/proc/<pid>/fdinfo/<fd>` a `lock:` line for each lock held through that
+ * descriptor's open file description (a flock belongs to the open file, so
+ * every process that inherited the descriptor shows it, and a process that
+ * opened the file on its own shows none). The line's inode is compared, so a
+ * descriptor number closed and handed out again since the census cannot
+ * pass for the holder. One open and one read of at most 4 KiB; any failure
+ * is false.
+ */
+function holdsFlockOn(pid: number, fd: number, file: string): boolean {
+  let h;
+  try {
+    h = openSync(`/proc/${pid}/fdinfo/${fd}`, 'r');
+  } catch {
+    return false;
+  }
+  try {
+    const text = fdinfoBuf.toString('latin1', 0, readSync(h, fdinfoBuf, 0, FDINFO_BYTES, 0));
+    for (const m of text.matchAll(FDINFO_FLOCK_WRITE)) if (m[1] === file) return true;
+    return false;
+  } catch {
+    return false;
+  } finally {
+    closeSync(h);
+  }
 }
 
 /**
@@ -405,8 +441,21 @@ function fdCensus(): Map<string, number[]> {
  * taker, or hides it). Linux only (elsewhere, none); reads /proc only. A
  * scan of every process's descriptors (shared by every run asking in the
  * same turn), so asked rarely: only when a held lock's named holder is
- * gone. A process that merely has the file open is a candidate too: its
- * exit is a reason to probe again, nothing more.
+ * gone.
+ *
+ * Order, and why: first the processes whose descriptor holds the exclusive
+ * flock on the file now at the path (its fdinfo lists it:
+ * {@link holdsFlockOn}), then, in the order /proc lists them, any other
+ * process that merely has the file open (a reader, a `tail`, an editor), and
+ * last those that have a replaced file open (" (deleted)"). A process that
+ * merely has the file open, watched in place of the holder, would leave the
+ * holder's death to the re-probe interval, whatever the order of pids. It
+ * stays a candidate behind the holders: where no descriptor shows the lock
+ * (a kernel older than 4.1 lists no `lock:` lines; the holder's descriptor
+ * moved since the census), its exit is still a reason to probe again,
+ * nothing more. The fdinfo is read only for descriptors naming the path
+ * itself, and no more once `max` holders are found: each of them already
+ * cost the census a readlink.
  */
 export function descriptorHolders(lockPath: string, except: number, max = 4): number[] {
   const sys = systemFacts();
@@ -415,14 +464,37 @@ export function descriptorHolders(lockPath: string, except: number, max = 4): nu
   const exactPath = runFilePath(dirname(lockPath), basename(lockPath));
   const exact = (typeof exactPath === 'string' ? Buffer.from(exactPath, 'utf8') : exactPath).toString('latin1');
   const census = fdCensus();
-  const found: number[] = [];
-  for (const link of [exact, `${exact} (deleted)`]) {
-    for (const pid of census.get(link) ?? []) if (pid !== except && found.length < max && !found.includes(pid)) found.push(pid);
+  let file: string | undefined;
+  try {
+    const st = lstatSync(exactPath);
+    if (st.isFile()) file = `${procDevice(st.dev)}:${st.ino}`;
+  } catch {
+    /* gone since the probe: no descriptor can be told from another */
   }
+  const holding: number[] = [];
+  const others: number[] = [];
+  const open = census.get(exact) ?? [];
+  for (let i = 0; i < open.length; i += 2) {
+    const pid = open[i] as number;
+    if (pid === except || holding.includes(pid)) continue;
+    if (file !== undefined && holding.length < max && holdsFlockOn(pid, open[i + 1] as number, file)) holding.push(pid);
+    else if (others.length < max && !others.includes(pid)) others.push(pid);
+  }
+  const replaced = census.get(`${exact} (deleted)`) ?? [];
+  for (let i = 0; i < replaced.length && others.length < max; i += 2) if (replaced[i] !== except && !others.includes(replaced[i] as number)) others.push(replaced[i] as number);
+  const found = holding;
+  for (const pid of others) if (found.length < max && !found.includes(pid)) found.push(pid);
   return found;
 }
 
-/** {@link descriptorHolders} from libproc's census (darwin): processes with a descriptor naming the lock path. */
+/**
+ * {@link descriptorHolders} from libproc's census (darwin): processes with a
+ * descriptor naming the lock path, those with one open for writing first. libproc
+ * does not say who holds a flock (CONTRACT §5.6 rule 6); a leg opens its lock
+ * file read-write and readers open it read-only, so a writer is the likelier
+ * holder, and a reader listed before it would leave the holder's death to the
+ * re-probe interval.
+ */
 function descriptorHoldersByCensus(lockPath: string, except: number, max: number): number[] {
   let dev: number;
   try {
@@ -434,6 +506,11 @@ function descriptorHoldersByCensus(lockPath: string, except: number, max: number
   if (census === undefined) return [];
   const exact = exactPathOf(lockPath);
   const found: number[] = [];
-  for (const f of census.files) if (f.path === exact && f.pid !== except && f.pid !== process.pid && found.length < max && !found.includes(f.pid)) found.push(f.pid);
+  for (const writing of [true, false]) {
+    for (const f of census.files) {
+      if (f.write !== writing || f.path !== exact || f.pid === except || f.pid === process.pid) continue;
+      if (found.length < max && !found.includes(f.pid)) found.push(f.pid);
+    }
+  }
   return found;
 }

@@ -13,7 +13,11 @@
  *   there is no table; kernel/holders.ts likelyHolder); when no live process
  *   is named (the taker exited and handed its descriptor on, to a child or
  *   to the shell it took the lock for), a process that has the file open
- *   (kernel/holders.ts descriptorHolders).
+ *   (kernel/holders.ts descriptorHolders): one whose descriptor holds the
+ *   flock (linux: its fdinfo lists the lock) or is open for writing (darwin:
+ *   libproc) before one that merely has the file open. Only one process is
+ *   watched at a time, and a reader watched in the holder's place would
+ *   leave the holder's death to the re-probe interval.
  * - An exit is only a reason to probe again, never a verdict: a wrong or
  *   recycled pid costs one probe; a pid whose exit was already told is not
  *   watched again; with nothing left to watch after an exit the run gets a
@@ -96,7 +100,8 @@ export class HolderWatch {
     }
     // No live process named (the taker handed its descriptor on: a shell's
     // `flock -x 3`, a fork; or the rest of its group is exiting; or the table
-    // hides a reaped taker): watch a process that still has the file open.
+    // hides a reaped taker): watch a process that still has the file open, the
+    // one whose descriptor holds the flock first (descriptorHolders orders them).
     // Just after an exit, one follow-up probe first: a group killed at once
     // is found gone by it, without a scan of every process's descriptors.
     if (r.exitedPid === undefined || r.followUps > 0) {
