@@ -1,5 +1,5 @@
 /**
- * Every descriptor budget follows RLIMIT_NOFILE (CONTRACT §5.5 rule 8).
+ * Every descriptor budget follows RLIMIT_NOFILE (CONTRACT §5.7).
  *
  * A root of 300 runs, each held by its own process that locks `resume.lock`
  * through a read-only descriptor (util-linux `flock -o -x resume.lock sleep`:

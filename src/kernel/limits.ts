@@ -1,6 +1,6 @@
 /**
  * The descriptors this process may open (RLIMIT_NOFILE), and the share of them
- * its watches may hold (CONTRACT §5.5 rule 8).
+ * its watches may hold (CONTRACT §5.7).
  *
  * Invariants, and why:
  * - The limit is the kernel's answer (getrlimit(2), asked of the addon at each

@@ -51,7 +51,7 @@ export interface WatchBudgets {
 }
 
 /**
- * The watch budgets under this process's descriptor limit (CONTRACT §5.5 rule 8). The kinds of
+ * The watch budgets under this process's descriptor limit (CONTRACT §5.7). The kinds of
  * watch that hold a descriptor here (exit watches where each is a pidfd; directory and file
  * watches where each is a kqueue vnode descriptor) split `share` (kernel/limits.ts
  * watchDescriptorShare: half of the soft RLIMIT_NOFILE left after the process's own reserve)

@@ -146,7 +146,7 @@ export class LiveEngine {
     const pollMs = positive('pollMs', options.pollMs, LIVE_POLL_MS);
     const asked = options.holderWatches ?? Infinity;
     if (options.holderWatches !== undefined && (typeof asked !== 'number' || !Number.isFinite(asked) || asked < 0)) throw new RangeError('holderWatches must be a finite number of at least 0');
-    // Never above the budget the descriptor limit leaves (CONTRACT §5.5 rule 8).
+    // Never above the budget the descriptor limit leaves (CONTRACT §5.7).
     const budget = Math.min(asked, watchBudgets().exits);
     const core = new EngineCore(options, pollMs);
     core.flush = () => this.flush();
