@@ -98,24 +98,28 @@ describe('descriptor budgets under RLIMIT_NOFILE', () => {
   it('the addon answers the soft and hard limit, and the watch budgets follow it', () => {
     // Written from the rule: (limit - 192) / 2, split evenly among the kinds of watch that hold a
     // descriptor (linux: exit watches, pidfds; darwin: kqueue directory and file watches), each
-    // kind at most its fixed budget (1,024 exit watches, 256 directories, 256 files).
+    // kind at most its fixed budget (1,024 exit watches, 256 directories, 256 files); serve's
+    // connections at most 128, and at most the limit less 64 less the watches' share.
     const darwin = testedPlatform() === 'darwin';
-    const want: [number, { exits: number; dirs: number | null; files: number | null }][] = darwin
+    type Budgets = { exits: number; dirs: number | null; files: number | null; connections: number };
+    const want: [number, Budgets][] = darwin
       ? [
-          [200, { exits: 1024, dirs: 2, files: 2 }],
-          [256, { exits: 1024, dirs: 16, files: 16 }],
-          [1024, { exits: 1024, dirs: 208, files: 208 }],
-          [4096, { exits: 1024, dirs: 256, files: 256 }],
+          [128, { exits: 1024, dirs: 0, files: 0, connections: 64 }],
+          [200, { exits: 1024, dirs: 2, files: 2, connections: 128 }],
+          [256, { exits: 1024, dirs: 16, files: 16, connections: 128 }],
+          [1024, { exits: 1024, dirs: 208, files: 208, connections: 128 }],
+          [4096, { exits: 1024, dirs: 256, files: 256, connections: 128 }],
         ]
       : [
-          [200, { exits: 4, dirs: null, files: null }],
-          [256, { exits: 32, dirs: null, files: null }],
-          [1024, { exits: 416, dirs: null, files: null }],
-          [4096, { exits: 1024, dirs: null, files: null }],
+          [128, { exits: 0, dirs: null, files: null, connections: 64 }],
+          [200, { exits: 4, dirs: null, files: null, connections: 128 }],
+          [256, { exits: 32, dirs: null, files: null, connections: 128 }],
+          [1024, { exits: 416, dirs: null, files: null, connections: 128 }],
+          [4096, { exits: 1024, dirs: null, files: null, connections: 128 }],
         ];
     const script =
-      "const l = await import('./dist/kernel/limits.js'); const n = await import('./dist/kernel/notify.js');" +
-      'console.log(JSON.stringify({ limit: l.descriptorLimit(), budgets: n.watchBudgets() }));';
+      "const l = await import('./dist/kernel/limits.js'); const n = await import('./dist/kernel/notify.js'); const s = await import('./dist/serve/limits.js');" +
+      'console.log(JSON.stringify({ limit: l.descriptorLimit(), budgets: { ...n.watchBudgets(), connections: s.connectionBudget() } }));';
     for (const [limit, budgets] of want) {
       const r = spawnSync('sh', ['-c', `ulimit -n ${limit} && exec "$0" "$@"`, process.execPath, '--input-type=module', '-e', script], { cwd: ROOT, encoding: 'utf8' });
       expect(r.status, r.stderr).toBe(0);

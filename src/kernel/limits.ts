@@ -18,8 +18,11 @@
  */
 import { native } from './native.js';
 
-/** Descriptors kept out of the watches' share for the process's own work: serve's 128 connections, and 64 for Node, probes, stream reads and worker threads. */
-export const DESCRIPTOR_RESERVE = 192;
+/** Descriptors a process keeps for Node's own, probes, stream reads and worker threads, whatever else it holds. */
+export const OWN_DESCRIPTORS = 64;
+
+/** Descriptors kept out of the watches' share for the process's own work: a server's connections (serve's cap, 128) and {@link OWN_DESCRIPTORS}. */
+export const DESCRIPTOR_RESERVE = 128 + OWN_DESCRIPTORS;
 
 /** This process's RLIMIT_NOFILE, soft and hard (Infinity for RLIM_INFINITY); undefined from an addon without the call. */
 export function descriptorLimit(): { soft: number; hard: number } | undefined {
