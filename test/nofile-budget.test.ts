@@ -18,7 +18,7 @@
  * watches, 256 kqueue directory watches).
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { lstatSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { lstatSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { cleanupTemp, killAll, ROOT, tempDir, track, until } from './helpers/lock-procs.js';
@@ -125,6 +125,29 @@ describe('descriptor budgets under RLIMIT_NOFILE', () => {
       expect(r.status, r.stderr).toBe(0);
       expect(JSON.parse(r.stdout)).toEqual({ limit: { soft: limit, hard: limit }, budgets });
     }
+  });
+
+  it('a directory watcher under ulimit -n 256 holds the directories and files its share allows, and refuses the rest with EMFILE', () => {
+    // darwin: each kqueue watch holds a descriptor, so (256 - 192) / 2 = 32 split between directories and
+    // files: 16 each. linux: inotify watches hold none, so every directory is watched and no file is followed
+    // (inotify names the entry written).
+    const darwin = testedPlatform() === 'darwin';
+    const root = tempDir('rw-nofile-dirs-');
+    const dirs: string[] = [];
+    for (let i = 0; i < 40; i++) {
+      const d = join(root, `run-${i}`);
+      mkdirSync(d);
+      writeFileSync(join(d, 'a'), '');
+      writeFileSync(join(d, 'b'), '');
+      dirs.push(d);
+    }
+    const script =
+      "const n = await import('./dist/kernel/notify.js'); const w = n.openDirWatcher(); const codes = {};" +
+      `for (const d of ${JSON.stringify(dirs)}) { const a = w.watch(d, () => {}); codes[a.ok ? 'ok' : a.code] = (codes[a.ok ? 'ok' : a.code] ?? 0) + 1; if (a.ok) a.watch.follow(['a', 'b']); }` +
+      'console.log(JSON.stringify({ codes, files: w.stats.files, filesOverBudget: w.stats.filesOverBudget })); w.close();';
+    const r = spawnSync('sh', ['-c', 'ulimit -n 256 && exec "$0" "$@"', process.execPath, '--input-type=module', '-e', script], { cwd: ROOT, encoding: 'utf8' });
+    expect(r.status, r.stderr).toBe(0);
+    expect(JSON.parse(r.stdout)).toEqual(darwin ? { codes: { ok: 16, EMFILE: 24 }, files: 16, filesOverBudget: 16 } : { codes: { ok: 40 }, files: 0, filesOverBudget: 0 });
   });
 
   it('serve under a low descriptor limit keeps room, finds every killed holder, and says so', async (ctx) => {

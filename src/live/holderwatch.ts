@@ -52,7 +52,12 @@ export class HolderWatch {
 
   /** Opens the exit watcher (none with `notify: false` or a zero budget; none where the platform has none). */
   open(): void {
-    if (this.core.options.notify === false || this.budget === 0) return;
+    if (this.core.options.notify === false) return;
+    if (this.budget === 0) {
+      // None asked for is not news; none for want of descriptors is (the limit leaves no share).
+      if (this.core.options.holderWatches !== 0) this.pastBudget(0);
+      return;
+    }
     if (this.core.borrowed) {
       this.exits = sharedExitWatcher();
       return;
