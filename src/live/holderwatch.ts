@@ -41,6 +41,8 @@ import { HOLDER_FOLLOW_UP_MS } from './types.js';
 export class HolderWatch {
   /** Watches holders' exits; undefined without notification, or where there is none. */
   private exits: ExitWatcher | undefined;
+  /** Passing the budget was said ({@link pastBudget}: once per engine). */
+  private saidBudget = false;
 
   constructor(
     private readonly core: EngineCore,
@@ -142,6 +144,8 @@ export class HolderWatch {
    * naming the limit and the re-probe interval that finds their deaths.
    */
   private pastBudget(budget: number): void {
+    if (this.saidBudget) return;
+    this.saidBudget = true;
     const limit = descriptorLimit()?.soft;
     const why = systemFacts().exitWatchHoldsDescriptor ? `each holds a descriptor; RLIMIT_NOFILE is ${limit === undefined ? 'unknown' : String(limit)}` : 'the engine\'s own';
     this.core.say(`past the budget of exit watches (${budget}: ${why}); held runs whose holder is not watched are re-probed every ${this.recheckMs} ms`, 'exits');
