@@ -25,8 +25,10 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/types.h>
 
 #include <string>
@@ -269,6 +271,25 @@ Napi::Value ReleaseFreeMemoryJs(const Napi::CallbackInfo& info) {
   return Napi::Boolean::New(info.Env(), rw::ReleaseFreeMemory());
 }
 
+// descriptorLimit() -> {soft, hard}: this process's RLIMIT_NOFILE (getrlimit(2),
+// POSIX; the same call on linux and darwin, whose getrlimit(2) manual page
+// documents RLIMIT_NOFILE as "the maximum number of open files for this
+// process"). RLIM_INFINITY is answered as Infinity. What share of it the
+// watches may take is decided in src/kernel/limits.ts.
+Napi::Value DescriptorLimit(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  struct rlimit rl;
+  if (getrlimit(RLIMIT_NOFILE, &rl) != 0) {
+    ThrowErrno(env, errno, "getrlimit", nullptr);
+    return env.Undefined();
+  }
+  auto value = [](rlim_t v) { return v == RLIM_INFINITY ? static_cast<double>(INFINITY) : static_cast<double>(v); };
+  Napi::Object o = Napi::Object::New(env);
+  o.Set("soft", Napi::Number::New(env, value(rl.rlim_cur)));
+  o.Set("hard", Napi::Number::New(env, value(rl.rlim_max)));
+  return o;
+}
+
 // pidProbe(pid): refuses pid <= 0 before any syscall, since kill(0, …) and
 // kill(-n, …) address groups, not a process.
 Napi::Value PidProbe(const Napi::CallbackInfo& info) {
@@ -428,6 +449,7 @@ Napi::Object Register(Napi::Env env, Napi::Object exports) {
   exports.Set("fsType", Napi::Function::New(env, FsTypeOf, "fsType"));
   exports.Set("pidProbe", Napi::Function::New(env, PidProbe, "pidProbe"));
   exports.Set("releaseFreeMemory", Napi::Function::New(env, ReleaseFreeMemoryJs, "releaseFreeMemory"));
+  exports.Set("descriptorLimit", Napi::Function::New(env, DescriptorLimit, "descriptorLimit"));
   exports.Set("groupProbe", Napi::Function::New(env, GroupProbe, "groupProbe"));
   exports.Set("probeSetup", Napi::Function::New(env, ProbeSetup, "probeSetup"));
   exports.Set("probeFacts", Napi::Function::New(env, ProbeFacts, "probeFacts"));

@@ -90,6 +90,8 @@ export interface NativeBinding {
   pidProbe(pid: number): ProcessPresence;
   /** kill(-pgid, 0) classified; refuses pgid <= 1 before the syscall. */
   groupProbe(pgid: number): ProcessPresence;
+  /** This process's RLIMIT_NOFILE (getrlimit(2)), soft and hard; RLIM_INFINITY is Infinity. Throws NativeError. Absent from an addon built from older sources. */
+  descriptorLimit?(): { soft: number; hard: number };
   /** The allocator's free memory back to the kernel (malloc_trim; darwin: malloc_zone_pressure_relief); true when some was. Absent from an addon built from older sources. */
   releaseFreeMemory?(): boolean;
   /**

@@ -26,15 +26,48 @@
  */
 import { errnoName } from './errno.js';
 import { native, type NativeExitNotifier, type NativeNotifier, type NativeNotifyEvent } from './native.js';
-import { systemFacts } from './system.js';
+import { watchDescriptorShare } from './limits.js';
+import { systemFacts, type SystemFacts } from './system.js';
 
 /**
- * Directory watches one {@link DirWatcher} holds at most where each holds a descriptor (kqueue):
- * past it, a watch answers `EMFILE` and the caller polls that directory, so a root of any size
- * never brings the process near its descriptor limit (`kern.maxfilesperproc`), where every open
- * would fail. File watches ({@link DirWatch.follow}: one per in-flight run's stream) are apart.
+ * Directory watches one {@link DirWatcher} holds at most where each holds a descriptor (kqueue),
+ * and fewer under a low RLIMIT_NOFILE ({@link watchBudgets}): past it, a watch answers `EMFILE`
+ * and the caller polls that directory, so a root of any size never brings the process near its
+ * descriptor limit, where every open would fail.
  */
 export const DIR_DESCRIPTOR_BUDGET = 256;
+
+/** File watches ({@link DirWatch.follow}: one per in-flight run's stream) one {@link DirWatcher} holds at most where each holds a descriptor (kqueue); fewer under a low RLIMIT_NOFILE ({@link watchBudgets}). */
+export const FILE_DESCRIPTOR_BUDGET = 256;
+
+/** How many watches of each kind one watcher holds at most; Infinity where that kind holds no descriptor and nothing else bounds it. */
+export interface WatchBudgets {
+  /** Processes one {@link ExitWatcher} watches at once. */
+  exits: number;
+  /** Directories one {@link DirWatcher} watches. */
+  dirs: number;
+  /** Files one {@link DirWatcher} follows. */
+  files: number;
+}
+
+/**
+ * The watch budgets under this process's descriptor limit (CONTRACT §5.7). The kinds of
+ * watch that hold a descriptor here (exit watches where each is a pidfd; directory and file
+ * watches where each is a kqueue vnode descriptor) split `share` (kernel/limits.ts
+ * watchDescriptorShare: half of the soft RLIMIT_NOFILE left after the process's own reserve)
+ * evenly, each kind never above its fixed budget ({@link EXIT_WATCH_BUDGET},
+ * {@link DIR_DESCRIPTOR_BUDGET}, {@link FILE_DESCRIPTOR_BUDGET}); a kind that holds none keeps
+ * its fixed budget (exits) or none (directories, files).
+ */
+export function watchBudgets(share: number = watchDescriptorShare(), facts: Pick<SystemFacts, 'watchHoldsDescriptor' | 'exitWatchHoldsDescriptor'> = systemFacts()): WatchBudgets {
+  const kinds = (facts.exitWatchHoldsDescriptor ? 1 : 0) + (facts.watchHoldsDescriptor ? 2 : 0);
+  const each = kinds === 0 ? Infinity : Math.floor(share / kinds);
+  return {
+    exits: facts.exitWatchHoldsDescriptor ? Math.min(EXIT_WATCH_BUDGET, each) : EXIT_WATCH_BUDGET,
+    dirs: facts.watchHoldsDescriptor ? Math.min(DIR_DESCRIPTOR_BUDGET, each) : Infinity,
+    files: facts.watchHoldsDescriptor ? Math.min(FILE_DESCRIPTOR_BUDGET, each) : Infinity,
+  };
+}
 
 /** What happened to an entry of a watched directory, or to the directory. */
 export type DirEventKind =
@@ -69,8 +102,9 @@ export interface DirWatch {
    * stream). Where the notifier tells a directory's entry writes by name (inotify), nothing is
    * added. Where a directory says only that entries came and went (kqueue: NOTE_WRITE on a
    * directory is never a write to a file inside it), each name gets a watch of its own (one
-   * descriptor, outside {@link DIR_DESCRIPTOR_BUDGET}); a name that is not there yet is passed over
-   * (follow again when it appears). `follow([])` drops them; closing the watch drops them too.
+   * descriptor, within {@link WatchBudgets.files}); a name that is not there yet, or past the
+   * budget, is passed over (follow again when it appears; past the budget its appends are found by
+   * the owner's re-probe). `follow([])` drops them; closing the watch drops them too.
    */
   follow?(names: readonly string[]): void;
 }
@@ -92,7 +126,7 @@ export interface DirWatcherOptions {
   maxWatches?: number;
   /**
    * Directory watches held at most where each holds a descriptor (default
-   * {@link DIR_DESCRIPTOR_BUDGET}; unbounded where watches hold none, inotify). Past it, `watch`
+   * {@link watchBudgets}`().dirs`; unbounded where watches hold none, inotify). Past it, `watch`
    * answers `EMFILE` and {@link DirWatcherStats.overBudget} counts it.
    */
   maxDescriptors?: number;
@@ -109,6 +143,8 @@ export interface DirWatcherStats {
   overBudget: number;
   /** File watches held ({@link DirWatch.follow}; kqueue only). */
   files: number;
+  /** Files not followed for the descriptor budget ({@link WatchBudgets.files}): their appends are found by re-probes. */
+  filesOverBudget: number;
 }
 
 interface Entry {
@@ -185,11 +221,12 @@ export function notifyBackend(): 'inotify' | 'kqueue' | 'unsupported' {
 
 /** Directory watches over one kernel notifier. */
 export class DirWatcher {
-  readonly stats: DirWatcherStats = { batches: 0, events: 0, watches: 0, overBudget: 0, files: 0 };
+  readonly stats: DirWatcherStats = { batches: 0, events: 0, watches: 0, overBudget: 0, files: 0, filesOverBudget: 0 };
   private readonly byWd = new Map<number, Entry>();
   /** File watches (kqueue): id → the watch that follows the file, and its name. */
   private readonly fileWds = new Map<number, { watch: DirWatchOf; name: string }>();
   private readonly maxDescriptors: number;
+  private readonly maxFiles: number;
   private readonly fileMask: number;
   /**
    * Each directory's entry by the name it was watched by, kept only where
@@ -218,7 +255,9 @@ export class DirWatcher {
     this.dirMask =
       bit('closeWrite') | bit('modify') | bit('create') | bit('delete') | bit('movedFrom') | bit('movedTo') | bit('deleteSelf') | bit('moveSelf') | bit('onlyDir') | bit('dontFollow') | bit('exclUnlink');
     this.fileMask = bit('modify') | bit('deleteSelf') | bit('moveSelf') | bit('dontFollow');
-    this.maxDescriptors = systemFacts().watchHoldsDescriptor ? Math.max(0, Math.floor(options.maxDescriptors ?? DIR_DESCRIPTOR_BUDGET)) : Infinity;
+    const budgets = watchBudgets();
+    this.maxDescriptors = systemFacts().watchHoldsDescriptor ? Math.max(0, Math.floor(Math.min(options.maxDescriptors ?? Infinity, budgets.dirs))) : Infinity;
+    this.maxFiles = budgets.files;
   }
 
   /** {@link DirWatch.follow}: file watches where directory watches do not tell entry writes. */
@@ -234,6 +273,10 @@ export class DirWatcher {
     }
     for (const name of want) {
       if (had.has(name) || name === '' || name.includes('/')) continue;
+      if (this.fileWds.size >= this.maxFiles) {
+        this.stats.filesOverBudget++;
+        continue;
+      }
       const id = this.notifier.add(`${w.entry.dir ?? ''}/${name}`, this.fileMask);
       if (id < 0) continue; // not there (yet), or refused: the directory's own events still come
       had.set(name, id);
@@ -418,16 +461,17 @@ export function sharedDirWatcher(): DirWatcher | undefined {
 // --- process exits ----------------------------------------------------------
 
 /**
- * Default number of processes one {@link ExitWatcher} watches at once. On
- * linux each is a pidfd, a descriptor of this process: the budget keeps a
- * root with thousands of live legs from exhausting RLIMIT_NOFILE. Past it,
- * a watch answers `EMFILE` and the caller keeps its re-probe interval.
+ * Processes one {@link ExitWatcher} watches at once at most, and fewer where
+ * each is a descriptor (a pidfd, linux) and RLIMIT_NOFILE is low
+ * ({@link watchBudgets}): a root with thousands of live legs never exhausts
+ * the descriptors the process needs for its probes. Past it, a watch answers
+ * `EMFILE` and the caller keeps its re-probe interval.
  */
 export const EXIT_WATCH_BUDGET = 1024;
 
 /** Options for {@link openExitWatcher}. */
 export interface ExitWatcherOptions {
-  /** Processes watched at once, at most (default {@link EXIT_WATCH_BUDGET}); past it `watch` answers `EMFILE`. */
+  /** Processes watched at once, at most (default and bound: {@link watchBudgets}`().exits`); past it `watch` answers `EMFILE`. */
   max?: number;
   /** The notifier failed; no more exits will be told. Called once, with the errno name. */
   onBroken?: (code: string) => void;
@@ -477,7 +521,7 @@ export class ExitWatcher {
     private readonly notifier: NativeExitNotifier,
     private readonly options: ExitWatcherOptions,
   ) {
-    this.max = Math.max(0, Math.floor(options.max ?? EXIT_WATCH_BUDGET));
+    this.max = Math.max(0, Math.floor(Math.min(options.max ?? Infinity, watchBudgets().exits)));
   }
 
   /** Called by the notifier with each batch. */
@@ -534,6 +578,11 @@ export class ExitWatcher {
   /** How many processes are watched now. */
   get size(): number {
     return this.byId.size;
+  }
+
+  /** Processes watched at once at most (`max`, within {@link watchBudgets}). */
+  get budget(): number {
+    return this.max;
   }
 
   /** Whether a watch of a process not yet watched would be refused for the budget (`EMFILE`). */

@@ -12,6 +12,9 @@
  *   open, and whether for writing; no lock table), or `none`.
  * - `watchHoldsDescriptor`: each watch of the change notifier holds a descriptor of this process
  *   (kqueue EVFILT_VNODE), so watches are budgeted (kernel/notify.ts).
+ * - `exitWatchHoldsDescriptor`: each watch of a process's exit holds a descriptor of this process
+ *   (a pidfd, linux); kqueue EVFILT_PROC holds none (darwin kqueue(2): its identifier is the
+ *   process ID, not a descriptor).
  */
 import { native } from './native.js';
 
@@ -20,6 +23,7 @@ export interface SystemFacts {
   readonly closeWrite: boolean;
   readonly holderTable: 'proc-locks' | 'libproc' | 'none';
   readonly watchHoldsDescriptor: boolean;
+  readonly exitWatchHoldsDescriptor: boolean;
 }
 
 let facts: SystemFacts | undefined;
@@ -34,6 +38,7 @@ export function systemFacts(): SystemFacts {
     closeWrite: n.notify.mask['closeWrite'] !== undefined,
     holderTable: sys.holderTable,
     watchHoldsDescriptor: n.notify.backend === 'kqueue',
+    exitWatchHoldsDescriptor: n.notify.exitBackend === 'pidfd',
   });
   return facts;
 }

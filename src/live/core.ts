@@ -51,7 +51,8 @@ export class EngineCore {
   private readonly listeners = new Set<(c: LiveChange) => void>();
   private timers: NodeJS.Timeout[] = [];
   private flushQueued = false;
-  private noticed = false;
+  /** The topics already told ({@link say}). */
+  private readonly noticed = new Set<string>();
 
   constructor(
     readonly options: LiveEngineOptions,
@@ -81,10 +82,10 @@ export class EngineCore {
     for (const l of [...this.listeners]) l(c);
   }
 
-  /** Tells subscribers something a person should know, once per engine. */
-  say(message: string): void {
-    if (this.noticed) return;
-    this.noticed = true;
+  /** Tells subscribers something a person should know, once per engine and topic (the change notifier's; the exit watches'). */
+  say(message: string, topic: 'notify' | 'exits' = 'notify'): void {
+    if (this.noticed.has(topic)) return;
+    this.noticed.add(topic);
     this.emit({ type: 'notice', message });
   }
 

@@ -53,7 +53,7 @@ import { basename, join, resolve } from 'node:path';
 import { compareNewestFirst } from '../contract/runid.js';
 import type { RunReport } from '../contract/types.js';
 import { identityStride, readIdentities } from '../kernel/identity.js';
-import { EXIT_WATCH_BUDGET } from '../kernel/notify.js';
+import { watchBudgets } from '../kernel/notify.js';
 import { probeLock, type ProbeResult } from '../lock/probe.js';
 import { readSnapshot, type SnapshotRead } from '../read/snapshot.js';
 import type { TailFacts } from '../read/tail.js';
@@ -144,20 +144,31 @@ export class LiveEngine {
     this.runsPerTurn = Math.max(1, Math.floor(positive('runsPerTurn', options.runsPerTurn, LIVE_RUNS_PER_TURN)));
     this.openRecheckMs = positive('openRecheckMs', options.openRecheckMs, LIVE_OPEN_RECHECK_MS);
     const pollMs = positive('pollMs', options.pollMs, LIVE_POLL_MS);
-    const budget = options.holderWatches ?? EXIT_WATCH_BUDGET;
-    if (typeof budget !== 'number' || !Number.isFinite(budget) || budget < 0) throw new RangeError('holderWatches must be a finite number of at least 0');
+    const asked = options.holderWatches ?? Infinity;
+    if (options.holderWatches !== undefined && (typeof asked !== 'number' || !Number.isFinite(asked) || asked < 0)) throw new RangeError('holderWatches must be a finite number of at least 0');
+    // Never above the budget the descriptor limit leaves (CONTRACT §5.7).
+    const budget = Math.min(asked, watchBudgets().exits);
     const core = new EngineCore(options, pollMs);
     core.flush = () => this.flush();
     this.core = core;
     this.stats = core.stats;
     this.reader = new StreamReader(core);
-    this.holders = new HolderWatch(core, Math.floor(budget));
+    this.holders = new HolderWatch(core, Math.floor(budget), this.openRecheckMs);
     this.watching = new Watching(core, { trackAt: (dir, id) => this.trackAt(dir, id), drop: (r, announce) => this.drop(r, announce) }, this.root);
     this.safety = new SafetyPass(
       core,
       { relistIfDue: () => this.watching.relistIfDue(), watching: () => this.watching.watcher !== undefined, process: (r) => this.process(r) },
       settledPerPass,
     );
+  }
+
+  /**
+   * Held runs whose holder has no exit watch (past the budget of exit watches, or a holder not
+   * found or not visible from here): their deaths are found by the `openRecheckMs` re-probe.
+   * Counted when asked, over the open runs only.
+   */
+  unwatchedHolders(): number {
+    return this.holders.unwatchedHolders();
   }
 
   /** Listens for changes; returns the function that stops listening. */

@@ -23,14 +23,19 @@
  *   watched again; with nothing left to watch after an exit the run gets a
  *   few follow-up probes ({@link HOLDER_FOLLOW_UP_MS}); a holder that cannot
  *   be seen (another pid namespace) or past the watch budget
- *   (`holderWatches`) is found by the engine's `openRecheckMs` re-probe.
+ *   (`holderWatches`, never above what RLIMIT_NOFILE leaves: kernel/notify.ts
+ *   watchBudgets) is found by the engine's `openRecheckMs` re-probe; passing
+ *   the budget is said once, and such runs are counted
+ *   ({@link HolderWatch.unwatchedHolders}).
  * - Once a holder is watched, the lock is probed once more, so a death
  *   between the probe that found it held and the watch is not missed.
  * - Every watch is closed when its run settles, is dropped, or the engine
  *   closes.
  */
 import { descriptorHolders, likelyHolder } from '../kernel/holders.js';
+import { descriptorLimit } from '../kernel/limits.js';
 import { openExitWatcher, sharedExitWatcher, type DirWatch, type ExitWatcher } from '../kernel/notify.js';
+import { systemFacts } from '../kernel/system.js';
 import { probeLock } from '../lock/probe.js';
 import type { EngineCore } from './core.js';
 import { lockOf, type RunState } from './runstate.js';
@@ -40,16 +45,25 @@ import { HOLDER_FOLLOW_UP_MS } from './types.js';
 export class HolderWatch {
   /** Watches holders' exits; undefined without notification, or where there is none. */
   private exits: ExitWatcher | undefined;
+  /** Passing the budget was said ({@link pastBudget}: once per engine). */
+  private saidBudget = false;
 
   constructor(
     private readonly core: EngineCore,
-    /** Holders watched at once, at most (LiveEngineOptions.holderWatches). */
+    /** Holders watched at once, at most (LiveEngineOptions.holderWatches, within kernel/notify.ts watchBudgets). */
     private readonly budget: number,
+    /** The re-probe interval of held runs whose holder is not watched (ms; the engine's `openRecheckMs`). */
+    private readonly recheckMs: number,
   ) {}
 
   /** Opens the exit watcher (none with `notify: false` or a zero budget; none where the platform has none). */
   open(): void {
-    if (this.core.options.notify === false || this.budget === 0) return;
+    if (this.core.options.notify === false) return;
+    if (this.budget === 0) {
+      // None asked for is not news; none for want of descriptors is (the limit leaves no share).
+      if (this.core.options.holderWatches !== 0) this.pastBudget(0);
+      return;
+    }
     if (this.core.borrowed) {
       this.exits = sharedExitWatcher();
       return;
@@ -85,6 +99,7 @@ export class HolderWatch {
     if (exits === undefined || r.holder !== undefined || r.sought) return;
     if (exits.full) {
       r.sought = true; // past the budget: not even the lock table is read for it
+      this.pastBudget(exits.budget);
       return;
     }
     const lock = lockOf(r);
@@ -94,6 +109,7 @@ export class HolderWatch {
       if (a.ok) return this.watched(r, a.watch);
       if (a.code !== 'ESRCH') {
         r.sought = true; // the budget, or a refusal: the re-probe interval
+        if (a.code === 'EMFILE') this.pastBudget(exits.budget);
         return;
       }
       r.exitedPid = named; // gone already
@@ -125,6 +141,26 @@ export class HolderWatch {
     }, HOLDER_FOLLOW_UP_MS[r.followUps++]);
     if (!this.core.ref) t.unref();
     r.followUp = t;
+  }
+
+  /**
+   * Says once that holders go unwatched past the budget (an exit watch holds
+   * a descriptor where the budget follows RLIMIT_NOFILE, kernel/limits.ts),
+   * naming the limit and the re-probe interval that finds their deaths.
+   */
+  private pastBudget(budget: number): void {
+    if (this.saidBudget) return;
+    this.saidBudget = true;
+    const limit = descriptorLimit()?.soft;
+    const why = systemFacts().exitWatchHoldsDescriptor ? `each holds a descriptor; RLIMIT_NOFILE is ${limit === undefined ? 'unknown' : String(limit)}` : 'the engine\'s own';
+    this.core.say(`past the budget of exit watches (${budget}: ${why}); held runs whose holder is not watched are re-probed every ${this.recheckMs} ms`, 'exits');
+  }
+
+  /** How many held runs have no exit watch on their holder (past the budget, a holder not found or not visible): re-probed every `openRecheckMs`. */
+  unwatchedHolders(): number {
+    let n = 0;
+    for (const r of this.core.open) if (r.fold.open && r.holder === undefined && r.report?.liveness === 'held' && this.core.follows(r)) n++;
+    return n;
   }
 
   /** Stops watching `r`'s holder, if it is watched, and any follow-up probe. */

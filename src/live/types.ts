@@ -259,7 +259,9 @@ export interface LiveEngineOptions {
   announceFiles?: boolean;
   /**
    * Holders of held locks watched for their exit at once, at most (default
-   * `EXIT_WATCH_BUDGET` = 1024; on linux each is a descriptor). 0 watches
+   * `EXIT_WATCH_BUDGET` = 1024; on linux each is a descriptor, and the budget
+   * is never above what RLIMIT_NOFILE leaves: kernel/notify.ts watchBudgets,
+   * CONTRACT §5.7). 0 watches
    * none: every death that closes no writable descriptor then waits for the
    * `openRecheckMs` re-probe.
    */

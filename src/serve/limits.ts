@@ -5,7 +5,8 @@
  *
  * Invariants:
  * - At most {@link MAX_CONNECTIONS} connections are open at once (live
- *   streams included). A connection beyond that is answered at once with
+ *   streams included), and fewer under a low RLIMIT_NOFILE
+ *   ({@link connectionBudget}: each is a descriptor, CONTRACT §5.7). A connection beyond that is answered at once with
  *   `503 Service Unavailable`, a short plain-text body and `Retry-After`, and
  *   closed (destroyed after {@link REFUSED_LINGER_MS} if the client keeps it
  *   open); it never reaches a handler. A slot frees when a connection
@@ -18,9 +19,21 @@
  */
 import type { Server, ServerOptions } from 'node:http';
 import type { Socket } from 'node:net';
+import { descriptorLimit, OWN_DESCRIPTORS, watchDescriptorShare } from '../kernel/limits.js';
 
 /** Most connections open at once; the next is refused with 503. */
 export const MAX_CONNECTIONS = 128;
+/**
+ * Connections open at once at most under the soft descriptor limit `soft` (default: this
+ * process's): {@link MAX_CONNECTIONS}, and never more than what the limit leaves once the
+ * process's own descriptors (kernel/limits.ts OWN_DESCRIPTORS) and the watches' share are kept
+ * (CONTRACT §5.7); at least 1.
+ */
+export function connectionBudget(soft: number | undefined = descriptorLimit()?.soft): number {
+  if (soft === undefined || !Number.isFinite(soft)) return MAX_CONNECTIONS;
+  return Math.min(MAX_CONNECTIONS, Math.max(1, soft - OWN_DESCRIPTORS - watchDescriptorShare(soft)));
+}
+
 /** A connection must have sent its request headers within this many ms. */
 export const HEADERS_TIMEOUT_MS = 10_000;
 /** A connection must have sent its whole request within this many ms. */
@@ -63,8 +76,8 @@ export interface ConnectionCap {
   readonly refusedTotal: number;
 }
 
-/** Enforces {@link MAX_CONNECTIONS} (or `max`) on `server`; see the module comment. */
-export function capConnections(server: Server, max: number = MAX_CONNECTIONS): ConnectionCap {
+/** Enforces {@link connectionBudget} (or `max`) on `server`; see the module comment. */
+export function capConnections(server: Server, max: number = connectionBudget()): ConnectionCap {
   let open = 0;
   let refusedTotal = 0;
   server.on('connection', (socket: Socket) => {

@@ -469,6 +469,7 @@ export class LiveIndex {
     }
     // Read at each call: a run's watch can be refused or granted without a change told.
     this.reportsCache.unwatched = this.engine.stats.unwatched;
+    this.reportsCache.holdersUnwatched = this.engine.unwatchedHolders();
     return this.reportsCache;
   }
 

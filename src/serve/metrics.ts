@@ -142,6 +142,11 @@ export class RunwardenMetrics {
       help: "Runs the live view holds no change watch for (past the notifier's budget: inotify's max_user_watches, kqueue's descriptor budget), polled instead. Absent for a one-shot derivation.",
       registers,
     });
+    const holdersUnwatched = new Gauge({
+      name: 'runwarden_holders_unwatched',
+      help: "Held runs whose holder the live view does not watch for its exit (past the budget of exit watches, which follows RLIMIT_NOFILE; or a holder it cannot see), re-probed every 5 s instead. Absent for a one-shot derivation.",
+      registers,
+    });
     for (const l of LIVENESS_LABELS) probes.inc({ liveness: l }, 0);
     scanErrors.inc(0);
 
@@ -161,6 +166,8 @@ export class RunwardenMetrics {
       lastEvent.reset();
       unwatched.reset();
       if (list.unwatched !== undefined) unwatched.set(list.unwatched);
+      holdersUnwatched.reset();
+      if (list.holdersUnwatched !== undefined) holdersUnwatched.set(list.holdersUnwatched);
       readable.set(list.error === undefined ? 1 : 0);
       if (list.error !== undefined) return;
       const counts = new Map<string, number>(STATUS_LABELS.map((s) => [s, 0]));

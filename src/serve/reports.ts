@@ -63,6 +63,8 @@ export interface ReportsList {
   error?: string;
   /** The live view's runs without a change watch, polled instead (past the notifier's budget); absent for a one-shot derivation. */
   unwatched?: number;
+  /** The live view's held runs whose holder has no exit watch (past the budget of exit watches), re-probed instead; absent for a one-shot derivation. */
+  holdersUnwatched?: number;
 }
 
 /** Skips that are not runs at all (a stray file, a symlink): counted, not drawn as cards. */

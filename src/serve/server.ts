@@ -65,7 +65,7 @@ export interface ServeOptions {
   /** Live derivation interval in ms (default 1000). */
   intervalMs?: number;
   log?: (line: string) => void;
-  /** Most connections open at once before a 503 (default MAX_CONNECTIONS, serve/limits.ts). */
+  /** Most connections open at once before a 503 (default MAX_CONNECTIONS, fewer under a low RLIMIT_NOFILE: serve/limits.ts connectionBudget). */
   maxConnections?: number;
 }
 

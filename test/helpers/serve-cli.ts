@@ -12,8 +12,11 @@ export interface ServeProcess {
   stderr: () => string;
 }
 
-export function startServeCli(root: string, extra: string[] = [], timeoutMs = 60_000): Promise<ServeProcess> {
-  const proc = spawn(process.execPath, [CLI, 'serve', '--root', root, '--port', '0', ...extra], { stdio: ['ignore', 'pipe', 'pipe'] });
+/** `wrapper`: a command that execs the rest of its arguments in its own process (e.g. `prlimit --nofile=256:256`), so the child's pid is serve's. */
+export function startServeCli(root: string, extra: string[] = [], timeoutMs = 60_000, wrapper: string[] = []): Promise<ServeProcess> {
+  const argv = [process.execPath, CLI, 'serve', '--root', root, '--port', '0', ...extra];
+  const [cmd, ...args] = [...wrapper, ...argv] as [string, ...string[]];
+  const proc = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   track(proc);
   let out = '';
   let err = '';
