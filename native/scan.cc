@@ -3,17 +3,28 @@
 // match means, are decided in TypeScript (src/read/tail.ts).
 //
 // Why native: the tail reader searches a long last leg for the few lines that
-// can be leg events. Node's Buffer.lastIndexOf takes one pattern per pass and,
-// on ordinary text, runs at a few GB/s at best; this does all patterns in one
-// pass, 16 bytes at a time, by comparing each pattern's first, second and last
-// byte at every position (a match of all three is then checked byte by byte). Written
-// with GCC/Clang vector extensions, so the same source compiles to SSE2 on
-// x86-64 and NEON on arm64; no platform code.
+// can be leg events (CONTRACT §2.5 rule 8), and that search is most of what an
+// open leg costs beyond reading its bytes. Node's Buffer.lastIndexOf takes one
+// pattern per pass and, on ordinary text, runs at a few GB/s at best; this
+// does all patterns in one pass. Two ways, the same answers:
+//  - where the CPU has AVX-512 VBMI (x86-64 linux, checked once at run time):
+//    64 bytes a step, each of a needle's first three bytes looked up in a
+//    128-entry table of which needles have that byte there (one vpermi2b per
+//    position), four steps per branch;
+//  - elsewhere, 16 bytes a step (32 with AVX2), by comparing each pattern's
+//    first, second and last byte at every position, written with GCC/Clang
+//    vector extensions, so the same source compiles to SSE2 on x86-64 and
+//    NEON on arm64.
+// Either filter only proposes positions; a match is then checked byte by byte.
 
 #include "scan.h"
 
 #include <stdint.h>
 #include <string.h>
+#if defined(__x86_64__) && !defined(__APPLE__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define RW_VBMI 1
+#endif
 #if defined(__APPLE__) && defined(__x86_64__)
 #include <sys/sysctl.h>
 #elif defined(__x86_64__) && !defined(__GLIBC__)
@@ -35,18 +46,20 @@ inline bool MatchAt(const uint8_t* h, size_t hlen, size_t i, const Needle& n) {
 }
 
 // The greatest i < end with some needle at h[i, i + len) inside h[0, hlen); -1 if none.
-// W bytes per step: a candidate needs the needle's first, second and last byte in place.
-template <size_t W>
+// W bytes per step: a candidate needs the needle's first, second and last byte in place
+// (a one-byte needle has no second: with kShort, any byte there will do).
+template <size_t W, bool kShort>
 inline __attribute__((always_inline)) int64_t LastMatchW(const uint8_t* h, size_t hlen, size_t end, const Needle* ns, size_t count, size_t maxlen) {
   typedef int8_t vec __attribute__((vector_size(W)));
 // Plain statements, not helper functions: a helper returning a 32-byte vector would not share the caller's AVX2 target.
 #define RW_LOAD(v, p) memcpy(&(v), (p), sizeof(v))
 #define RW_SPLAT(v, c) memset(&(v), (c), sizeof(v))
-  vec first[kMaxNeedles], second[kMaxNeedles], last[kMaxNeedles];
+  vec first[kMaxNeedles], second[kMaxNeedles], last[kMaxNeedles], anySecond[kMaxNeedles];
   for (size_t k = 0; k < count; k++) {
     RW_SPLAT(first[k], ns[k].bytes[0]);
     RW_SPLAT(second[k], ns[k].bytes[ns[k].len > 1 ? 1 : 0]);
     RW_SPLAT(last[k], ns[k].bytes[ns[k].len - 1]);
+    RW_SPLAT(anySecond[k], ns[k].len > 1 ? 0 : 0xff);
   }
   size_t i = end;
   // Positions whose loads (plus a needle's length) would run past the buffer: one by one.
@@ -64,7 +77,11 @@ inline __attribute__((always_inline)) int64_t LastMatchW(const uint8_t* h, size_
     RW_SPLAT(acc, 0);
     for (size_t k = 0; k < count; k++) {
       RW_LOAD(l, h + b + ns[k].len - 1);
-      acc |= (f == first[k]) & (s == second[k]) & (l == last[k]);
+      if (kShort) {
+        acc |= (f == first[k]) & ((s == second[k]) | anySecond[k]) & (l == last[k]);
+      } else {
+        acc |= (f == first[k]) & (s == second[k]) & (l == last[k]);
+      }
     }
     uint64_t w[W / 8];
     memcpy(w, &acc, sizeof w);
@@ -90,14 +107,95 @@ inline __attribute__((always_inline)) int64_t LastMatchW(const uint8_t* h, size_
 #undef RW_SPLAT
 }
 
-int64_t LastMatch16(const uint8_t* h, size_t hlen, size_t end, const Needle* ns, size_t count, size_t maxlen) {
-  return LastMatchW<16>(h, hlen, end, ns, count, maxlen);
+#if defined(RW_VBMI)
+// The greatest i < end at which some needle starts, 64 positions a step. For
+// each of the first three bytes of a needle, a table by the byte's low seven
+// bits holds which needles have that byte there (a needle shorter than three
+// bytes has any byte past its end); the AND of the three lookups is non-zero
+// wherever a needle's first three bytes can be. A byte of 128 or more shares
+// its entry with one below 128, so the tables only ever propose too much;
+// MatchAt decides.
+__attribute__((target("avx512f,avx512bw,avx512vbmi"))) int64_t LastMatchVbmi(const uint8_t* h, size_t hlen, size_t end, const Needle* ns, size_t count) {
+  constexpr size_t W = 64;
+  constexpr size_t kLook = 2;  // the filter loads up to h[b + kLook + W)
+  auto scalar = [&](size_t at) {
+    for (size_t k = 0; k < count; k++) {
+      if (MatchAt(h, hlen, at, ns[k])) return true;
+    }
+    return false;
+  };
+  size_t i = end;
+  while (i > 0 && i + W + kLook > hlen) {
+    i--;
+    if (scalar(i)) return static_cast<int64_t>(i);
+  }
+  alignas(64) uint8_t table[3][128];
+  memset(table, 0, sizeof table);
+  for (size_t k = 0; k < count; k++) {
+    const uint8_t bit = static_cast<uint8_t>(1u << k);
+    for (size_t p = 0; p < 3; p++) {
+      if (p < ns[k].len) {
+        table[p][ns[k].bytes[p] & 0x7f] |= bit;
+      } else {
+        for (size_t c = 0; c < 128; c++) table[p][c] |= bit;  // a needle this short has any byte there
+      }
+    }
+  }
+  const __m512i lo0 = _mm512_load_si512(table[0]), hi0 = _mm512_load_si512(table[0] + 64);
+  const __m512i lo1 = _mm512_load_si512(table[1]), hi1 = _mm512_load_si512(table[1] + 64);
+  const __m512i lo2 = _mm512_load_si512(table[2]), hi2 = _mm512_load_si512(table[2] + 64);
+  // Positions in [b, b + 64) where a needle's first three bytes can be, as a bit mask.
+  // A macro, not a lambda: a lambda would not share this function's target.
+#define RW_PROPOSE(b)                                                                                                 \
+  static_cast<uint64_t>(_mm512_test_epi8_mask(                                                                       \
+      _mm512_and_si512(_mm512_and_si512(_mm512_permutex2var_epi8(lo0, _mm512_loadu_si512(h + (b)), hi0),            \
+                                        _mm512_permutex2var_epi8(lo1, _mm512_loadu_si512(h + (b) + 1), hi1)),       \
+                       _mm512_permutex2var_epi8(lo2, _mm512_loadu_si512(h + (b) + 2), hi2)),                         \
+      _mm512_set1_epi8(-1)))
+  // The greatest proposed position in [b, b + 64) that is a match, or -1.
+  auto check = [&](size_t b, uint64_t bits) -> int64_t {
+    while (bits != 0) {
+      const size_t j = 63 - static_cast<size_t>(__builtin_clzll(bits));
+      if (scalar(b + j)) return static_cast<int64_t>(b + j);
+      bits &= ~(uint64_t{1} << j);
+    }
+    return -1;
+  };
+  while (i >= 4 * W) {
+    const size_t b = i - 4 * W;
+    const uint64_t m3 = RW_PROPOSE(b + 3 * W), m2 = RW_PROPOSE(b + 2 * W), m1 = RW_PROPOSE(b + W), m0 = RW_PROPOSE(b);
+    if (__builtin_expect((m0 | m1 | m2 | m3) != 0, 0)) {
+      int64_t r = check(b + 3 * W, m3);
+      if (r < 0) r = check(b + 2 * W, m2);
+      if (r < 0) r = check(b + W, m1);
+      if (r < 0) r = check(b, m0);
+      if (r >= 0) return r;
+    }
+    i = b;
+  }
+  while (i >= W) {
+    const size_t b = i - W;
+    const int64_t r = check(b, RW_PROPOSE(b));
+    if (r >= 0) return r;
+    i = b;
+  }
+  while (i > 0) {
+    i--;
+    if (scalar(i)) return static_cast<int64_t>(i);
+  }
+  return -1;
+#undef RW_PROPOSE
+}
+#endif
+
+int64_t LastMatch16(const uint8_t* h, size_t hlen, size_t end, const Needle* ns, size_t count, size_t maxlen, bool hasShort) {
+  return hasShort ? LastMatchW<16, true>(h, hlen, end, ns, count, maxlen) : LastMatchW<16, false>(h, hlen, end, ns, count, maxlen);
 }
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 // 32 bytes a step where the CPU has AVX2 (checked once, at run time); same answers.
-__attribute__((target("avx2"))) int64_t LastMatch32(const uint8_t* h, size_t hlen, size_t end, const Needle* ns, size_t count, size_t maxlen) {
-  return LastMatchW<32>(h, hlen, end, ns, count, maxlen);
+__attribute__((target("avx2"))) int64_t LastMatch32(const uint8_t* h, size_t hlen, size_t end, const Needle* ns, size_t count, size_t maxlen, bool hasShort) {
+  return hasShort ? LastMatchW<32, true>(h, hlen, end, ns, count, maxlen) : LastMatchW<32, false>(h, hlen, end, ns, count, maxlen);
 }
 // Whether the CPU has AVX2. On darwin not __builtin_cpu_supports: it reads
 // compiler-rt's __cpu_model, which libSystem does not export (Apple's clang
@@ -123,13 +221,35 @@ bool CpuHasAvx2() {
   return __get_cpuid_count(7, 0, &a, &b, &c, &d) != 0 && (b & bit_AVX2) != 0;
 #endif
 }
-int64_t LastMatch(const uint8_t* h, size_t hlen, size_t end, const Needle* ns, size_t count, size_t maxlen) {
+#if defined(RW_VBMI)
+// Whether the CPU has AVX-512 F, BW and VBMI and the kernel saves the opmask
+// and ZMM registers. On glibc __builtin_cpu_supports checks both; elsewhere
+// (musl, where a zig-built object cannot reach __cpu_model) CPUID and XGETBV.
+// Any doubt answers no: the other paths give the same answers.
+bool CpuHasVbmi() {
+#if defined(__GLIBC__)
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vbmi");
+#else
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (__get_cpuid(1, &a, &b, &c, &d) == 0 || (c & bit_OSXSAVE) == 0) return false;
+  unsigned lo = 0, hi = 0;
+  __asm__("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+  if ((lo & 0xe6) != 0xe6) return false;
+  return __get_cpuid_count(7, 0, &a, &b, &c, &d) != 0 && (b & bit_AVX512F) != 0 && (b & bit_AVX512BW) != 0 && (c & bit_AVX512VBMI) != 0;
+#endif
+}
+#endif
+int64_t LastMatch(const uint8_t* h, size_t hlen, size_t end, const Needle* ns, size_t count, size_t maxlen, bool hasShort) {
+#if defined(RW_VBMI)
+  static const bool vbmi = CpuHasVbmi();
+  if (vbmi) return LastMatchVbmi(h, hlen, end, ns, count);
+#endif
   static const bool avx2 = CpuHasAvx2();
-  return avx2 ? LastMatch32(h, hlen, end, ns, count, maxlen) : LastMatch16(h, hlen, end, ns, count, maxlen);
+  return avx2 ? LastMatch32(h, hlen, end, ns, count, maxlen, hasShort) : LastMatch16(h, hlen, end, ns, count, maxlen, hasShort);
 }
 #else
-int64_t LastMatch(const uint8_t* h, size_t hlen, size_t end, const Needle* ns, size_t count, size_t maxlen) {
-  return LastMatch16(h, hlen, end, ns, count, maxlen);
+int64_t LastMatch(const uint8_t* h, size_t hlen, size_t end, const Needle* ns, size_t count, size_t maxlen, bool hasShort) {
+  return LastMatch16(h, hlen, end, ns, count, maxlen, hasShort);
 }
 #endif
 
@@ -157,6 +277,7 @@ Napi::Value LastMatchJs(const Napi::CallbackInfo& info) {
   }
   Needle ns[kMaxNeedles];
   size_t count = 0, maxlen = 1;
+  bool hasShort = false;
   const uint8_t* p = packed.Data();
   const size_t plen = packed.ByteLength();
   for (size_t at = 0; at < plen;) {
@@ -169,11 +290,12 @@ Napi::Value LastMatchJs(const Napi::CallbackInfo& info) {
     }
     ns[count] = Needle{p + at + 1, len};
     if (len > maxlen) maxlen = len;
+    if (len == 1) hasShort = true;
     count++;
     at += 1 + len;
   }
   if (count == 0) return Napi::Number::New(env, -1);
-  const int64_t r = LastMatch(hay.Data(), hlen, static_cast<size_t>(endArg), ns, count, maxlen);
+  const int64_t r = LastMatch(hay.Data(), hlen, static_cast<size_t>(endArg), ns, count, maxlen, hasShort);
   return Napi::Number::New(env, static_cast<double>(r));
 }
 

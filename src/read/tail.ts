@@ -80,21 +80,25 @@ const PACKED = Buffer.concat(NEEDLES.flatMap((n) => [Buffer.from([n.length]), n]
 /** Bytes a window keeps beyond its chunk, so a needle that crosses a chunk boundary is still seen. */
 const CARRY = Math.max(...NEEDLES.map((n) => n.length)) - 1;
 /**
- * Read buffers: two for the windows of a long walk (each new window keeps a
- * few bytes of the last), one for the file's last chunk. The synchronous
- * readers share one set: they run to the end without yielding, call nothing
- * that could re-enter them, and no result refers to the buffers.
+ * Read buffers: one for the file's last chunk, and one for the windows of a
+ * long walk, each read into the buffer the last one was (one buffer the
+ * size of the largest window stays in the CPU's cache between reads; two
+ * taking turns would not), with the few bytes it keeps of the last saved
+ * aside first (`carry`). The synchronous readers share one set: they run to
+ * the end without yielding, call nothing that could re-enter them, and no
+ * result refers to the buffers.
  */
 class Buffers {
   private tail = Buffer.alloc(0);
-  private readonly windows: [Buffer, Buffer] = [Buffer.alloc(0), Buffer.alloc(0)];
+  private window = Buffer.alloc(0);
+  readonly carry = Buffer.alloc(CARRY);
 
-  get(which: 'tail' | 0 | 1, len: number): Buffer {
-    const cur = which === 'tail' ? this.tail : this.windows[which];
+  get(which: 'tail' | 'window', len: number): Buffer {
+    const cur = which === 'tail' ? this.tail : this.window;
     if (cur.length >= len) return cur.subarray(0, len);
     const grown = Buffer.allocUnsafe(which === 'tail' ? Math.max(len, FIRST_TAIL_CHUNK) : MAX_TAIL_CHUNK + CARRY);
     if (which === 'tail') this.tail = grown;
-    else this.windows[which] = grown;
+    else this.window = grown;
     return grown.subarray(0, len);
   }
 }
@@ -165,7 +169,6 @@ class BackScan {
   /** Bytes read from the file so far (not counting `pre`). */
   bytesRead = 0;
   private chunk: number;
-  private flip: 0 | 1 = 0;
 
   /** `pre`, when given, holds the file's last min(size, firstChunk) bytes already (kernel/runfiles.ts). */
   constructor(
@@ -202,10 +205,12 @@ class BackScan {
     this.chunk = Math.min(this.chunk * 2, MAX_TAIL_CHUNK);
     const add = Math.min(this.winStart - floor, this.chunk);
     const keep = Math.min(CARRY, this.winEnd - this.winStart);
-    const next = this.bufs.get(this.flip, add + keep);
-    this.flip = this.flip === 0 ? 1 : 0;
+    // The window's first bytes end the next one; it is read into the same buffer, so they are saved first.
+    const carry = this.bufs.carry;
+    this.win.copy(carry, 0, 0, keep);
+    const next = this.bufs.get('window', add + keep);
     this.read(next, add, this.winStart - add);
-    this.win.copy(next, add, 0, keep);
+    carry.copy(next, add, 0, keep);
     this.chunkEnd = this.winStart;
     this.winStart -= add;
     this.winEnd = this.chunkEnd + keep;
