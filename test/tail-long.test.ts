@@ -101,7 +101,7 @@ describe('a long last leg is searched, not parsed', () => {
 
   it('an over-long line before the last 32 KiB of a closed leg is not read: the status stays readable (rules 3 and 7)', () => {
     const p = join(dir, `s${++n}.jsonl`);
-    const huge = '{"schema":3,"event":"x","pad":"' + 'z'.repeat(2 * 1024 * 1024) + '"}\n';
+    const huge = ev('x', { pad: 'z'.repeat(2 * 1024 * 1024) });
     writeFileSync(p, ev('run_started') + huge + ev('run_finished', { outcome: 'passed' }));
     expect(() => readStream(p)).toThrow(/corrupt or foreign/);
     expect(readLastLeg(p).leg).toMatchObject({ open: false, lastOutcome: 'passed' });

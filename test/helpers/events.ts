@@ -31,3 +31,14 @@ function eventObject(fields: Record<string, unknown>, defaults: LineDefaults): R
 export function encodeEvents(events: readonly (object | string)[]): string {
   return events.map((e) => (typeof e === 'string' ? e : JSON.stringify(e)) + '\n').join('');
 }
+
+/**
+ * A line's content (no "\n") of exactly `bytes` UTF-8 bytes: `fields` with
+ * `padField` filled with "a"s to the length (one ASCII byte each, never
+ * escaped), for a test that sits a line on a byte bound.
+ */
+export function eventJsonOfBytes(fields: Record<string, unknown>, bytes: number, padField = 'pad', defaults: LineDefaults = {}): string {
+  const bare = Buffer.byteLength(eventJson({ ...fields, [padField]: '' }, defaults));
+  if (bytes < bare) throw new RangeError(`a line of these fields has at least ${bare} bytes, not ${bytes}`);
+  return eventJson({ ...fields, [padField]: 'a'.repeat(bytes - bare) }, defaults);
+}
