@@ -16,6 +16,7 @@ import { inspectRun } from '../src/status/inspect.js';
 import { probeLock } from '../src/lock/probe.js';
 import { native } from '../src/kernel/native.js';
 import { cleanup, ev, makeRun, runId, tempDir } from './helpers/reading-fixtures.js';
+import { mulberry32 } from './helpers/random.js';
 
 afterAll(cleanup);
 
@@ -144,11 +145,8 @@ describe("the addon's lastMatch", () => {
   it('finds the last start of any needle below end, as a byte-by-byte search does', () => {
     const needles = ['n_st', 'n_fi', 'te_pa', '\\u'];
     const packed = Buffer.concat(needles.flatMap((x) => [Buffer.from([x.length]), Buffer.from(x)]));
-    let seed = 7;
-    const rand = (k: number): number => {
-      seed = (seed * 1103515245 + 12345) >>> 0;
-      return seed % k;
-    };
+    const r = mulberry32(7);
+    const rand = (k: number): number => Math.floor(r() * k);
     const alphabet = 'n_stfiepa\\ux';
     for (let t = 0; t < 3000; t++) {
       const len = rand(120);
