@@ -23,7 +23,8 @@ export function eventJson(fields: Record<string, unknown>, defaults: LineDefault
   return JSON.stringify(eventObject(fields, defaults));
 }
 
-function eventObject(fields: Record<string, unknown>, defaults: LineDefaults): Record<string, unknown> {
+/** The line's object, for a test that keeps events as objects until encodeEvents writes them. */
+export function eventObject(fields: Record<string, unknown>, defaults: LineDefaults = {}): Record<string, unknown> {
   return { schema: 3, ts: defaults.ts ?? EVENT_TS, run_id: defaults.runId ?? 'r', ...fields };
 }
 
