@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { addonFileProblem } from '../src/kernel/native.js';
 import { CLI, cleanupTemp, ROOT, tempDir } from './helpers/lock-procs.js';
+import { eventLine } from './helpers/events.js';
 
 const BUILT = join(ROOT, 'build', 'Release', 'runwarden.node');
 let dir: string;
@@ -26,7 +27,7 @@ beforeAll(() => {
   dir = tempDir();
   root = join(dir, 'runs');
   mkdirSync(join(root, 'r1'), { recursive: true });
-  writeFileSync(join(root, 'r1', 'events.jsonl'), '{"schema":3,"ts":"2026-12-01T00:00:00Z","run_id":"r1","event":"run_started"}\n');
+  writeFileSync(join(root, 'r1', 'events.jsonl'), eventLine({ event: 'run_started' }, { runId: 'r1', ts: '2026-12-01T00:00:00Z' }));
   textFile = join(dir, 'text.node');
   writeFileSync(textFile, 'this is not a shared object\n');
   // What `head -c 4096 runwarden.node > x.node` makes.

@@ -14,7 +14,7 @@ import { readLastLeg, readSnapshot, readStream, runStatus } from '../dist/index.
 import { runDetail } from '../dist/status/detail.js';
 import { CLI, cleanupTemp, killAll, ROOT, tempDir } from './helpers/lock-procs.js';
 import { DIAMOND, ev, holdRun, killedHolder, openRun, passedRun, runDir, writeEvents } from './helpers/serve-fixtures.js';
-import { encodeEvents } from './helpers/events.js';
+import { encodeEvents, eventJson } from './helpers/events.js';
 
 afterAll(async () => {
   await killAll();
@@ -24,6 +24,13 @@ afterAll(async () => {
 /** `depth` nested arrays around `inner`: `[[…inner…]]`. */
 function nest(depth: number, inner = ''): string {
   return '['.repeat(depth) + inner + ']'.repeat(depth);
+}
+
+/** `depth` arrays, each the only element of the one around it: `[[...[]...]]` once encoded. */
+function nestedArrays(depth: number): unknown[] {
+  let a: unknown[] = [];
+  for (let d = 1; d < depth; d++) a = [a];
+  return a;
 }
 
 /** A schema-3 snapshot whose `extra` field nests arrays so that the document's depth is `depth` (≥ 2). */
@@ -84,10 +91,11 @@ describe('the nesting bound (contract/depth.ts)', () => {
     const id = '20261201-100000.000000002-1';
     const dir = runDir(root, id);
     // Depth = 1 (the event object) + the nested arrays of `extra`.
-    const at = `{"schema":3,"event":"node_passed","node_id":"a","extra":${nest(MAX_JSON_DEPTH - 1)}}`;
-    const deeper = `{"schema":3,"event":"node_passed","node_id":"b","extra":${nest(MAX_JSON_DEPTH)}}`;
+    const at = eventJson({ event: 'node_passed', node_id: 'a', extra: nestedArrays(MAX_JSON_DEPTH - 1) });
+    const deeper = eventJson({ event: 'node_passed', node_id: 'b', extra: nestedArrays(MAX_JSON_DEPTH) });
     // Even a newer schema is only a malformed line when it is too deep to parse.
-    const deepNewer = `{"schema":99,"event":"run_started","extra":${nest(MAX_JSON_DEPTH)}}`;
+    const deepNewer = eventJson({ schema: 99, event: 'run_started', extra: nestedArrays(MAX_JSON_DEPTH) });
+    expect(at).toContain(`"extra":${nest(MAX_JSON_DEPTH - 1)}}`);
     writeEvents(dir, [ev(id, 'run_started'), at, deeper, deepNewer, ev(id, 'run_finished', { outcome: 'passed' })]);
     const facts = readStream(join(dir, 'events.jsonl'));
     expect(facts.skippedLines).toBe(2);

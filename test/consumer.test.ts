@@ -24,6 +24,7 @@ import { MH_BUNDLE, MH_DYLIB, MH_MAGIC_64, PLATFORM_MACOS, readMachO, tbdExports
 import { arm64NodeRoot, lacking, needs } from './helpers/prereq.js';
 import { runtimePath } from './helpers/runtimes.js';
 import { ROOT } from './helpers/lock-procs.js';
+import { images } from './helpers/markdown.js';
 
 const SLOW = 900_000;
 const work = mkdtempSync(join(tmpdir(), 'rw-consumer-'));
@@ -488,9 +489,9 @@ describe('the packed tarball', () => {
     expect([pkg.repository, pkg.homepage, pkg.bugs]).toEqual([undefined, undefined, undefined]);
     // README images are paths in this repository, not URLs of a guessed one.
     const readme = readFileSync(join(unpacked, 'package', 'README.md'), 'utf8');
-    for (const m of readme.matchAll(/!\[[^\]]*\]\(([^)]+)\)/g)) {
-      expect(m[1], 'README image').not.toMatch(/^[a-z]+:/);
-      expect(existsSync(join(ROOT, m[1])), `README image ${m[1]}`).toBe(true);
+    for (const { target } of images(readme)) {
+      expect(target, 'README image').not.toMatch(/^[a-z]+:/);
+      expect(existsSync(join(ROOT, target)), `README image ${target}`).toBe(true);
     }
     const size = readFileSync(p.tarball).length;
     console.log(`tarball ${size} bytes, ${p.files.length} files`);

@@ -23,7 +23,7 @@ import { dirname, join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { probeLock } from '../src/index.js';
 import { CLI, ROOT } from './helpers/lock-procs.js';
-import { anchors, brokenLink, githubSlug, markLines, relativeLinks } from './helpers/markdown.js';
+import { anchors, brokenLink, githubSlug, images, markLines, relativeLinks } from './helpers/markdown.js';
 
 const MAX_README_LINES = 250;
 const MAX_LINE = 200;
@@ -77,8 +77,9 @@ describe('README and docs/', () => {
     expect(githubSlug('Many hosts: Prometheus')).toBe('many-hosts-prometheus');
     const a = anchors('# A\n## A\n```\n## B\n```\n<a id="c"></a>x\n');
     expect([...a].sort()).toEqual(['a', 'a-1', 'c']);
-    const found = relativeLinks('see [x](a.md#b) and `[y](z.md)`\n```\n[q](r.md)\n```\n![i](p.png) [u](https://example.org)');
-    expect(found.map((l) => l.target)).toEqual(['a.md#b', 'p.png']);
+    const sample = 'see [x](a.md#b) and `[y](z.md)`\n```\n[q](r.md)\n```\n![i](p.png) [u](https://example.org) ![w](https://example.org/w.png "t")';
+    expect(relativeLinks(sample).map((l) => l.target)).toEqual(['a.md#b', 'p.png']);
+    expect(images(sample).map((i) => i.target)).toEqual(['p.png', 'https://example.org/w.png']);
     const page = join(ROOT, 'docs', 'cli.md');
     expect(brokenLink(page, { text: 'x', target: 'nowhere.md', path: 'nowhere.md', anchor: undefined, line: 1 })).toMatch(/no file/);
     expect(brokenLink(page, { text: 'x', target: '#no-such-heading', path: '', anchor: 'no-such-heading', line: 1 })).toMatch(/no heading or explicit anchor/);

@@ -15,6 +15,7 @@ import { readStream, runStatus } from '../src/index.js';
 import { run } from './helpers/exec-procs.js';
 import { cleanupTemp, killAll, tempDir } from './helpers/lock-procs.js';
 import { ev, runDir, writeEvents } from './helpers/serve-fixtures.js';
+import { encodeEvents } from './helpers/events.js';
 
 afterEach(() => killAll());
 afterAll(async () => {
@@ -28,15 +29,16 @@ afterAll(async () => {
  */
 function pausedThenStray(root: string, id: string, fillBytes: number): string {
   const dir = runDir(root, id);
-  const filler = JSON.stringify(ev(id, 'heartbeat', { note: 'x'.repeat(400) }));
-  const lines: (Record<string, unknown> | string)[] = [
+  const filler = ev(id, 'heartbeat', { note: 'x'.repeat(400) });
+  const fillerBytes = Buffer.byteLength(encodeEvents([filler]));
+  const lines: Record<string, unknown>[] = [
     ev(id, 'run_started'),
     ev(id, 'node_started', { node_id: 'build' }),
     ev(id, 'node_passed', { node_id: 'build', verdict: 'PASS' }),
     ev(id, 'gate_paused', { node_id: 'review' }),
     ev(id, 'run_finished', { outcome: 'paused' }),
   ];
-  for (let n = 0; n < fillBytes; n += filler.length + 1) lines.push(filler);
+  for (let n = 0; n < fillBytes; n += fillerBytes) lines.push(filler);
   lines.push(ev(id, 'run_finished', { outcome: 'passed' }));
   writeEvents(dir, lines);
   return dir;

@@ -12,6 +12,7 @@ import { runLeg } from '../src/write/leg.js';
 import { events, run, start } from './helpers/exec-procs.js';
 import { cleanupTemp, CLI, killAll, tempDir, track, until, waitExit } from './helpers/lock-procs.js';
 import { needs } from './helpers/prereq.js';
+import { eventLine } from './helpers/events.js';
 
 afterEach(async () => {
   await killAll();
@@ -228,7 +229,7 @@ describe('runwarden exec', () => {
     const r = root();
     const dir = join(r, 'run-i');
     mkdirSync(dir);
-    writeFileSync(join(dir, 'events.jsonl'), '{"schema":3,"ts":"2026-01-01T00:00:00Z","run_id":"run-i","event":"run_started"}\n');
+    writeFileSync(join(dir, 'events.jsonl'), eventLine({ event: 'run_started' }, { runId: 'run-i', ts: '2026-01-01T00:00:00Z' }));
     const before = readFileSync(join(dir, 'events.jsonl'));
     const refused = await run(['exec', '--root', r, 'run-i', '--', 'true']);
     expect(refused.code).toBe(75);

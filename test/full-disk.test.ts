@@ -108,7 +108,7 @@ describe('the closing events of a leg on a full disk', () => {
     expect(r.stderr).not.toMatch(/runwarden/);
     expect(r.code).toBe(0);
     const lines = wellFormed(join(root, 'r', 'events.jsonl'));
-    expect(Buffer.byteLength(lines.slice(0, 2).map((l) => JSON.stringify(l) + '\n').join(''))).toBe(PAGE - 16);
+    expect(Buffer.byteLength(encodeEvents(lines.slice(0, 2)))).toBe(PAGE - 16);
     expect(lines.map((l) => l['event'])).toEqual(['run_started', 'node_started', 'node_passed', 'run_finished']);
     expect(runStatus(join(root, 'r')).status).toBe('PASS');
     const status = await run(['status', '--root', root, 'r', '--json']);

@@ -19,6 +19,7 @@ import { acquireLock, followRun, LiveEngine, runStatus, type LiveChange } from '
 import { exitBackend, openExitWatcher } from '../src/kernel/notify.js';
 import { needs } from './helpers/prereq.js';
 import { cleanupTemp, CLI, killAll, ROOT, startHolder, tempDir, track, until, waitExit } from './helpers/lock-procs.js';
+import { eventLine } from './helpers/events.js';
 
 const ENGINE = join(ROOT, 'test', 'fixtures', 'holder-engine.mjs');
 const engines: LiveEngine[] = [];
@@ -29,7 +30,7 @@ afterEach(async () => {
   cleanupTemp();
 });
 
-const line = (o: Record<string, unknown>) => JSON.stringify({ schema: 3, ts: '2026-12-01T10:00:00Z', run_id: 'r', ...o }) + '\n';
+const line = (o: Record<string, unknown>) => eventLine(o, { ts: '2026-12-01T10:00:00Z' });
 
 /** A run directory with a marked lock file (no holder yet). */
 function runDir(root: string, id: string): string {

@@ -17,6 +17,7 @@ import { needs } from './helpers/prereq.js';
 import { LiveEngine, runStatus } from '../src/index.js';
 import { LIVE_FIRST_READ_WHOLE_MAX, LIVE_STEP_BYTES } from '../src/live/engine.js';
 import { cleanupTemp, killAll, ROOT, startHolder, tempDir, until } from './helpers/lock-procs.js';
+import { eventLine } from './helpers/events.js';
 
 const engines: LiveEngine[] = [];
 
@@ -26,7 +27,7 @@ afterEach(async () => {
   cleanupTemp();
 });
 
-const line = (o: Record<string, unknown>) => JSON.stringify({ schema: 3, ts: '2026-12-02T10:00:00Z', run_id: 'r', ...o }) + '\n';
+const line = (o: Record<string, unknown>) => eventLine(o, { ts: '2026-12-02T10:00:00Z' });
 
 /** One read of the tail reader is at most a 1 MiB window and a few carried bytes; a step ends at the first read past its budget. */
 const STEP_BOUND = LIVE_STEP_BYTES + 1024 * 1024 + 64;

@@ -13,9 +13,9 @@ import { LiveEngine } from '../src/index.js';
 import { DashboardModel } from '../src/serve/model.js';
 import { RootRelistGate } from '../src/live/relist.js';
 import { cleanupTemp, tempDir, until } from './helpers/lock-procs.js';
+import { eventLine } from './helpers/events.js';
 
-const ev = (id: string, event: string, extra: Record<string, unknown> = {}): string =>
-  JSON.stringify({ schema: 3, ts: '2026-11-30T08:00:00Z', run_id: id, event, ...extra }) + '\n';
+const ev = (id: string, event: string, extra: Record<string, unknown> = {}): string => eventLine({ event, ...extra }, { runId: id, ts: '2026-11-30T08:00:00Z' });
 
 const closers: { close(): void }[] = [];
 afterEach(() => {

@@ -12,9 +12,9 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { LiveEngine, runStatus, type RunReport } from '../src/index.js';
 import { needs } from './helpers/prereq.js';
 import { cleanupTemp, tempDir, until } from './helpers/lock-procs.js';
+import { eventLine } from './helpers/events.js';
 
-const ev = (id: string, event: string, extra: Record<string, unknown> = {}): string =>
-  JSON.stringify({ schema: 3, ts: '2026-12-01T08:00:00Z', run_id: id, event, ...extra }) + '\n';
+const ev = (id: string, event: string, extra: Record<string, unknown> = {}): string => eventLine({ event, ...extra }, { runId: id, ts: '2026-12-01T08:00:00Z' });
 
 const engines: LiveEngine[] = [];
 afterEach(() => {

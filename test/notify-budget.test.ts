@@ -11,6 +11,7 @@
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { runScript } from './helpers/exec-procs.js';
 import { cleanupTemp, killAll, ROOT, tempDir, track } from './helpers/lock-procs.js';
 import { needs } from './helpers/prereq.js';
 
@@ -35,18 +36,7 @@ interface Report {
   engineClosed: Count;
 }
 
-function run(dir: string, pid: number): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const p = spawn(process.execPath, [join(ROOT, 'test', 'fixtures', 'notify-budget.mjs'), dir, String(pid)], { stdio: ['ignore', 'pipe', 'pipe'] });
-    track(p);
-    let stdout = '';
-    let stderr = '';
-    p.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    p.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    p.once('error', reject);
-    p.once('exit', (code) => resolve({ code, stdout, stderr }));
-  });
-}
+const FIXTURE = join(ROOT, 'test', 'fixtures', 'notify-budget.mjs');
 
 describe('notifier threads and descriptors', () => {
   it('one thread and two descriptors per notifier (plus a pidfd per watched process), none left after close, a worker\'s end, or an engine\'s close', async (ctx) => {
@@ -54,7 +44,7 @@ describe('notifier threads and descriptors', () => {
     const dir = tempDir('rw-budget-');
     const sleeper = spawn('sleep', ['600'], { stdio: 'ignore' });
     track(sleeper);
-    const r = await run(dir, sleeper.pid!);
+    const r = await runScript(FIXTURE, [dir, String(sleeper.pid)]);
     expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 0, stderr: '' });
     const c = JSON.parse(r.stdout) as Report;
     const b = c.baseline;

@@ -7,12 +7,12 @@
  * runs in a child process, so a crash (SIGSEGV) fails this test, not the
  * runner.
  */
-import { spawn } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { notifyBackend } from '../src/kernel/notify.js';
-import { cleanupTemp, killAll, ROOT, tempDir, track } from './helpers/lock-procs.js';
+import { runScript, type Ran } from './helpers/exec-procs.js';
+import { cleanupTemp, killAll, ROOT, tempDir } from './helpers/lock-procs.js';
 
 afterEach(async () => {
   await killAll(); // a case that hangs is killed, not left behind
@@ -21,19 +21,10 @@ afterEach(async () => {
 
 const FIXTURE = join(ROOT, 'test', 'fixtures', 'notify-teardown.mjs');
 
-function runCase(mode: string): Promise<{ code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string }> {
+function runCase(mode: string): Promise<Ran> {
   const dir = tempDir('rw-teardown-');
   for (let i = 0; i < 3; i++) mkdirSync(join(dir, `run-${i}`));
-  return new Promise((resolve, reject) => {
-    const p = spawn(process.execPath, [FIXTURE, dir, mode, '4'], { stdio: ['ignore', 'pipe', 'pipe'] });
-    track(p);
-    let stdout = '';
-    let stderr = '';
-    p.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    p.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-    p.once('error', reject);
-    p.once('exit', (code, signal) => resolve({ code, signal, stdout, stderr }));
-  });
+  return runScript(FIXTURE, [dir, mode, '4']);
 }
 
 describe('a notifier in a worker terminated without close()', () => {

@@ -145,7 +145,7 @@ describe('inspectBatch: one lock-table read for a batch of probes', () => {
     const dirs: string[] = [];
     for (let i = 0; i < 12; i++) dirs.push(makeRun(root, `r${String(i).padStart(2, '0')}`, i % 3));
     const held = await startHolder(join(dirs[3], 'resume.lock'));
-    writeFileSync(join(dirs[6], 'events.jsonl'), '{"schema":99,"event":"run_started"}\n');
+    writeFileSync(join(dirs[6], 'events.jsonl'), eventLine({ schema: 99, event: 'run_started' }));
     dirs.push(join(root, 'missing'));
     const batch = inspectBatch(dirs);
     const one = dirs.map((d) => {
@@ -198,7 +198,7 @@ describe('runs --json on worker threads', () => {
     const root = tempDir();
     // More than one chunk per thread (256 runs a chunk), a few runs of every kind, and entries that are skipped.
     for (let i = 0; i < 1400; i++) makeRun(root, `2026-${String(i).padStart(5, '0')}`, i % 3);
-    writeFileSync(join(root, '2026-00010', 'events.jsonl'), '{"schema":99,"event":"run_started"}\n');
+    writeFileSync(join(root, '2026-00010', 'events.jsonl'), eventLine({ schema: 99, event: 'run_started' }));
     writeFileSync(join(root, '2026-00700-file'), '');
     symlinkSync(join(root, '2026-00001'), join(root, '2026-00900-link'));
     mkdirSync(Buffer.concat([Buffer.from(`${root}/2026-01000-`), Buffer.from([0xff])]));

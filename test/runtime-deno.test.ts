@@ -11,6 +11,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { cleanupTemp, ROOT, tempDir } from './helpers/lock-procs.js';
 import { needs } from './helpers/prereq.js';
 import { runtimePath } from './helpers/runtimes.js';
+import { eventLine } from './helpers/events.js';
+import { fingerprint } from './helpers/tree.js';
 
 afterEach(() => cleanupTemp());
 
@@ -20,10 +22,9 @@ describe('under Deno', () => {
     const deno = runtimePath('deno') as string;
     const root = tempDir('rw-deno-');
     mkdirSync(join(root, 'abandoned'));
-    writeFileSync(join(root, 'abandoned', 'events.jsonl'), '{"event":"run_started","ts":"2026-12-01T00:00:00Z"}\n');
+    writeFileSync(join(root, 'abandoned', 'events.jsonl'), eventLine({ event: 'run_started' }, { runId: 'abandoned' }));
     const env = { ...process.env, DENO_NO_UPDATE_CHECK: '1', NO_COLOR: '1' };
-    const tree = () => spawnSync('find', [root, '-printf', '%p %s %T@\\n'], { encoding: 'utf8' }).stdout;
-    const before = tree();
+    const before = fingerprint(root);
     const cli = spawnSync(deno, ['run', '-A', join(ROOT, 'bin', 'runwarden.js'), 'runs', '--root', root, '--json'], { encoding: 'utf8', env, timeout: 120_000 });
     expect({ status: cli.status, signal: cli.signal, stdout: cli.stdout }).toEqual({ status: 1, signal: null, stdout: '' });
     const lines = cli.stderr.trim().split('\n');
@@ -35,6 +36,6 @@ describe('under Deno', () => {
       { encoding: 'utf8', env, timeout: 120_000 },
     );
     expect(lib.stdout.trim(), lib.stderr).toBe('AddonLoadError ERR_RUNWARDEN_NATIVE 1');
-    expect(tree()).toBe(before);
+    expect(fingerprint(root)).toEqual(before);
   });
 });

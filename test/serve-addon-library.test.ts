@@ -11,6 +11,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cleanupTemp, ROOT, tempDir } from './helpers/lock-procs.js';
+import { eventLine } from './helpers/events.js';
 
 let root: string;
 let textFile: string;
@@ -19,7 +20,7 @@ beforeAll(() => {
   const dir = tempDir();
   root = join(dir, 'runs');
   mkdirSync(join(root, 'r1'), { recursive: true });
-  writeFileSync(join(root, 'r1', 'events.jsonl'), '{"schema":3,"ts":"2026-12-01T00:00:00Z","run_id":"r1","event":"run_started"}\n');
+  writeFileSync(join(root, 'r1', 'events.jsonl'), eventLine({ event: 'run_started' }, { runId: 'r1', ts: '2026-12-01T00:00:00Z' }));
   textFile = join(dir, 'text.node');
   writeFileSync(textFile, 'this is not a shared object\n');
 });

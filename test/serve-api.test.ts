@@ -60,7 +60,7 @@ beforeAll(async () => {
   const newer = runDir(root, ID.newer);
   writeEvents(newer, [ev(ID.newer, 'run_started'), { ...ev(ID.newer, 'node_started', { node_id: 'x' }), schema: 4 }]);
   const longline = runDir(root, ID.longline);
-  writeEvents(longline, [ev(ID.longline, 'run_started'), JSON.stringify({ schema: 3, event: 'node_started', node_id: 'x', detail: 'x'.repeat(1_100_000) })]);
+  writeEvents(longline, [ev(ID.longline, 'run_started'), ev(ID.longline, 'node_started', { node_id: 'x', detail: 'x'.repeat(1_100_000) })]);
 
   const huge = runDir(root, ID.huge);
   const lines = [ev(ID.huge, 'run_started')];

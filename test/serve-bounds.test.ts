@@ -23,6 +23,7 @@ import { CHROMIUM, needs } from './helpers/prereq.js';
 import { startServeCli } from './helpers/serve-cli.js';
 import { getJson, raw } from './helpers/serve-client.js';
 import { DIAMOND, ev, passedRun, runDir, writeEvents } from './helpers/serve-fixtures.js';
+import { encodeEvents, eventLine } from './helpers/events.js';
 
 const sockets = new Set<Socket>();
 
@@ -69,9 +70,10 @@ describe('serve reads runs off its event loop', () => {
     const root = tempDir('rw-sbounds-');
     const id = '20261201-140000.000000001-1';
     const dir = runDir(root, id);
-    // ~12 MiB of event-shaped lines: every one must be parsed by the tail walk's fold and the page's fold.
+    // ~12 MiB of event lines: every one must be parsed by the tail walk's fold and the page's fold.
     const fd = openSync(join(dir, 'events.jsonl'), 'w');
-    const block = Buffer.from(`{"schema":3,"event":"tick","ts":"2026-12-01T14:00:00Z","n":12345}\n`.repeat(16 * 1024));
+    const tick = eventLine({ event: 'tick', n: 12345 }, { runId: id, ts: '2026-12-01T14:00:00Z' });
+    const block = Buffer.from(tick.repeat(Math.ceil((1024 * 1024) / tick.length)));
     for (let i = 0; i < 12; i++) writeSync(fd, block);
     closeSync(fd);
     const { port } = await serve(root);
@@ -198,8 +200,8 @@ describe('capped run pages in a browser', () => {
     const dir = passedRun(root, id, 'wide-and-long', graph);
     // 300 earlier failed legs before the passing one passedRun wrote.
     const earlier = [];
-    for (let i = 0; i < 300; i++) earlier.push(JSON.stringify(ev(id, 'run_started')), JSON.stringify(ev(id, 'run_finished', { outcome: 'failed' })));
-    writeFileSync(join(dir, 'events.jsonl'), earlier.join('\n') + '\n' + readFileSync(join(dir, 'events.jsonl'), 'utf8'));
+    for (let i = 0; i < 300; i++) earlier.push(ev(id, 'run_started'), ev(id, 'run_finished', { outcome: 'failed' }));
+    writeFileSync(join(dir, 'events.jsonl'), encodeEvents(earlier) + readFileSync(join(dir, 'events.jsonl'), 'utf8'));
     const s = await startServeCli(root);
     const context = await chromium.launchPersistentContext(tempDir('rw-chrome-'), {
       executablePath: CHROMIUM,

@@ -21,6 +21,7 @@ import { CHUNK_RUNS, CLAIM, OWNER, forEachRunThreaded, type ThreadedListOptions 
 import { DashboardModel } from '../dist/serve/model.js';
 import { cleanupTemp, killAll, ROOT, tempDir } from './helpers/lock-procs.js';
 import { dyingWorker } from './helpers/list-workers.js';
+import { eventLine } from './helpers/events.js';
 import { DIAMOND, holdRun, killedHolder, openRun, passedRun, runDir } from './helpers/serve-fixtures.js';
 
 const models: { close(): void }[] = [];
@@ -54,7 +55,7 @@ async function makeRoot(): Promise<string> {
     const what = special.get(i);
     if (what === undefined) passedRun(root, id(i, 'done'), i % 2 === 0 ? 'diamond' : 'line', DIAMOND.slice(0, 1 + (i % 5)), 0.25 * (i % 4));
     else if (what === 'nothing') runDir(root, id(i, what));
-    else if (what === 'unreadable') writeFileSync(join(runDir(root, id(i, what)), 'events.jsonl'), '{"schema":99,"event":"run_started"}\n');
+    else if (what === 'unreadable') writeFileSync(join(runDir(root, id(i, what)), 'events.jsonl'), eventLine({ schema: 99, event: 'run_started' }));
     else if (what === 'dead') await killedHolder(openRun(root, id(i, what), 'diamond', DIAMOND, 1));
     else await holdRun(openRun(root, id(i, what), 'diamond', DIAMOND, 2));
   }

@@ -7,13 +7,13 @@
  * (a kill -9, a run appearing, a run removed, an append) its document is
  * the document a whole derivation of the root gives.
  */
-import { appendFileSync, rmSync, writeFileSync } from 'node:fs';
+import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { DashboardServer } from '../dist/serve/server.js';
 import { cleanupTemp, killAll, tempDir, until, waitExit } from './helpers/lock-procs.js';
 import { SseStream, closeAll } from './helpers/serve-client.js';
-import { DIAMOND, ev, holdRun, killedHolder, openRun, passedRun, runDir } from './helpers/serve-fixtures.js';
+import { appendEvents, DIAMOND, ev, holdRun, killedHolder, openRun, passedRun, runDir } from './helpers/serve-fixtures.js';
 
 const models: { close(): void }[] = [];
 const servers: DashboardServer[] = [];
@@ -141,7 +141,7 @@ describe('serve on the live engine', () => {
     const next = openRun(root, '20261130-100000-next', 'g', DIAMOND, 0);
     const h2 = await holdRun(next);
     await agrees();
-    appendFileSync(join(next, 'events.jsonl'), JSON.stringify(ev('20261130-100000-next', 'node_passed', { node_id: 'plan', verdict: 'PASS', cost_usd: 1 })) + '\n');
+    appendEvents(next, [ev('20261130-100000-next', 'node_passed', { node_id: 'plan', verdict: 'PASS', cost_usd: 1 })]);
     await agrees();
     const doc = await model.dashboard();
     expect(doc.runs.find((c) => c.run_id === '20261130-100000-next')?.nodes.find((n) => n.id === 'plan')?.state).toBe('passed');

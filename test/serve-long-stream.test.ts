@@ -15,13 +15,14 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { getJson } from './helpers/serve-client.js';
 import { startServeCli } from './helpers/serve-cli.js';
 import { CLI, cleanupTemp, killAll, tempDir } from './helpers/lock-procs.js';
+import { eventLine } from './helpers/events.js';
 
 afterEach(async () => {
   await killAll();
   cleanupTemp();
 });
 
-const line = (o: Record<string, unknown>) => JSON.stringify({ schema: 3, ts: '2026-12-02T10:00:00Z', run_id: 'r', ...o }) + '\n';
+const line = (o: Record<string, unknown>) => eventLine(o, { ts: '2026-12-02T10:00:00Z' });
 
 type Doc = { runs: { run_id: string; status: string | null }[] };
 

@@ -26,6 +26,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { cleanupTemp, killAll, ROOT, tempDir, waitExit } from './helpers/lock-procs.js';
 import { needs } from './helpers/prereq.js';
 import { startServeCli } from './helpers/serve-cli.js';
+import { eventLine } from './helpers/events.js';
 
 const MB = 1_000_000;
 /**
@@ -51,8 +52,7 @@ const PEAK = { base: 100 * MB, perRun: (250 * MB - 100 * MB) / 100_000 };
 const STEADY = { base: 125 * MB, perRun: (150 * MB - 125 * MB) / 100_000 };
 const bound = (b: { base: number; perRun: number }, runs: number): number => b.base + runs * b.perRun;
 
-const ev = (id: string, event: string, extra: Record<string, unknown> = {}): string =>
-  JSON.stringify({ schema: 3, ts: '2026-11-30T08:00:00Z', run_id: id, event, ...extra }) + '\n';
+const ev = (id: string, event: string, extra: Record<string, unknown> = {}): string => eventLine({ event, ...extra }, { runId: id, ts: '2026-11-30T08:00:00Z' });
 
 /** `n` settled runs of the benchmark's shape: a 3-line stream, a marked lock nobody holds, no snapshot. */
 function settledRoot(n: number): string {

@@ -24,6 +24,7 @@ import { startServeCli, type ServeProcess } from './helpers/serve-cli.js';
 import { SseStream, closeAll, getJson } from './helpers/serve-client.js';
 import { DIAMOND, holdRun, openRun, passedRun } from './helpers/serve-fixtures.js';
 import { fingerprint } from './helpers/tree.js';
+import { eventLine } from './helpers/events.js';
 
 const engines: LiveEngine[] = [];
 afterEach(async () => {
@@ -36,14 +37,8 @@ afterEach(async () => {
 /** A failed run: one leg whose node failed (to tell a same-named run in another root from a passed one). */
 function failedRun(root: string, id: string): string {
   const dir = openRun(root, id, 'other-graph', DIAMOND, 0);
-  const t = '2026-11-30T09:00:00Z';
-  appendFileSync(
-    join(dir, 'events.jsonl'),
-    JSON.stringify({ schema: 3, ts: t, run_id: id, event: 'node_failed', node_id: 'plan', verdict: 'FAIL' }) +
-      '\n' +
-      JSON.stringify({ schema: 3, ts: t, run_id: id, event: 'run_finished', outcome: 'failed' }) +
-      '\n',
-  );
+  const at = { runId: id, ts: '2026-11-30T09:00:00Z' };
+  appendFileSync(join(dir, 'events.jsonl'), eventLine({ event: 'node_failed', node_id: 'plan', verdict: 'FAIL' }, at) + eventLine({ event: 'run_finished', outcome: 'failed' }, at));
   return dir;
 }
 

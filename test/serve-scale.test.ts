@@ -17,6 +17,7 @@ import { cleanupTemp, killAll, tempDir, waitExit, type Holder } from './helpers/
 import { CHROMIUM, lacking, needs } from './helpers/prereq.js';
 import { startServeCli, type ServeProcess } from './helpers/serve-cli.js';
 import { DIAMOND, holdRun, killedHolder, openRun } from './helpers/serve-fixtures.js';
+import { eventLine } from './helpers/events.js';
 
 const SETTLED = 10_000;
 /** Newest first by name: the live and dead runs sort above every settled one. */
@@ -26,21 +27,21 @@ const DEAD = ['20261201-220000.000000001-1', '20261201-220000.000000001-2', '202
 let root: string;
 const holders: Holder[] = [];
 
-/** A settled run as a real leg leaves it: a three-line stream, no snapshot needed. */
+/** The three-line stream a real leg leaves for a settled run. */
+function settledStream(id: string, outcome: 'passed' | 'failed'): string {
+  const at = { runId: id, ts: '2026-11-30T08:00:00Z' };
+  return (
+    eventLine({ event: 'run_started' }, at) +
+    eventLine({ event: outcome === 'passed' ? 'node_passed' : 'node_failed', node_id: 'only', verdict: outcome === 'passed' ? 'PASS' : 'FAIL' }, at) +
+    eventLine({ event: 'run_finished', outcome }, at)
+  );
+}
+
+/** A settled run as a real leg leaves it, no snapshot needed. */
 function settledRun(id: string, outcome: 'passed' | 'failed'): void {
   const dir = join(root, id);
   mkdirSync(dir);
-  const t = '2026-11-30T08:00:00Z';
-  writeFileSync(
-    join(dir, 'events.jsonl'),
-    [
-      { schema: 3, ts: t, run_id: id, event: 'run_started' },
-      { schema: 3, ts: t, run_id: id, event: outcome === 'passed' ? 'node_passed' : 'node_failed', node_id: 'only', verdict: outcome === 'passed' ? 'PASS' : 'FAIL' },
-      { schema: 3, ts: t, run_id: id, event: 'run_finished', outcome },
-    ]
-      .map((e) => JSON.stringify(e) + '\n')
-      .join(''),
-  );
+  writeFileSync(join(dir, 'events.jsonl'), settledStream(id, outcome));
 }
 
 function settledId(i: number): string {
@@ -88,32 +89,15 @@ describe('the dashboard document over 10,000 runs', () => {
     expect(b.tallies).toEqual(a.tallies);
     // A settled run rewritten (a new leg, then closed as failed) is seen on the next document.
     const id = settledId(SETTLED - 1);
-    const t = '2026-11-30T09:00:00Z';
-    writeFileSync(
-      join(root, id, 'events.jsonl'),
-      [{ schema: 3, ts: t, run_id: id, event: 'run_started' }, { schema: 3, ts: t, run_id: id, event: 'run_finished', outcome: 'failed' }].map((e) => JSON.stringify(e) + '\n').join(''),
-    );
+    const at = { runId: id, ts: '2026-11-30T09:00:00Z' };
+    writeFileSync(join(root, id, 'events.jsonl'), eventLine({ event: 'run_started' }, at) + eventLine({ event: 'run_finished', outcome: 'failed' }, at));
     const c = await m.dashboard();
     expect(c.runs.find((x) => x.run_id === id)?.state).toBe('failed');
     expect(c.tallies.failed).toBe(a.tallies.failed + 1);
     // Put it back as it was for the other tests.
-    settledRunRewrite(id);
+    writeFileSync(join(root, id, 'events.jsonl'), settledStream(id, 'passed'));
   });
 });
-
-function settledRunRewrite(id: string): void {
-  const t = '2026-11-30T08:00:00Z';
-  writeFileSync(
-    join(root, id, 'events.jsonl'),
-    [
-      { schema: 3, ts: t, run_id: id, event: 'run_started' },
-      { schema: 3, ts: t, run_id: id, event: 'node_passed', node_id: 'only', verdict: 'PASS' },
-      { schema: 3, ts: t, run_id: id, event: 'run_finished', outcome: 'passed' },
-    ]
-      .map((e) => JSON.stringify(e) + '\n')
-      .join(''),
-  );
-}
 
 describe('the dashboard page over 10,000 runs, in chromium', () => {
   let serve: ServeProcess;

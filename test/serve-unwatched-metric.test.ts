@@ -12,6 +12,7 @@ import { DashboardModel } from '../src/serve/model.js';
 import { RunwardenMetrics } from '../src/serve/metrics.js';
 import { cleanupTemp, tempDir } from './helpers/lock-procs.js';
 import { testedPlatform } from './helpers/prereq.js';
+import { eventLine } from './helpers/events.js';
 
 afterAll(() => cleanupTemp());
 
@@ -25,7 +26,7 @@ describe('serve /metrics runwarden_runs_unwatched', () => {
     for (let i = 0; i < RUNS; i++) {
       const id = `20261201-${String(100000 + i).slice(1)}-r`;
       mkdirSync(join(root, id), { recursive: true });
-      const ev = (event: string, extra: object = {}): string => JSON.stringify({ schema: 3, ts: '2026-12-01T08:00:00Z', run_id: id, event, ...extra }) + '\n';
+      const ev = (event: string, extra: object = {}): string => eventLine({ event, ...extra }, { runId: id, ts: '2026-12-01T08:00:00Z' });
       writeFileSync(join(root, id, 'events.jsonl'), ev('run_started') + ev('run_finished', { outcome: 'passed' }));
     }
     const m = new DashboardModel(root, { live: true });

@@ -231,7 +231,7 @@ describe('listRuns and the current run', () => {
     const root = tempDir();
     makeRun(root, 'a-old', { events: started + ev('run_finished', { outcome: 'passed' }) });
     makeRun(root, 'b-new', { events: started + ev('run_finished', { outcome: 'failed' }) });
-    makeRun(root, 'z-bad', { events: ev('run_started').replace('"schema":3', '"schema":4') });
+    makeRun(root, 'z-bad', { events: ev('run_started', { schema: 4 }) });
     const list = listRuns(root);
     expect(list.runs.map((r) => r.run_id)).toEqual(['b-new', 'a-old']);
     expect(list.skipped).toEqual([{ run_id: 'z-bad', error: expect.stringMatching(/newer version/), kind: 'unreadable-stream' }]);

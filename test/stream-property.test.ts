@@ -27,6 +27,7 @@ import { readStream } from '../src/read/stream.js';
 import { StreamError } from '../src/contract/errors.js';
 import type { StreamFacts } from '../src/contract/types.js';
 import { cleanup, tempDir } from './helpers/reading-fixtures.js';
+import { eventJson } from './helpers/events.js';
 import { mulberry32 } from './helpers/random.js';
 import { referenceLastLeg } from './helpers/tail-reference.js';
 
@@ -47,8 +48,7 @@ function generate(seed: number, opt: GenOptions): Buffer {
   const r = rng(seed);
   const pick = <T>(xs: readonly T[]): T => xs[Math.floor(r() * xs.length)];
   const nodes = ['a', 'b', 'c', 'g1', 'g2'];
-  const base = (event: string, extra: Record<string, unknown> = {}, schema: number = r() < 0.1 ? 2 : 3) =>
-    JSON.stringify({ schema, ts: '2026-08-06T10:00:00Z', run_id: 'r', event, ...extra });
+  const base = (event: string, extra: Record<string, unknown> = {}, schema: number = r() < 0.1 ? 2 : 3) => eventJson({ schema, event, ...extra }, { ts: '2026-08-06T10:00:00Z' });
   const line = (): string => {
     const x = r();
     if (x < 0.2) {
@@ -82,7 +82,7 @@ function generate(seed: number, opt: GenOptions): Buffer {
   const parts: string[] = [];
   const longAt = opt.longLine ? Math.floor(r() * (count + 1)) : -1;
   for (let i = 0; i < count; i++) {
-    if (i === longAt) parts.push('{"schema":3,"event":"run_started","pad":"' + 'x'.repeat(MAX_LINE_BYTES) + '"}');
+    if (i === longAt) parts.push(eventJson({ event: 'run_started', pad: 'x'.repeat(MAX_LINE_BYTES) }));
     parts.push(line());
   }
   if (longAt === count) parts.push('x'.repeat(MAX_LINE_BYTES + 2));
@@ -107,8 +107,8 @@ function generateLong(seed: number): Buffer {
   const filler = (): string => {
     const k = r();
     const detail = k < 0.1 ? `saw "run_started" and run_finished, gate_paused in the log` : k < 0.2 ? 'caf\u00e9 \u2603' : 'x'.repeat(100 + Math.floor(r() * 400));
-    const ev = JSON.stringify({ schema: 3, ts: 'T', run_id: 'r', event: pick(['node_started', 'node_passed', 'node_failed']), node_id: pick(['a', 'b', 'n']), detail });
-    // JSON.stringify escapes the backslash; put a real \u escape back for the 'café' case.
+    const ev = eventJson({ event: pick(['node_started', 'node_passed', 'node_failed']), node_id: pick(['a', 'b', 'n']), detail }, { ts: 'T' });
+    // The encoder escapes the backslash; put a real \u escape back for the 'café' case.
     return k >= 0.1 && k < 0.2 ? ev.replace('\\\\u00e9', '\\u00e9').replace('\\\\u2603', '\\u2603') : ev;
   };
   const escaped = (): string =>

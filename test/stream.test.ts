@@ -13,7 +13,7 @@ import { readStream } from '../src/read/stream.js';
 import { StreamError } from '../src/contract/errors.js';
 import { StreamFold } from '../src/contract/fold.js';
 import { cleanup, ev, tempDir } from './helpers/reading-fixtures.js';
-import { encodeEvents } from './helpers/events.js';
+import { encodeEvents, eventJsonOfBytes } from './helpers/events.js';
 
 afterAll(cleanup);
 
@@ -150,19 +150,16 @@ describe('reading rules', () => {
   });
 
   it('older schemas are read; a newer schema makes the stream unreadable', () => {
-    const two = ev('run_started').replace('"schema":3', '"schema":2');
+    const two = ev('run_started', { schema: 2 });
     expect(both(two).leg.open).toBe(true);
-    const four = file(ev('run_started') + ev('run_finished', { outcome: 'passed' }).replace('"schema":3', '"schema":4'));
+    const four = file(ev('run_started') + ev('run_finished', { outcome: 'passed', schema: 4 }));
     expect(code(() => readStream(four))).toBe('ENEWERSCHEMA');
     expect(code(() => readLastLeg(four))).toBe('ENEWERSCHEMA');
     expect(() => readStream(four)).toThrow(/written by a newer version \(schema 4/);
   });
 
   it('a line of exactly 1 MiB is read; one byte more is "corrupt or foreign", never truncated', () => {
-    const pad = (len: number) => {
-      const head = '{"schema":3,"event":"x","pad":"';
-      return head + 'a'.repeat(len - head.length - 2) + '"}';
-    };
+    const pad = (len: number) => eventJsonOfBytes({ event: 'x' }, len);
     const ok = pad(MAX_LINE_BYTES);
     expect(Buffer.byteLength(ok)).toBe(MAX_LINE_BYTES);
     expect(both(ev('run_started') + ok + '\n').leg.open).toBe(true);
@@ -249,7 +246,7 @@ describe('node states', () => {
       off += Buffer.byteLength(l);
     }
     expect(fold.facts()).toMatchObject({ leg: { open: false, lastOutcome: 'passed', legs: 1 }, skippedLines: 1 });
-    expect(() => parseEventLine(ev('run_started').replace('"schema":3', '"schema":9'))).toThrow(StreamError);
+    expect(() => parseEventLine(ev('run_started', { schema: 9 }))).toThrow(StreamError);
   });
 });
 
@@ -269,7 +266,7 @@ describe('the tail reader reads only the tail', () => {
   });
 
   it('a bad line before the tail does not reach the tail reader; the forward fold refuses it', () => {
-    const s = ev('run_started').replace('"schema":3', '"schema":4') + ev('run_started') + ev('run_finished', { outcome: 'passed' });
+    const s = ev('run_started', { schema: 4 }) + ev('run_started') + ev('run_finished', { outcome: 'passed' });
     const p = file(s);
     expect(code(() => readStream(p))).toBe('ENEWERSCHEMA');
     const tail = readLastLeg(p);

@@ -22,6 +22,7 @@ import { needs } from './helpers/prereq.js';
 import { raw } from './helpers/serve-client.js';
 import { startServeCli } from './helpers/serve-cli.js';
 import { eventLine } from './helpers/events.js';
+import { fingerprint } from './helpers/tree.js';
 
 const SWAPPER_C = `
 #define _GNU_SOURCE
@@ -100,12 +101,6 @@ function buildSwapper(dir: string): string {
 }
 
 /** Every file under `dir` with its content, for before/after comparison. */
-function contents(dir: string): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const name of readdirSync(dir)) out[name] = readFileSync(join(dir, name), 'latin1');
-  return out;
-}
-
 afterAll(async () => {
   await killAll();
   cleanupTemp();
@@ -194,7 +189,7 @@ describe('a run directory swapped with a symlink while it is read', () => {
     writeFileSync(join(outside, 'state.json'), JSON.stringify({ secret: SECRET }));
     writeFileSync(join(outside, 'events.jsonl'), line('run_started', { command: [SECRET] }));
     writeFileSync(join(outside, 'resume.lock'), `oh-my-graph-lock 1\n1\n`);
-    const before = contents(outside);
+    const before = fingerprint(outside);
     const swapName = join(root, 'zz-swap');
     symlinkSync(outside, swapName);
     const gate = join(base, 'go');
@@ -212,7 +207,7 @@ describe('a run directory swapped with a symlink while it is read', () => {
     const r = await leg.done;
     expect(spawnSync(bin, [runDir, swapName, '-']).status).toBe(0);
     // Nothing landed outside: the lock, the events and exec.pgid all went through the leg's own descriptor.
-    expect(contents(outside)).toEqual(before);
+    expect(fingerprint(outside)).toEqual(before);
     const events = readFileSync(join(runDir, 'events.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l).event);
     expect(events).toEqual(['run_started', 'node_started', 'node_passed', 'run_finished']);
     // The guard saw the directory's name change hands: it says so, and a success readers cannot see is no success.

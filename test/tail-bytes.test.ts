@@ -20,6 +20,7 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { LiveEngine } from '../src/index.js';
 import { needs } from './helpers/prereq.js';
 import { CLI, cleanupTemp, killAll, ROOT, tempDir, track, until, waitExit } from './helpers/lock-procs.js';
+import { eventLine } from './helpers/events.js';
 
 const engines: LiveEngine[] = [];
 afterEach(async () => {
@@ -28,7 +29,7 @@ afterEach(async () => {
 });
 afterAll(cleanupTemp);
 
-const line = (o: Record<string, unknown>) => JSON.stringify({ schema: 3, ts: '2026-12-02T10:00:00Z', run_id: 'r', ...o }) + '\n';
+const line = (o: Record<string, unknown>) => eventLine(o, { ts: '2026-12-02T10:00:00Z' });
 const MiB = 1024 * 1024;
 
 /** A run directory whose stream is `body` repeated to `mib` MiB between `head` and `end`. */

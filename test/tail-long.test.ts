@@ -17,6 +17,7 @@ import { probeLock } from '../src/lock/probe.js';
 import { native } from '../src/kernel/native.js';
 import { mulberry32 } from './helpers/random.js';
 import { cleanup, ev, makeRun, runId, tempDir } from './helpers/reading-fixtures.js';
+import { mulberry32 } from './helpers/random.js';
 
 afterAll(cleanup);
 
@@ -102,7 +103,7 @@ describe('a long last leg is searched, not parsed', () => {
 
   it('an over-long line before the last 32 KiB of a closed leg is not read: the status stays readable (rules 3 and 7)', () => {
     const p = join(dir, `s${++n}.jsonl`);
-    const huge = '{"schema":3,"event":"x","pad":"' + 'z'.repeat(2 * 1024 * 1024) + '"}\n';
+    const huge = ev('x', { pad: 'z'.repeat(2 * 1024 * 1024) });
     writeFileSync(p, ev('run_started') + huge + ev('run_finished', { outcome: 'passed' }));
     expect(() => readStream(p)).toThrow(/corrupt or foreign/);
     expect(readLastLeg(p).leg).toMatchObject({ open: false, lastOutcome: 'passed' });
@@ -145,11 +146,8 @@ describe("the addon's lastMatch", () => {
   it('finds the last start of any needle below end, as a byte-by-byte search does', () => {
     const needles = ['n_st', 'n_fi', 'te_pa', '\\u'];
     const packed = Buffer.concat(needles.flatMap((x) => [Buffer.from([x.length]), Buffer.from(x)]));
-    let seed = 7;
-    const rand = (k: number): number => {
-      seed = (seed * 1103515245 + 12345) >>> 0;
-      return seed % k;
-    };
+    const r = mulberry32(7);
+    const rand = (k: number): number => Math.floor(r() * k);
     const alphabet = 'n_stfiepa\\ux';
     for (let t = 0; t < 3000; t++) {
       const len = rand(120);

@@ -23,11 +23,23 @@ export function eventJson(fields: Record<string, unknown>, defaults: LineDefault
   return JSON.stringify(eventObject(fields, defaults));
 }
 
-function eventObject(fields: Record<string, unknown>, defaults: LineDefaults): Record<string, unknown> {
+/** The line's object, for a test that keeps events as objects until encodeEvents writes them. */
+export function eventObject(fields: Record<string, unknown>, defaults: LineDefaults = {}): Record<string, unknown> {
   return { schema: 3, ts: defaults.ts ?? EVENT_TS, run_id: defaults.runId ?? 'r', ...fields };
 }
 
 /** Lines from whole event objects (written as given) or raw text (a hostile line, written as is). */
 export function encodeEvents(events: readonly (object | string)[]): string {
   return events.map((e) => (typeof e === 'string' ? e : JSON.stringify(e)) + '\n').join('');
+}
+
+/**
+ * A line's content (no "\n") of exactly `bytes` UTF-8 bytes: `fields` with
+ * `padField` filled with "a"s to the length (one ASCII byte each, never
+ * escaped), for a test that sits a line on a byte bound.
+ */
+export function eventJsonOfBytes(fields: Record<string, unknown>, bytes: number, padField = 'pad', defaults: LineDefaults = {}): string {
+  const bare = Buffer.byteLength(eventJson({ ...fields, [padField]: '' }, defaults));
+  if (bytes < bare) throw new RangeError(`a line of these fields has at least ${bare} bytes, not ${bytes}`);
+  return eventJson({ ...fields, [padField]: 'a'.repeat(bytes - bare) }, defaults);
 }

@@ -1,4 +1,4 @@
-/** Running the CLI as real processes for exec/watch tests. */
+/** Running the CLI, or a fixture script, as real Node processes: output collected, each tracked for killAll(). */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -21,7 +21,16 @@ export interface Running {
 
 /** Starts `runwarden ...args` and tracks it for killAll(). */
 export function start(args: string[], env: NodeJS.ProcessEnv = {}): Running {
-  const proc = spawn(process.execPath, [CLI, ...args], {
+  return startNode([CLI, ...args], env);
+}
+
+/** Runs the Node script `script` (a fixture) with `args` to completion. */
+export function runScript(script: string, args: string[], env: NodeJS.ProcessEnv = {}): Promise<Ran> {
+  return startNode([script, ...args], env).done;
+}
+
+function startNode(argv: string[], env: NodeJS.ProcessEnv): Running {
+  const proc = spawn(process.execPath, argv, {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, NO_COLOR: '1', ...env },
   });

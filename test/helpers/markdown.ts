@@ -111,25 +111,46 @@ export interface Link {
   line: number;
 }
 
-/** Every inline link `[text](target)` and image `![alt](target)` outside code, except absolute URLs (scheme:). */
-export function relativeLinks(md: string): Link[] {
-  const out: Link[] = [];
+/** An image `![alt](target)` of a page; its target may be an absolute URL. */
+export interface Image {
+  alt: string;
+  target: string;
+  line: number;
+}
+
+/** Every inline link and image outside code, absolute URLs included (an optional "title" is not part of the target). */
+function inlineLinks(md: string): (Image & { image: boolean })[] {
+  const out: (Image & { image: boolean })[] = [];
   for (const l of markLines(md)) {
     if (l.code) continue;
-    for (const m of withoutInlineCode(l.text).matchAll(/!?\[((?:[^\]]|\][^(])*?)\]\(([^)\s]+)(?:\s+"[^"]*")?\)/g)) {
-      const target = m[2];
-      if (/^[a-z][a-z0-9+.-]*:/i.test(target)) continue;
-      const hash = target.indexOf('#');
-      out.push({
-        text: m[1],
-        target,
-        path: hash < 0 ? target : target.slice(0, hash),
-        anchor: hash < 0 || hash === target.length - 1 ? undefined : target.slice(hash + 1),
-        line: l.n,
-      });
+    for (const m of withoutInlineCode(l.text).matchAll(/(!?)\[((?:[^\]]|\][^(])*?)\]\(([^)\s]+)(?:\s+"[^"]*")?\)/g)) {
+      out.push({ image: m[1] === '!', alt: m[2], target: m[3], line: l.n });
     }
   }
   return out;
+}
+
+/** Every inline link `[text](target)` and image `![alt](target)` outside code, except absolute URLs (scheme:). */
+export function relativeLinks(md: string): Link[] {
+  return inlineLinks(md)
+    .filter((f) => !/^[a-z][a-z0-9+.-]*:/i.test(f.target))
+    .map((f) => {
+      const hash = f.target.indexOf('#');
+      return {
+        text: f.alt,
+        target: f.target,
+        path: hash < 0 ? f.target : f.target.slice(0, hash),
+        anchor: hash < 0 || hash === f.target.length - 1 ? undefined : f.target.slice(hash + 1),
+        line: f.line,
+      };
+    });
+}
+
+/** Every image `![alt](target)` outside code, absolute URLs included. */
+export function images(md: string): Image[] {
+  return inlineLinks(md)
+    .filter((f) => f.image)
+    .map(({ alt, target, line }) => ({ alt, target, line }));
 }
 
 /** Why a link of `fromFile` does not resolve (a file outside the repository or missing, or no such anchor there), or undefined when it does. */

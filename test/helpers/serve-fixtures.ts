@@ -9,7 +9,7 @@ import { appendFileSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { makeRun } from './reading-fixtures.js';
 import { startHolder, waitExit, type Holder } from './lock-procs.js';
-import { encodeEvents } from './events.js';
+import { encodeEvents, eventObject } from './events.js';
 
 export type Ev = Record<string, unknown>;
 
@@ -23,7 +23,7 @@ export function ts(stepSec = 7): string {
 
 /** One event line's object. */
 export function ev(runId: string, event: string, fields: Ev = {}): Ev {
-  return { schema: 3, ts: ts(), run_id: runId, event, ...fields };
+  return eventObject({ event, ...fields }, { runId, ts: ts() });
 }
 
 export function runDir(root: string, id: string): string {
