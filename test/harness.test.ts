@@ -13,10 +13,11 @@
  * literal, because no encoder makes it. What is caught is code that turns
  * values into an event line.
  */
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ROOT } from './helpers/lock-procs.js';
+import { sourceFiles } from './helpers/suite-files.js';
 
 interface Rule {
   name: string;
@@ -54,16 +55,6 @@ const RULES: Rule[] = [
 /** This file holds the examples below on purpose; the helpers are where the one copy lives. */
 const EXEMPT = [join('test', 'harness.test.ts')];
 const HELPERS = join('test', 'helpers') + '/';
-
-function files(dir: string): string[] {
-  const out: string[] = [];
-  for (const e of readdirSync(dir, { withFileTypes: true })) {
-    const p = join(dir, e.name);
-    if (e.isDirectory()) out.push(...files(p));
-    else if (/\.(?:[cm]?[jt]s|tsx)$/.test(e.name)) out.push(p);
-  }
-  return out;
-}
 
 /** Every match of a rule in `text`, as `line: rule: text of the line`. */
 function offences(text: string): string[] {
@@ -121,7 +112,7 @@ describe('one of each test harness, in test/helpers/', () => {
   });
 
   it('no test file outside test/helpers/ encodes event lines, draws random data, fingerprints a tree or parses links itself', () => {
-    const all = files(join(ROOT, 'test'));
+    const all = sourceFiles(join(ROOT, 'test'));
     expect(all.length).toBeGreaterThan(50); // the control: the suite was found
     const bad: string[] = [];
     for (const f of all) {

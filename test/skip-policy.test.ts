@@ -6,10 +6,11 @@
  * conditionally run a test. The patterns are built from pieces so that this
  * file does not match itself, and each is shown to catch the forms it is for.
  */
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ROOT } from './helpers/lock-procs.js';
+import { sourceFiles } from './helpers/suite-files.js';
 
 const SKIP = 'skip';
 const RUN_IF = 'run' + 'If';
@@ -25,16 +26,6 @@ const FORBIDDEN: { name: string; re: RegExp }[] = [
 ];
 
 const HELPER = join('test', 'helpers', 'prereq.ts');
-
-function files(dir: string): string[] {
-  const out: string[] = [];
-  for (const e of readdirSync(dir, { withFileTypes: true })) {
-    const p = join(dir, e.name);
-    if (e.isDirectory()) out.push(...files(p));
-    else if (/\.(?:[cm]?[jt]s|tsx)$/.test(e.name)) out.push(p);
-  }
-  return out;
-}
 
 /** Every line of `text` that matches a forbidden pattern, as `line: pattern`. */
 function offences(text: string): string[] {
@@ -64,7 +55,7 @@ describe('skips go through the prerequisite helper', () => {
   });
 
   it('no file under test/ but the helper skips a test', () => {
-    const all = files(join(ROOT, 'test'));
+    const all = sourceFiles(join(ROOT, 'test'));
     expect(all.length).toBeGreaterThan(50); // the control: the suite was found
     const bad: string[] = [];
     for (const f of all) {

@@ -17,7 +17,6 @@ import { probeLock } from '../src/lock/probe.js';
 import { native } from '../src/kernel/native.js';
 import { mulberry32 } from './helpers/random.js';
 import { cleanup, ev, makeRun, runId, tempDir } from './helpers/reading-fixtures.js';
-import { mulberry32 } from './helpers/random.js';
 
 afterAll(cleanup);
 
