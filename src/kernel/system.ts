@@ -12,6 +12,9 @@
  *   open, and whether for writing; no lock table), or `none`.
  * - `watchHoldsDescriptor`: each watch of the change notifier holds a descriptor of this process
  *   (kqueue EVFILT_VNODE), so watches are budgeted (kernel/notify.ts).
+ * - `entryWrites`: a directory watch tells writes to the files in it, by name (inotify IN_MODIFY).
+ *   kqueue's directory NOTE_WRITE fires only when an entry is created, removed or renamed
+ *   (kqueue(2)): an append to a file is told only by a watch on that file.
  */
 import { native } from './native.js';
 
@@ -20,6 +23,7 @@ export interface SystemFacts {
   readonly closeWrite: boolean;
   readonly holderTable: 'proc-locks' | 'libproc' | 'none';
   readonly watchHoldsDescriptor: boolean;
+  readonly entryWrites: boolean;
 }
 
 let facts: SystemFacts | undefined;
@@ -34,6 +38,7 @@ export function systemFacts(): SystemFacts {
     closeWrite: n.notify.mask['closeWrite'] !== undefined,
     holderTable: sys.holderTable,
     watchHoldsDescriptor: n.notify.backend === 'kqueue',
+    entryWrites: n.notify.backend === 'inotify',
   });
   return facts;
 }

@@ -166,7 +166,7 @@ export class Watching {
    */
   followStream(r: RunState): void {
     const w = r.watch;
-    if (w?.follow === undefined || systemFacts().closeWrite) return;
+    if (w?.follow === undefined || systemFacts().entryWrites) return;
     if (r.fold.open) {
       w.follow([EVENTS_FILE]);
       this.streams.add(r);
