@@ -225,7 +225,8 @@ export class LiveEngine {
   private async adoptSeeded(initial: RunState[]): Promise<RunState[] | undefined> {
     const core = this.core;
     // Where a sweep runs, what the seed will have read is compared with later (live/sweep.ts): taken before it is asked for.
-    this.sweep?.baseline(initial);
+    await this.sweep?.baseline(initial);
+    if (core.closed) return undefined;
     const seeded = await this.options.seed?.();
     if (core.closed) return undefined;
     if (seeded === undefined) return initial;

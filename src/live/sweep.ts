@@ -112,19 +112,27 @@ export class SettledSweep {
    * Takes the identities of `runs` to compare with later, before the
    * engine's first reports of them come from elsewhere (a seed): a run
    * changed after this is found by the next rotation. A slice of at most
-   * the tick's size per native call.
+   * the tick's size per native call and per turn of the event loop.
    */
-  baseline(runs: readonly RunState[]): void {
+  async baseline(runs: readonly RunState[]): Promise<void> {
+    const core = this.core;
     const per = SWEEP_FILES.length * this.stride;
+    const dirs: string[] = [];
     for (let i = 0; i < runs.length; i += this.perTick) {
-      const dirs = this.dirs;
+      if (i > 0) await new Promise((res) => setImmediate(res));
+      if (core.closed) return;
       dirs.length = 0;
       const end = Math.min(runs.length, i + this.perTick);
       for (let k = i; k < end; k++) dirs.push((runs[k] as RunState).dir);
-      readIdentities(dirs, SWEEP_FILES, this.fresh);
-      for (let k = i; k < end; k++) this.prints.takeIfChanged((runs[k] as RunState).sig, this.fresh, (k - i) * per);
+      // Its own buffer: a tick may run between two slices.
+      const fresh = new Float64Array(dirs.length * per);
+      readIdentities(dirs, SWEEP_FILES, fresh);
+      for (let k = i; k < end; k++) {
+        const r = runs[k] as RunState;
+        // A run read meanwhile keeps what its read took (older than this, so nothing changed since is absorbed).
+        if (core.follows(r) && !this.prints.known(r.sig)) this.prints.takeIfChanged(r.sig, fresh, (k - i) * per);
+      }
     }
-    this.dirs.length = 0;
   }
 
   /** One tick: the next settled runs of the rotation, compared and, when moved, marked. */
