@@ -59,4 +59,61 @@ describe('LiveEngine, a settled run resumed by another process', () => {
       expect(e.stats.sweepChanges).toBeGreaterThanOrEqual(1);
     }
   });
+
+  it('looks at no more than 1,000 settled runs per 50 ms (CONTRACT §5.6 rule 4), all of them in turn', async () => {
+    const root = tempDir('rw-sweep-');
+    const n = 2500;
+    for (let i = 0; i < n; i++) {
+      const d = join(root, `20261204-01${String(i).padStart(4, '0')}-settled`);
+      mkdirSync(d);
+      writeFileSync(join(d, 'events.jsonl'), line({ event: 'run_started' }) + line({ event: 'run_finished', outcome: 'passed' }));
+    }
+    const open = join(root, '20261204-020000-open');
+    const leg = spawn(process.execPath, [LEG, open], { stdio: ['ignore', 'pipe', 'pipe'] });
+    track(leg);
+    await waitReady(leg);
+    const e = new LiveEngine({ root, ref: false, safetyMs: 3_600_000, openRecheckMs: 3_600_000 });
+    engines.push(e);
+    await e.start();
+    await until(() => e.get(open)?.report?.status === 'RUNNING');
+    const t0 = performance.now();
+    const s0 = e.stats.swept;
+    if (e.stats.backend === 'inotify') {
+      await new Promise((r) => setTimeout(r, 300));
+      expect(e.stats.swept).toBe(0);
+      return;
+    }
+    // Two full turns of the 2,500 settled runs, however long the machine takes.
+    await until(() => e.stats.swept - s0 >= 2 * n);
+    const elapsed = performance.now() - t0;
+    const swept = e.stats.swept - s0;
+    // A tick every 50 ms at most (an interval never fires early), plus the one under way when counting began.
+    expect(swept).toBeLessThanOrEqual(1000 * (Math.floor(elapsed / 50) + 2));
+    expect(e.stats.sweepChanges).toBe(0); // nothing changed: nothing marked
+    expect(e.stats.safetyPasses).toBe(0);
+  });
+
+  it('looks at settled runs only: a run in flight is followed, not swept', async () => {
+    const root = tempDir('rw-sweep-');
+    for (const id of ['20261204-030000-a', '20261204-030001-b', '20261204-030002-c']) {
+      mkdirSync(join(root, id));
+      writeFileSync(join(root, id, 'events.jsonl'), line({ event: 'run_started' }) + line({ event: 'run_finished', outcome: 'passed' }));
+    }
+    const open = join(root, '20261204-030003-open');
+    const leg = spawn(process.execPath, [LEG, open], { stdio: ['ignore', 'pipe', 'pipe'] });
+    track(leg);
+    await waitReady(leg);
+    const e = new LiveEngine({ root, ref: false, safetyMs: 3_600_000, openRecheckMs: 3_600_000 });
+    engines.push(e);
+    await e.start();
+    await until(() => e.get(open)?.report?.status === 'RUNNING');
+    if (e.stats.backend === 'inotify') {
+      expect(e.stats.swept).toBe(0);
+      return;
+    }
+    // Four runs, fewer than a tick takes: each tick looks at every one, and counts only the three settled.
+    const s0 = e.stats.swept;
+    await until(() => e.stats.swept - s0 >= 30);
+    expect((e.stats.swept - s0) % 3).toBe(0);
+  });
 });
