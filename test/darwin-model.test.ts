@@ -55,7 +55,7 @@ describe('the XNU model build', () => {
   it('loads as darwin: kqueue notification, names for filesystems, no /proc, no close-write notice', () => {
     const r = onModel(`const n = native(); out({ platform: n.platform, backend: n.notify.backend, exits: n.notify.exitBackend, kind: n.constants.fsTypeKind, system: n.system, facts: (await import(${JSON.stringify(join(ROOT, 'dist', 'kernel', 'system.js'))})).systemFacts() });`);
     expect(r.stderr).toBe('');
-    expect(r.out).toMatchObject({ platform: 'darwin', backend: 'kqueue', exits: 'kqueue', kind: 'name', system: { procfs: false, holderTable: 'libproc' }, facts: { procfs: false, closeWrite: false, holderTable: 'libproc', watchHoldsDescriptor: true } });
+    expect(r.out).toMatchObject({ platform: 'darwin', backend: 'kqueue', exits: 'kqueue', kind: 'name', system: { procfs: false, holderTable: 'libproc' }, facts: { procfs: false, closeWrite: false, holderTable: 'libproc', watchHoldsDescriptor: true, entryWrites: false } });
   });
 });
 

@@ -114,8 +114,7 @@ describe('LiveEngine', () => {
     expect(e.stats.probes).toBe(probes);
   });
 
-  it('a stream truncated and rewritten in place, shrunk, or replaced is re-read whole, not misfolded', async (ctx) => {
-    needs(ctx, "linux: an append to (or rewrite of) a settled run's events.jsonl is told by inotify's IN_MODIFY; a kqueue directory NOTE_WRITE tells only of entries made, removed or renamed (kqueue(2)), and only in-flight streams are followed file by file: the engine's safety pass finds it");
+  it('a stream truncated and rewritten in place, shrunk, or replaced is re-read whole, not misfolded', async () => {
     const root = tempDir('rw-live-');
     const dir = join(root, '20261130-130000-rewritten');
     mkdirSync(dir);
@@ -207,8 +206,7 @@ describe('LiveEngine', () => {
     proc.kill('SIGKILL');
   });
 
-  it('past the watch limit, the newest runs are the watched ones (the oldest are left to polling)', async (ctx) => {
-    needs(ctx, "linux: an append to (or rewrite of) a settled run's events.jsonl is told by inotify's IN_MODIFY; a kqueue directory NOTE_WRITE tells only of entries made, removed or renamed (kqueue(2)), and only in-flight streams are followed file by file: the engine's safety pass finds it");
+  it('past the watch limit, the newest runs are the watched ones (the oldest are left to polling)', async () => {
     const root = tempDir('rw-live-');
     const ids = ['20261130-150600-old', '20261130-150601-mid', '20261130-150602-new'];
     for (const id of ids) {
@@ -221,11 +219,16 @@ describe('LiveEngine', () => {
     expect(e.stats.unwatched).toBe(2);
     const [oldest, , newest] = ids.map((id) => join(root, id)) as [string, string, string];
     expect(statusOf(e, oldest)).toBe('PASS');
-    // The oldest changes first; by the time the newest's change is seen, a watched oldest would have been too.
-    appendFileSync(join(oldest, 'events.jsonl'), line({ event: 'run_started' }) + line({ event: 'run_finished', outcome: 'failed' }));
-    appendFileSync(join(newest, 'events.jsonl'), line({ event: 'run_started' }) + line({ event: 'run_finished', outcome: 'failed' }));
-    await until(() => statusOf(e, newest) === 'FAIL');
-    expect(statusOf(e, oldest)).toBe('PASS');
+    expect(e.get(oldest)?.report?.nodes_total).toBeNull(); // no snapshot
+    // A new snapshot, written as the reference writes it (temp file and rename, §3.1): a directory watch
+    // tells it on every system, and nothing else looks before the safety pass. The oldest changes first;
+    // by the time the newest's change is seen, a watched oldest would have been too.
+    for (const dir of [oldest, newest]) {
+      writeFileSync(join(dir, 'state.json.tmp'), JSON.stringify({ schema: 3, graph: { name: 'g', nodes: [{ id: 'a' }, { id: 'b' }] }, nodes: {} }));
+      renameSync(join(dir, 'state.json.tmp'), join(dir, 'state.json'));
+    }
+    await until(() => e.get(newest)?.report?.nodes_total === 2);
+    expect(e.get(oldest)?.report?.nodes_total).toBeNull(); // no snapshot
   });
 
   it('past the watch limit the kernel enforces (a user namespace with max_inotify_watches lowered) it falls back and still reports the death', async (ctx) => {

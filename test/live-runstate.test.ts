@@ -91,4 +91,23 @@ describe('SigSlots', () => {
     expect(s.takeIfChanged(slots[0], new Float64Array(2), 0)).toBe(true); // a new slot equals nothing, zeros included
     expect(s.takeIfChanged(slots[0], new Float64Array(2), 0)).toBe(false);
   });
+
+  it('a store addressed by another store\'s slots knows a slot once it was compared, and forgets it when cleared', () => {
+    const owner = new SigSlots(2);
+    const other = new SigSlots(4);
+    const slots = Array.from({ length: 9000 }, () => owner.take());
+    const far = slots[8999];
+    expect(other.known(far)).toBe(false);
+    const fresh = new Float64Array([1, 2, 3, 4]);
+    expect(other.takeIfChanged(far, fresh, 0)).toBe(true);
+    expect(other.known(far)).toBe(true);
+    expect(other.known(slots[0])).toBe(false);
+    expect(other.takeIfChanged(far, fresh, 0)).toBe(false);
+    other.clear(far);
+    expect(other.known(far)).toBe(false);
+    expect(other.takeIfChanged(far, fresh, 0)).toBe(true);
+    // clear keeps no slot for a take: the owner's next slot is a new one.
+    expect(owner.take()).toBe(9000);
+    expect(other.known(-1)).toBe(false);
+  });
 });

@@ -15,6 +15,9 @@
  * - `exitWatchHoldsDescriptor`: each watch of a process's exit holds a descriptor of this process
  *   (a pidfd, linux); kqueue EVFILT_PROC holds none (darwin kqueue(2): its identifier is the
  *   process ID, not a descriptor).
+ * - `entryWrites`: a directory watch tells writes to the files in it, by name (inotify IN_MODIFY).
+ *   kqueue's directory NOTE_WRITE fires only when an entry is created, removed or renamed
+ *   (kqueue(2)): an append to a file is told only by a watch on that file.
  */
 import { native } from './native.js';
 
@@ -24,6 +27,7 @@ export interface SystemFacts {
   readonly holderTable: 'proc-locks' | 'libproc' | 'none';
   readonly watchHoldsDescriptor: boolean;
   readonly exitWatchHoldsDescriptor: boolean;
+  readonly entryWrites: boolean;
 }
 
 let facts: SystemFacts | undefined;
@@ -39,6 +43,7 @@ export function systemFacts(): SystemFacts {
     holderTable: sys.holderTable,
     watchHoldsDescriptor: n.notify.backend === 'kqueue',
     exitWatchHoldsDescriptor: n.notify.exitBackend === 'pidfd',
+    entryWrites: n.notify.backend === 'inotify',
   });
   return facts;
 }

@@ -65,7 +65,7 @@ export class EngineCore {
     this.emitLines = options.lines === true;
     this.borrowed = options.shared === true;
     this.forget = options.settledForget === true && !this.emitEvents && !this.emitLines;
-    this.stats = { backend: 'polling', runs: 0, unwatched: 0, derivations: 0, referenceDerivations: 0, probes: 0, lockWakeups: 0, polledProbes: 0, bytesRead: 0, maxStepBytes: 0, readSteps: 0, tailReads: 0, rereads: 0, batches: 0, safetyPasses: 0, rootListings: 0, safetyCompared: 0, overflows: 0, holderWatches: 0, exitWakeups: 0 };
+    this.stats = { backend: 'polling', runs: 0, unwatched: 0, derivations: 0, referenceDerivations: 0, probes: 0, lockWakeups: 0, polledProbes: 0, bytesRead: 0, maxStepBytes: 0, readSteps: 0, tailReads: 0, rereads: 0, batches: 0, safetyPasses: 0, rootListings: 0, safetyCompared: 0, overflows: 0, holderWatches: 0, exitWakeups: 0, swept: 0, sweepChanges: 0 };
   }
 
   /** Whether `r` is still the run followed at its directory. */

@@ -11,6 +11,8 @@
  *   bounded step at a time.
  * - live/holderwatch.ts: the holders of held locks, watched for their exit.
  * - live/safety.ts: the safety pass and the re-probe of open legs.
+ * - live/sweep.ts: where appends are not told by directory watches
+ *   (kqueue), the bounded rotation over settled runs' identities.
  * - live/core.ts: what they share; live/runstate.ts: what is kept per run.
  *
  * Invariants of this file, and why:
@@ -54,6 +56,7 @@ import { compareNewestFirst } from '../contract/runid.js';
 import type { RunReport } from '../contract/types.js';
 import { identityStride, readIdentities } from '../kernel/identity.js';
 import { watchBudgets } from '../kernel/notify.js';
+import { systemFacts } from '../kernel/system.js';
 import { probeLock, type ProbeResult } from '../lock/probe.js';
 import { readSnapshot, type SnapshotRead } from '../read/snapshot.js';
 import type { TailFacts } from '../read/tail.js';
@@ -65,6 +68,7 @@ import { HolderWatch } from './holderwatch.js';
 import { FORGOTTEN, lockOf, NO_EVENTS, NO_LINES, RUN_FILES, RunState, stateOf } from './runstate.js';
 import { SafetyPass } from './safety.js';
 import { StreamReader } from './streamread.js';
+import { READ_FILES, SettledSweep } from './sweep.js';
 import {
   LIVE_OPEN_RECHECK_MS,
   LIVE_POLL_MS,
@@ -127,6 +131,10 @@ export class LiveEngine {
   private readonly reader: StreamReader;
   private readonly holders: HolderWatch;
   private readonly safety: SafetyPass;
+  /** The settled sweep, where appends are not told (live/sweep.ts); undefined where they are. */
+  private readonly sweep: SettledSweep | undefined;
+  /** The files process() takes the identities of: RUN_FILES, and the lock file for the sweep. */
+  private readonly readFiles: readonly string[];
   private readonly safetyMs: number;
   private readonly runsPerTurn: number;
   private readonly openRecheckMs: number;
@@ -134,8 +142,8 @@ export class LiveEngine {
   private backlog: RunState[] = [];
   private backlogAt = 0;
   private readonly waiting = new Set<RunState>();
-  /** Where process() takes one run's identities before they go to its slot. */
-  private readonly oneSig = new Float64Array(RUN_FILES.length * identityStride());
+  /** Where process() takes one run's identities before they go to its slot (and the sweep's). */
+  private readonly oneSig: Float64Array;
 
   constructor(private readonly options: LiveEngineOptions = {}) {
     this.root = options.root === undefined ? undefined : resolve(options.root);
@@ -160,6 +168,9 @@ export class LiveEngine {
       { relistIfDue: () => this.watching.relistIfDue(), watching: () => this.watching.watcher !== undefined, process: (r) => this.process(r) },
       settledPerPass,
     );
+    this.sweep = systemFacts().entryWrites ? undefined : new SettledSweep(core);
+    this.readFiles = this.sweep === undefined ? RUN_FILES : READ_FILES;
+    this.oneSig = new Float64Array(this.readFiles.length * identityStride());
   }
 
   /**
@@ -190,6 +201,7 @@ export class LiveEngine {
     core.timer(() => this.safety.run(), this.safetyMs);
     core.timer(() => this.safety.recheckOpen(false), this.openRecheckMs);
     core.timer(() => this.safety.recheckOpen(true), core.pollMs);
+    this.sweep?.start();
     const initial = [...core.runsByDir.values()];
     // The loop below derives each of these, yielding as it goes; the flush
     // queued when the root's listing marked them must not derive them a
@@ -223,20 +235,25 @@ export class LiveEngine {
    */
   private async adoptSeeded(initial: RunState[]): Promise<RunState[] | undefined> {
     const core = this.core;
+    // Where a sweep runs, what the seed will have read is compared with later (live/sweep.ts): taken before it is asked for.
+    await this.sweep?.baseline(initial);
+    if (core.closed) return undefined;
     const seeded = await this.options.seed?.();
     if (core.closed) return undefined;
     if (seeded === undefined) return initial;
     const runs: RunState[] = [];
-    const stride = RUN_FILES.length * identityStride();
+    const stride = this.readFiles.length * identityStride();
     const scratch = new Float64Array(ADOPT_SLICE * stride);
     const batch: RunState[] = [];
     const dirs: string[] = [];
     const take = (): void => {
-      readIdentities(dirs, RUN_FILES, scratch);
+      readIdentities(dirs, this.readFiles, scratch);
       for (let k = 0; k < batch.length; k++) {
         const r = batch[k] as RunState;
         core.sigs.takeIfChanged(r.sig, scratch, k * stride);
-        this.adopt(r, seeded.get(r.id) as RunReport);
+        // Changed since the seed was asked for (and not yet found by the sweep): read, never taken.
+        if (this.sweep?.noteRead(r, scratch, k * stride) === true) runs.push(r);
+        else this.adopt(r, seeded.get(r.id) as RunReport);
       }
       batch.length = 0;
       dirs.length = 0;
@@ -380,6 +397,7 @@ export class LiveEngine {
     this.watching.unfollowStream(r);
     this.holders.unwatch(r);
     // Its identity slot goes to the next run; a late look at this one (none should come) finds it changed and keeps nothing.
+    this.sweep?.forget(r);
     core.sigs.give(r.sig);
     r.sig = -1;
     core.stats.runs = core.runsByDir.size;
@@ -440,7 +458,8 @@ export class LiveEngine {
       r.dirtyStream = true;
     }
     // Taken before reading, so what is read is at least as new as the identities kept.
-    readIdentities([r.dir], RUN_FILES, this.oneSig);
+    readIdentities([r.dir], this.readFiles, this.oneSig);
+    this.sweep?.noteRead(r, this.oneSig, 0);
     // A change found here instead of told (a run without a watch, polled) is
     // announced as its watch would have announced it (announceFiles).
     if (core.sigs.takeIfChanged(r.sig, this.oneSig, 0) && r.watch === undefined && r.reported && core.announceFiles) r.announce = true;

@@ -511,17 +511,29 @@ export class SigSlots {
   take(): number {
     const reused = this.free.pop();
     if (reused !== undefined) return reused;
-    const slot = this.next++;
-    if (slot % SIG_SLAB_RUNS === 0) this.slabs.push(new Float64Array(SIG_SLAB_RUNS * SIG_WORDS).fill(NaN));
-    return slot;
+    return this.next++;
   }
 
   /** Makes `slot` differ from every identity again and keeps it for the next take. */
   give(slot: number): void {
     if (slot < 0) return;
+    this.clear(slot);
+    this.free.push(slot);
+  }
+
+  /**
+   * Makes `slot` differ from every identity again without keeping it for a
+   * take: for a store addressed by another store's slots (live/sweep.ts).
+   */
+  clear(slot: number): void {
+    if (slot < 0) return;
     const at = this.at(slot);
     this.slabOf(slot).fill(NaN, at, at + SIG_WORDS);
-    this.free.push(slot);
+  }
+
+  /** Whether `slot` holds identities: it was compared at least once since it was taken or cleared. */
+  known(slot: number): boolean {
+    return slot >= 0 && !Number.isNaN(this.slabOf(slot)[this.at(slot)]);
   }
 
   /**
@@ -555,8 +567,11 @@ export class SigSlots {
     return true;
   }
 
+  /** The slab of `slot`, made (NaN) when a store addressed by another's slots reaches it first. */
   private slabOf(slot: number): Float64Array {
-    return this.slabs[Math.floor(slot / SIG_SLAB_RUNS)] as Float64Array;
+    const k = Math.floor(slot / SIG_SLAB_RUNS);
+    while (this.slabs.length <= k) this.slabs.push(new Float64Array(SIG_SLAB_RUNS * SIG_WORDS).fill(NaN));
+    return this.slabs[k] as Float64Array;
   }
 
   private at(slot: number): number {

@@ -355,4 +355,8 @@ export interface LiveStats {
   holderWatches: number;
   /** Probes started because a watched holder exited. */
   exitWakeups: number;
+  /** Settled runs whose stream and lock identities the settled sweep compared (live/sweep.ts; none where appends are told). */
+  swept: number;
+  /** Runs the settled sweep found changed and marked to be read again. */
+  sweepChanges: number;
 }

@@ -36,7 +36,8 @@
  *   (open last leg) is followed file by file (DirWatch.follow: EVFILT_VNODE
  *   NOTE_WRITE/NOTE_EXTEND, one descriptor per run in flight), so its
  *   appends are told as inotify tells them; the follow ends when the run
- *   settles. A settled run's append is found by the safety pass.
+ *   settles. A settled run's append is found by the settled sweep
+ *   (live/sweep.ts), a bounded rotation over settled runs' identities.
  * - Past the notifier's watch budget (ENOSPC: inotify's max_user_watches;
  *   EMFILE: kqueue's DIR_DESCRIPTOR_BUDGET, kernel/notify.ts) a run is
  *   polled and counted in `unwatched`.
@@ -166,7 +167,7 @@ export class Watching {
    */
   followStream(r: RunState): void {
     const w = r.watch;
-    if (w?.follow === undefined || systemFacts().closeWrite) return;
+    if (w?.follow === undefined || systemFacts().entryWrites) return;
     if (r.fold.open) {
       w.follow([EVENTS_FILE]);
       this.streams.add(r);
