@@ -76,7 +76,7 @@ describe('darwin watches (notify_darwin.cc, kernel/notify.ts) in the model', () 
     expect(['ELOOP', 'ENOTDIR']).toContain(r.out);
   });
 
-  it('directory watches hold at most 256 descriptors, whatever the number of runs; the rest are counted as polled', () => {
+  it('directory watches hold at most 160 descriptors, whatever the number of runs; the rest are counted as polled', () => {
     const root = fresh('budget');
     for (let i = 0; i < 400; i++) mkdirSync(join(root, `run-${i}`));
     const r = onModel(`
@@ -90,7 +90,7 @@ describe('darwin watches (notify_darwin.cc, kernel/notify.ts) in the model', () 
         w.close();
       });`);
     const o = r.out as { ok: number; refused: number; held: number; polled: number };
-    expect(o.held).toBeLessThanOrEqual(256);
+    expect(o.held).toBeLessThanOrEqual(160);
     expect(o.ok + o.refused).toBe(400);
     expect(o.polled).toBe(o.refused);
     expect(o.refused).toBeGreaterThan(0);

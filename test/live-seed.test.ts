@@ -110,7 +110,7 @@ describe('LiveEngine seed and settledForget', () => {
   });
 
   it('the live dashboard: the engine takes the first listing\'s report for every settled run of the root (one inspection per run)', async (ctx) => {
-    needs(ctx, 'linux: a watch for every run (kqueue\'s are budgeted at 256 descriptors; the engine reads the runs past it itself)');
+    needs(ctx, 'linux: a watch for every run (kqueue\'s are budgeted at 160 descriptors; the engine reads the runs past it itself)');
     const { root, open } = makeRoot();
     // Enough runs that the model's search of its newest-first listing takes several steps for each.
     for (let i = 0; i < 300; i++) {

@@ -98,7 +98,7 @@ describe('descriptor budgets under RLIMIT_NOFILE', () => {
   it('the addon answers the soft and hard limit, and the watch budgets follow it', () => {
     // Written from the rule: (limit - 192) / 2, split evenly among the kinds of watch that hold a
     // descriptor (linux: exit watches, pidfds; darwin: kqueue directory and file watches), each
-    // kind at most its fixed budget (1,024 exit watches, 256 directories, 256 files); serve's
+    // kind at most its fixed budget (1,024 exit watches, 160 directories, 256 files); serve's
     // connections at most 128, and at most the limit less 64 less the watches' share.
     const darwin = testedPlatform() === 'darwin';
     type Budgets = { exits: number; dirs: number | null; files: number | null; connections: number };
@@ -107,8 +107,8 @@ describe('descriptor budgets under RLIMIT_NOFILE', () => {
           [128, { exits: 1024, dirs: 0, files: 0, connections: 64 }],
           [200, { exits: 1024, dirs: 2, files: 2, connections: 128 }],
           [256, { exits: 1024, dirs: 16, files: 16, connections: 128 }],
-          [1024, { exits: 1024, dirs: 208, files: 208, connections: 128 }],
-          [4096, { exits: 1024, dirs: 256, files: 256, connections: 128 }],
+          [1024, { exits: 1024, dirs: 160, files: 208, connections: 128 }],
+          [4096, { exits: 1024, dirs: 160, files: 256, connections: 128 }],
         ]
       : [
           [128, { exits: 0, dirs: null, files: null, connections: 64 }],

@@ -33,9 +33,11 @@ import { systemFacts, type SystemFacts } from './system.js';
  * Directory watches one {@link DirWatcher} holds at most where each holds a descriptor (kqueue),
  * and fewer under a low RLIMIT_NOFILE ({@link watchBudgets}): past it, a watch answers `EMFILE`
  * and the caller polls that directory, so a root of any size never brings the process near its
- * descriptor limit, where every open would fail.
+ * descriptor limit, where every open would fail. 160, so that with the 45 or so descriptors of
+ * Node, serve and the notifier themselves and one per open page, a serving process holds at most
+ * 256 plus one per followed stream (CONTRACT §5.6 rule 4).
  */
-export const DIR_DESCRIPTOR_BUDGET = 256;
+export const DIR_DESCRIPTOR_BUDGET = 160;
 
 /** File watches ({@link DirWatch.follow}: one per in-flight run's stream) one {@link DirWatcher} holds at most where each holds a descriptor (kqueue); fewer under a low RLIMIT_NOFILE ({@link watchBudgets}). */
 export const FILE_DESCRIPTOR_BUDGET = 256;
