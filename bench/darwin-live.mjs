@@ -41,13 +41,14 @@
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { get } from 'node:http';
-import { appendFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { buildDarwinModel } from '../scripts/darwin-model.mjs';
 import { onFrames } from './lib/sse.js';
 import { percentile } from './lib/stats.js';
+import { writeSection } from './lib/sections.js';
 
 const benchDir = dirname(fileURLToPath(import.meta.url));
 const repo = dirname(benchDir);
@@ -360,16 +361,6 @@ ${rows.map(({ what, xs }) => `- ${what}: ${xs.map((x) => x.toFixed(1)).join(' ')
 `;
 process.stdout.write(section);
 if (!noWrite) {
-  const old = existsSync(outFile) ? readFileSync(outFile, 'utf8') : '# runwarden benchmarks\n';
-  const start = old.indexOf(HEADING + '\n');
-  let next;
-  if (start >= 0) {
-    const after = old.indexOf('\n## ', start + 4);
-    next = old.slice(0, start) + section + (after >= 0 ? old.slice(after + 1) : '');
-  } else {
-    const method = old.indexOf('\n## Method');
-    next = method >= 0 ? old.slice(0, method + 1) + section + '\n' + old.slice(method + 1) : old.trimEnd() + '\n\n' + section;
-  }
-  writeFileSync(outFile, next);
+  writeSection(outFile, HEADING, section, { before: '## Method' });
   log(`wrote ${outFile}`);
 }

@@ -44,13 +44,14 @@
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { get } from 'node:http';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { acquireLock, LiveEngine } from '../dist/index.js';
 import { onFrames } from './lib/sse.js';
 import { percentile } from './lib/stats.js';
+import { writeSection } from './lib/sections.js';
 
 const benchDir = dirname(fileURLToPath(import.meta.url));
 const repo = dirname(benchDir);
@@ -404,16 +405,6 @@ ${HOLDER_MODE === 'flock-x' ? 'Before holders were watched for their exit (issue
 process.stdout.write(section);
 writeJson({ watch, page, notified, polled });
 if (!noWrite) {
-  const old = existsSync(outFile) ? readFileSync(outFile, 'utf8') : '# runwarden benchmarks\n';
-  const start = old.indexOf(HEADING + '\n');
-  let next;
-  if (start >= 0) {
-    const after = old.indexOf('\n## ', start + 4);
-    next = old.slice(0, start) + section + (after >= 0 ? old.slice(after + 1) : '');
-  } else {
-    const method = old.indexOf('\n## Method');
-    next = method >= 0 ? old.slice(0, method + 1) + section + '\n' + old.slice(method + 1) : old.trimEnd() + '\n\n' + section;
-  }
-  writeFileSync(outFile, next);
+  writeSection(outFile, HEADING, section, { before: '## Method' });
   log(`wrote ${outFile}`);
 }
