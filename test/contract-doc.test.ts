@@ -160,6 +160,8 @@ const PARAMETERS: { phrase: string; why: string }[] = [
   { phrase: 'connection closes after 5 s', why: 'the keep-alive timeout (src/serve/limits.ts)' },
   { phrase: 'at most about 11 s', why: 'the bound those two timeouts put on a slot, derived, not measured' },
   { phrase: '`openRecheckMs` (default 5 s; 1 s for `watch`)', why: 'an option and its defaults (§5.5)' },
+  { phrase: 'at most 1,000 runs every 50 ms', why: 'the darwin settled sweep\'s tick and its size (src/live/sweep.ts, §5.6 rule 4)' },
+  { phrase: 'settled runs are each looked at within 0.5 s', why: 'derived from that tick and size for 10,000 runs, not measured' },
 ];
 
 /** Signs of a measurement: percentiles, microseconds, load, ratios written ×, and words that report results. */
