@@ -8,7 +8,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { DashboardModel, numberLegs } from '../dist/serve/model.js';
 import { runStatus } from '../dist/index.js';
 import { cleanupTemp, killAll, tempDir, waitExit } from './helpers/lock-procs.js';
-import { DIAMOND, ev, holdRun, killedHolder, openRun, passedRun, runDir, writeEvents } from './helpers/serve-fixtures.js';
+import { appendEvents, DIAMOND, ev, holdRun, killedHolder, openRun, passedRun, runDir, writeEvents } from './helpers/serve-fixtures.js';
 
 afterAll(async () => {
   await killAll();
@@ -122,5 +122,29 @@ describe('legs on the run page', () => {
     expect(page.state).toBe('abandoned');
     expect(page.legs.map((l) => l.state)).toEqual(['abandoned']);
     expect(page.nodes.filter((n) => n.state === 'abandoned').map((n) => n.id)).toEqual(['impl-api']);
+  });
+});
+
+describe('card folds', () => {
+  it('shows the first change after a run’s first fold at once, however long that fold took', async () => {
+    const { CardMaker } = await import('../dist/serve/cards.js');
+    const { inspectRun } = await import('../dist/status/inspect.js');
+    const root = tempDir('rw-cards-');
+    const id = '20261130-120000.000000001-7';
+    const dir = openRun(root, id, 'first-fold', DIAMOND, 1);
+    const h = await holdRun(dir);
+    const cards = new CardMaker(root);
+    const first = cards.card(inspectRun(dir), null);
+    expect(first.state).toBe('running');
+    expect(first.nodes.map((n) => n.state)).toEqual(['passed', 'running', 'pending', 'pending', 'pending']);
+    // The leg goes on: its second node passes and the third starts. The
+    // engine would say the files changed; here the test says it.
+    appendEvents(dir, [ev(id, 'node_passed', { node_id: DIAMOND[1]!.id, verdict: 'PASS', cost_usd: 0.25 }), ev(id, 'node_started', { node_id: DIAMOND[2]!.id })]);
+    cards.invalidate(dir);
+    const next = cards.card(inspectRun(dir), null);
+    expect(next.state).toBe('running');
+    expect(next.nodes.map((n) => n.state)).toEqual(['passed', 'passed', 'running', 'pending', 'pending']);
+    h.proc.kill('SIGKILL');
+    await waitExit(h.proc);
   });
 });

@@ -14,7 +14,9 @@
  *   index). When the files changed but the status did not, the fold is
  *   redone no sooner than {@link BACKOFF}× its last duration after the last
  *   one (a 300 ms fold waits 3 s; the older answer is served meanwhile); a
- *   status change always refolds at once.
+ *   status change always refolds at once, and so does the first change after
+ *   a run's first fold (that fold's duration is not its cost: it pays for
+ *   start-up), so back-off costs a run at most one unbacked refold.
  * - A card never folds a stream over `cardStreamMax` bytes (its strip then
  *   shows the snapshot's verdicts).
  * - A run page's size does not follow the run's: it holds the latest legs
@@ -283,7 +285,10 @@ export class CardMaker {
     // Kept under the status the fold itself saw (its nodes were made abandoned
     // or not by it), so a report that moved on in between refolds next time.
     const seen = detail !== null ? detail.report.status : status;
-    const entry: FoldEntry = { sig: sig ?? '', stale: false, status: seen, detail, error, at: t1, cost: t1 - t0 };
+    // A run's first fold sets no back-off: start-up (compiling the fold's code,
+    // a collection of the listing's garbage) can make it many times its real
+    // cost, and ten times that would hold the run's next change on the page.
+    const entry: FoldEntry = { sig: sig ?? '', stale: false, status: seen, detail, error, at: t1, cost: old === undefined ? 0 : t1 - t0 };
     map.set(dir, entry);
     return entry;
   }
