@@ -108,6 +108,8 @@ export class LiveHub {
   /** When the last derivation ended and how long it took (monotonic ms). */
   private lastEnd = -Infinity;
   private lastCost = 0;
+  /** A derivation has been made since the first page connected (false again when the last one leaves). */
+  private pictured = false;
 
   constructor(
     private readonly sources: HubSources,
@@ -132,6 +134,8 @@ export class LiveHub {
    * How long a change waits: none after a pause, but never sooner than the
    * last derivation's own cost (at least {@link CHANGE_GAP_MS}) after it ended,
    * so a stream of appends costs at most about half a core, not all of it.
+   * The derivation that made the first picture counts as costing nothing
+   * (its time is the model's first listing, not its own work).
    */
   private changeDelay(): number {
     const gap = Math.max(CHANGE_GAP_MS, this.lastCost);
@@ -189,6 +193,7 @@ export class LiveHub {
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
     this.current = undefined;
+    this.pictured = false;
     this.cardJson.clear();
     this.derivedVersion = undefined;
   }
@@ -207,6 +212,7 @@ export class LiveHub {
     this.running = true;
     this.pending = false;
     const started = monotonicMs();
+    const first = !this.pictured;
     let derived = true;
     try {
       derived = await this.step();
@@ -218,9 +224,13 @@ export class LiveHub {
     // Only a derivation spaces the next one: a beat costs nothing to wait
     // for, and counting it made a death that came just after a beat wait up
     // to CHANGE_GAP_MS for nothing (one death in forty, at a beat a second).
+    // The first picture's time is not a derivation's cost: it waits for the
+    // model's first listing (seconds at 10,000 runs), and as a gap it would
+    // hold the first change after start-up for as long.
     if (derived) {
       this.lastEnd = monotonicMs();
-      this.lastCost = this.lastEnd - started;
+      this.lastCost = first ? 0 : this.lastEnd - started;
+      this.pictured = true;
     }
     if (this.pending) this.schedule(this.changeDelay());
     else this.schedule(Math.max(0, this.intervalMs - (monotonicMs() - started)));
