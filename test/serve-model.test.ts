@@ -139,7 +139,7 @@ describe('card folds', () => {
     expect(first.nodes.map((n) => n.state)).toEqual(['passed', 'running', 'pending', 'pending', 'pending']);
     // The leg goes on: its second node passes and the third starts. The
     // engine would say the files changed; here the test says it.
-    appendEvents(dir, [ev(id, 'node_passed', { node_id: DIAMOND[1]!.id, verdict: 'PASS', cost_usd: 0.25 }), ev(id, 'node_started', { node_id: DIAMOND[2]!.id })]);
+    appendEvents(dir, [ev(id, 'node_passed', { node_id: DIAMOND[1].id, verdict: 'PASS', cost_usd: 0.25 }), ev(id, 'node_started', { node_id: DIAMOND[2].id })]);
     cards.invalidate(dir);
     const next = cards.card(inspectRun(dir), null);
     expect(next.state).toBe('running');
