@@ -76,6 +76,18 @@ async function flockX(lock: string, script: string): Promise<{ proc: ChildProces
   return { proc, out, said };
 }
 
+/**
+ * What descriptor `fd` of `pid` names, or null when it closed between the listing and the read (a
+ * process that is exec'ing, such as a sleep started with `&`, closes its close-on-exec ones then).
+ */
+function fdTarget(pid: number, fd: string): string | null {
+  try {
+    return readlinkSync(`/proc/${pid}/fd/${fd}`);
+  } catch {
+    return null;
+  }
+}
+
 /** pidfds this process holds now (/proc/self/fd). */
 function pidfds(): number {
   let n = 0;
@@ -226,7 +238,7 @@ describe('holders watched for their exit (pidfd)', () => {
     // holds it is the sleep's (its fdinfo lists the lock), not the reader's.
     const fdinfoLocks = (pid: number) =>
       readdirSync(`/proc/${pid}/fd`)
-        .filter((fd) => readlinkSync(`/proc/${pid}/fd/${fd}`) === join(dir, 'resume.lock'))
+        .filter((fd) => fdTarget(pid, fd) === join(dir, 'resume.lock'))
         .map((fd) => readFileSync(`/proc/${pid}/fdinfo/${fd}`, 'utf8').split('\n').filter((l) => /^lock:.*\bFLOCK\b.*\bWRITE\b/.test(l)).length);
     expect(fdinfoLocks(child)).toEqual([1]);
     expect(fdinfoLocks(reader.pid as number)).toEqual([0]);
@@ -274,7 +286,7 @@ describe('holders watched for their exit (pidfd)', () => {
     track(child);
     await waitExit(taker);
     // The reference, from the kernel: every descriptor (pid/fd) that names B's lock file.
-    const naming = (pids: number[], lock: string) => pids.flatMap((pid) => readdirSync(`/proc/${pid}/fd`).filter((fd) => readlinkSync(`/proc/${pid}/fd/${fd}`) === lock).map((fd) => `${pid}/${fd}`));
+    const naming = (pids: number[], lock: string) => pids.flatMap((pid) => readdirSync(`/proc/${pid}/fd`).filter((fd) => fdTarget(pid, fd) === lock).map((fd) => `${pid}/${fd}`));
     const namingB = naming([...readersB, child], join(b, 'resume.lock'));
     expect(namingB).toHaveLength(4);
     for (const dir of [a, b]) openLeg(dir);
