@@ -87,6 +87,21 @@ describe('a long last leg is searched, not parsed', () => {
     expect(tail.leg).toMatchObject({ open: false, lastOutcome: 'paused', command: ['x'] });
   });
 
+  it('escapes of anything but a leg word\'s letters make no candidate: a newer-schema line of them far back in an open leg is never read', () => {
+    // A terminal's colours, a curly quote and a Latin letter, as an encoder that writes ASCII only spells them.
+    const escapes = '{"schema":4,"ts":"2026-08-06T10:00:00Z","run_id":"r","event":"node_passed","node_id":"a","detail":"\\u001b[1mit\\u2019s caf\\u00e9\\u001b[0m \\\\u00"}\n';
+    // The control: the same line with an escaped letter could spell a leg word, so it is a candidate and read.
+    const letter = '{"schema":4,"ts":"2026-08-06T10:00:00Z","run_id":"r","event":"node_passed","node_id":"a","detail":"cod\\u0065"}\n';
+    const read = (line: string) => {
+      const p = join(dir, `s${++n}.jsonl`);
+      writeFileSync(p, ev('run_started', { command: ['x'] }) + line + body(LONG));
+      return () => readLastLeg(p);
+    };
+    expect(escapes).toContain('\\u001b');
+    expect(read(escapes)().leg).toMatchObject({ open: true, legOffset: 0, command: ['x'] });
+    expect(read(letter)).toThrow(/schema 4 at byte/);
+  });
+
   it('a duplicate finish within 32 KiB of the first does not replace the outcome', () => {
     const { tail, fwd } = both(ev('run_started') + body(LONG) + ev('run_finished', { outcome: 'failed' }) + body(20) + ev('run_finished', { outcome: 'passed' }));
     expect(tail.leg).toMatchObject({ open: false, lastOutcome: 'failed' });

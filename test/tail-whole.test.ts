@@ -63,7 +63,7 @@ describe('a stream held whole in the first window', () => {
   });
 
   it('the same error as the walk: a candidate line of a newer schema wins over an earlier plain one, the oldest plain one otherwise', () => {
-    // A node_passed line holds no needle (n_st, n_fi, te_pa, \u): the walk never parses it, the dense fold does.
+    // A node_passed line holds no needle (n_st, n_fi, te_pa, \u005, \u006, \u007): the walk never parses it, the dense fold does.
     const plain4 = line('node_passed', { node_id: 'a' }, 4);
     const start4 = line('run_started', {}, 5);
     const a = both(line('run_started') + plain4 + start4 + line('run_finished', { outcome: 'passed' }));

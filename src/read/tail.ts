@@ -70,12 +70,16 @@ export const CLOSED_LEG_BYTES = 32 * 1024;
 /** {@link BackScan.prevCandidate}'s answer when no needle lies between its floor and its limit. */
 const BOUND = -2;
 /**
- * Byte strings one of which every candidate line holds: `run_started`,
- * `run_finished`, `gate_paused` spelled literally contain them, and any
- * other spelling needs a `\u` escape. Searched all at once by the addon's
- * `lastMatch` (one pass, several GB/s), packed as [length][bytes]….
+ * Byte strings one of which every candidate line holds (CONTRACT §2.5 rule
+ * 2): `run_started`, `run_finished`, `gate_paused` spelled literally contain
+ * the first three, and any other spelling escapes one of their letters or
+ * `_` (U+005F–U+0075), which JSON writes `\u005X`, `\u006X` or `\u007X`.
+ * Other escapes (a terminal's `\u001b`, a `\u2019` from an ASCII-only
+ * encoder) make no candidate, so prose full of them costs a search, not a
+ * parse per line. Searched all at once by the addon's `lastMatch` (one pass,
+ * several GB/s), packed as [length][bytes]….
  */
-const NEEDLES = ['n_st', 'n_fi', 'te_pa', '\\u'].map((s) => Buffer.from(s, 'latin1'));
+const NEEDLES = ['n_st', 'n_fi', 'te_pa', '\\u005', '\\u006', '\\u007'].map((s) => Buffer.from(s, 'latin1'));
 const PACKED = Buffer.concat(NEEDLES.flatMap((n) => [Buffer.from([n.length]), n]));
 /** Bytes a window keeps beyond its chunk, so a needle that crosses a chunk boundary is still seen. */
 const CARRY = Math.max(...NEEDLES.map((n) => n.length)) - 1;

@@ -35,7 +35,7 @@ const MAX_CONTENT = 1024 * 1024;
 /** §2.2 rule 3 (runwarden addition 13): deeper nesting is a malformed line. */
 const MAX_DEPTH = 64;
 /** §2.5 rule 2: the byte strings a candidate line holds. */
-const NEEDLES = ['n_st', 'n_fi', 'te_pa', '\\u'].map((s) => Buffer.from(s, 'latin1'));
+const NEEDLES = ['n_st', 'n_fi', 'te_pa', '\\u005', '\\u006', '\\u007'].map((s) => Buffer.from(s, 'latin1'));
 /** §2.1: the events that carry a node. */
 const NODE_EVENTS = new Set(['node_started', 'node_passed', 'node_failed', 'node_retried', 'gate_paused', 'gate_approved', 'gate_rejected']);
 const STRING_FIELDS = ['ts', 'run_id', 'phase', 'outcome', 'node_id'];
