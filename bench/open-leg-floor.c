@@ -4,8 +4,8 @@
  * the windows the tail reader reads (16 KiB, doubling to 1 MiB, pread), and
  * nothing else: the cost of the bytes alone, below which no search of them
  * can go. With `scan` first, each window is also scanned backward once, byte
- * by byte, for the candidate strings `n_st`, `n_fi`, `te_pa` and `\u` (a
- * plain search, for comparison; the addon's is vectorised). With `memrchr`
+ * by byte, for the candidate strings `n_st`, `n_fi`, `te_pa`, `\u005`, `\u006`
+ * and `\u007` (a plain search, for comparison; the addon's is vectorised). With `memrchr`
  * first, each window is searched once with libc's memrchr for a byte that
  * JSON text never holds raw (0x01), so every byte is looked at: the least
  * any search of these bytes costs beyond reading them, whatever it looks
@@ -36,7 +36,7 @@ static int needle_at(const unsigned char *b, size_t i, size_t n) {
     case 't':
       return i + 4 < n && b[i + 1] == 'e' && b[i + 2] == '_' && b[i + 3] == 'p' && b[i + 4] == 'a';
     case '\\':
-      return i + 1 < n && b[i + 1] == 'u';
+      return i + 4 < n && b[i + 1] == 'u' && b[i + 2] == '0' && b[i + 3] == '0' && b[i + 4] >= '5' && b[i + 4] <= '7';
     default:
       return 0;
   }

@@ -53,6 +53,9 @@ export function smallRun(root, i) {
   return dir;
 }
 
+/** Words whose JSON an ASCII-only encoder writes with `\\u` escapes of characters no leg word holds. */
+const ESCAPED = ['it\u2019s', '\u001b[1mverdict\u001b[0m', '\u201cquoted\u201d', 'na\u00efve'];
+
 const WORDS = 'the quick brown fox jumps over a lazy dog while tests run and a node reports its verdict with usage tokens and cost'.split(' ');
 
 /**
@@ -61,17 +64,20 @@ const WORDS = 'the quick brown fox jumps over a lazy dog while tests run and a n
  * letter), and for a closed leg a finish. No snapshot; a marked lock nobody
  * holds, so an open leg is ABANDONED (probed free and confirmed). The shape
  * of bench/scale.mjs part B, for bench/check.mjs's long-leg headlines.
- * Returns the bytes written.
+ * With `escaped`, the text also holds what an encoder that writes ASCII
+ * only makes of a terminal's colours and typographic quotes (`\u001b[1m`,
+ * `\u2019`) in five words a line. Returns the bytes written.
  */
-export function oneLegRun(root, i, bytes, closed) {
+export function oneLegRun(root, i, bytes, closed, escaped = false) {
   const id = `20260806-140000.${String(i).padStart(9, '0')}-1`;
   const dir = join(root, id);
   mkdirSync(dir);
   let block = '';
   for (let k = 0; block.length < Math.min(bytes, 1 << 20) - 2048; k++) {
     let detail = '';
-    for (let w = 0; w < 50; w++) detail += WORDS[(k * 7 + w * 13) % WORDS.length] + ' ';
-    block += line(id, k % 2 ? 'node_passed' : 'node_started', { node_id: `node-${k % 40}`, verdict: 'PASS', detail });
+    for (let w = 0; w < 50; w++) detail += (escaped && w % 10 === 3 ? ESCAPED[(k + w) % ESCAPED.length] : WORDS[(k * 7 + w * 13) % WORDS.length]) + ' ';
+    const text = line(id, k % 2 ? 'node_passed' : 'node_started', { node_id: `node-${k % 40}`, verdict: 'PASS', detail });
+    block += escaped ? text.replace(/[^\x00-\x7f]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`) : text;
   }
   const blockBuf = Buffer.from(block);
   const fd = openSync(join(dir, 'events.jsonl'), 'w');
