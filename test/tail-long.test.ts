@@ -184,6 +184,10 @@ describe("the addon's lastMatch", () => {
     const pick = (k: number): number => Math.floor(rand() * k);
     const sets: Buffer[][] = [
       ['n_st', 'n_fi', 'te_pa', '\\u'].map((x) => Buffer.from(x, 'latin1')),
+      // The tail reader's set: three needles alike in their first four bytes, told apart by their fifth.
+      ['n_st', 'n_fi', 'te_pa', '\\u005', '\\u006', '\\u007'].map((x) => Buffer.from(x, 'latin1')),
+      // Shared first three bytes, a fifth byte that differs, and short needles with any byte there.
+      ['abcde', 'abcdf', 'abcxg', 'ab', 'xbc'].map((x) => Buffer.from(x, 'latin1')),
       [Buffer.from([0xee, 0x5f])],
       [Buffer.from('x'), Buffer.from([0xf8, 0x6e]), Buffer.from('abcdefghijklmnopqrstuvwxyz0123456789')],
       ['a', 'ab', 'abc', 'abcd', 'ba', 'bab', 'c', 'dcba'].map((x) => Buffer.from(x, 'latin1')),
