@@ -189,21 +189,30 @@ const GROUPS = {
       return { facts: { watch: { n: Number(m[1]), p50: Number(m[2]), p99: Number(m[3]) } }, comparable: true, detail: '50 kills, bench/live.mjs --watch-only' };
     },
   },
-  /** bench/open-leg-floor.mjs: readLastLeg over 20 open 50 MB legs against the C floor reading the same bytes. */
+  /**
+   * bench/open-leg-floor.mjs: readLastLeg over 20 open 50 MB legs against the C floor reading the same
+   * bytes, once of plain text and once of text holding `\u` escapes (--escaped).
+   */
   'open-leg-floor': {
-    provides: ['open-leg-floor'],
+    provides: ['open-leg-floor', 'open-leg-floor-escaped'],
     async run(o) {
       const reps = o.reps ?? 5;
       const { measureOpenLegFloor, openLegFiles } = await import('./open-leg-floor.mjs');
-      log(`open-leg-floor: ${o.legs} open legs of ${o.legMb} MB, ${reps} repetitions (bench/open-leg-floor.mjs)`);
-      const { files, cleanup } = openLegFiles(o.legs, o.legMb);
-      cleanups.push(cleanup);
-      try {
-        const m = await measureOpenLegFloor(files, reps);
-        return { ratios: { 'open-leg-floor': m.ratios }, comparable: o.legs === LEG_RUNS && o.legMb === LEG_MB, detail: `${o.legs} × ${o.legMb} MB, ${reps} repetitions, floor ${m.compiler}` };
-      } finally {
-        cleanup();
+      const ratios = {};
+      let compiler = '';
+      for (const [id, escaped] of [['open-leg-floor', false], ['open-leg-floor-escaped', true]]) {
+        log(`${id}: ${o.legs} open legs of ${o.legMb} MB${escaped ? ' of text with escapes' : ''}, ${reps} repetitions (bench/open-leg-floor.mjs)`);
+        const { files, cleanup } = openLegFiles(o.legs, o.legMb, escaped);
+        cleanups.push(cleanup);
+        try {
+          const m = await measureOpenLegFloor(files, reps);
+          ratios[id] = m.ratios;
+          compiler = m.compiler;
+        } finally {
+          cleanup();
+        }
       }
+      return { ratios, comparable: o.legs === LEG_RUNS && o.legMb === LEG_MB, detail: `${o.legs} × ${o.legMb} MB, plain and escaped, ${reps} repetitions, floor ${compiler}` };
     },
   },
   /**
