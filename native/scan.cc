@@ -151,24 +151,18 @@ __attribute__((target("avx512f,avx512bw,avx512vbmi"))) int64_t LastMatchVbmi(con
   const __m512i lo1 = _mm512_load_si512(table[1]), hi1 = _mm512_load_si512(table[1] + 64);
   const __m512i lo2 = _mm512_load_si512(table[2]), hi2 = _mm512_load_si512(table[2] + 64);
   const __m512i lo3 = _mm512_load_si512(table[3]), hi3 = _mm512_load_si512(table[3] + 64);
+  // Per byte of [b, b + 64), the needles whose first three bytes can start there (a bit each).
+  // Macros, not lambdas: a lambda would not share this function's target.
+#define RW_THREE(b)                                                                                      \
+  _mm512_and_si512(_mm512_and_si512(_mm512_permutex2var_epi8(lo0, _mm512_loadu_si512(h + (b)), hi0),    \
+                                    _mm512_permutex2var_epi8(lo1, _mm512_loadu_si512(h + (b) + 1), hi1)), \
+                   _mm512_permutex2var_epi8(lo2, _mm512_loadu_si512(h + (b) + 2), hi2))
+#define RW_MASK(v) static_cast<uint64_t>(_mm512_test_epi8_mask((v), _mm512_set1_epi8(-1)))
   // Positions in [b, b + 64) where a needle's first three bytes can be, as a bit mask.
-  // A macro, not a lambda: a lambda would not share this function's target.
-#define RW_PROPOSE(b)                                                                                                 \
-  static_cast<uint64_t>(_mm512_test_epi8_mask(                                                                       \
-      _mm512_and_si512(_mm512_and_si512(_mm512_permutex2var_epi8(lo0, _mm512_loadu_si512(h + (b)), hi0),            \
-                                        _mm512_permutex2var_epi8(lo1, _mm512_loadu_si512(h + (b) + 1), hi1)),       \
-                       _mm512_permutex2var_epi8(lo2, _mm512_loadu_si512(h + (b) + 2), hi2)),                         \
-      _mm512_set1_epi8(-1)))
-  // Of the positions `m` proposes in [b, b + 64), those whose fifth byte a needle can have there too.
-#define RW_FIFTH(b, m)                                                                                                 \
-  ((m) == 0 ? uint64_t{0}                                                                                              \
-            : (m) & static_cast<uint64_t>(_mm512_test_epi8_mask(                                                       \
-                        _mm512_and_si512(                                                                              \
-                            _mm512_and_si512(_mm512_and_si512(_mm512_permutex2var_epi8(lo0, _mm512_loadu_si512(h + (b)), hi0), \
-                                                              _mm512_permutex2var_epi8(lo1, _mm512_loadu_si512(h + (b) + 1), hi1)), \
-                                             _mm512_permutex2var_epi8(lo2, _mm512_loadu_si512(h + (b) + 2), hi2)),     \
-                            _mm512_permutex2var_epi8(lo3, _mm512_loadu_si512(h + (b) + 4), hi3)),                      \
-                        _mm512_set1_epi8(-1))))
+#define RW_PROPOSE(b) RW_MASK(RW_THREE(b))
+  // Of the positions `m` proposes in [b, b + 64), those where the same needle can have its fifth byte too.
+#define RW_FIFTH(b, m) \
+  ((m) == 0 ? uint64_t{0} : (m) & RW_MASK(_mm512_and_si512(RW_THREE(b), _mm512_permutex2var_epi8(lo3, _mm512_loadu_si512(h + (b) + 4), hi3))))
   // The greatest proposed position in [b, b + 64) that is a match, or -1.
   auto check = [&](size_t b, uint64_t bits) -> int64_t {
     while (bits != 0) {
@@ -202,8 +196,10 @@ __attribute__((target("avx512f,avx512bw,avx512vbmi"))) int64_t LastMatchVbmi(con
     if (scalar(i)) return static_cast<int64_t>(i);
   }
   return -1;
-#undef RW_PROPOSE
 #undef RW_FIFTH
+#undef RW_PROPOSE
+#undef RW_MASK
+#undef RW_THREE
 }
 #endif
 
