@@ -110,6 +110,23 @@ inline __attribute__((always_inline)) int64_t LastMatchW(const uint8_t* h, size_
 }
 
 #if defined(RW_VBMI)
+#define RW_VBMI_TARGET __attribute__((target("avx512f,avx512bw,avx512vbmi")))
+
+// The bits of the 64 bytes from address q that lie in [from, to).
+inline uint64_t Within(uintptr_t q, uintptr_t from, uintptr_t to) {
+  if (to <= q || from >= q + 64) return 0;
+  const size_t lo = from > q ? from - q : 0, hi = to < q + 64 ? to - q : 64;
+  return (hi == 64 ? ~uint64_t{0} : (uint64_t{1} << hi) - 1) & (~uint64_t{0} << lo);
+}
+
+// The 64 bytes from address q, those outside [from, to) read as zero. A masked
+// load does not read the bytes its mask leaves out, and a fault on one of them
+// is suppressed (Intel SDM, VMOVDQU8), so no byte outside the haystack is
+// touched, whatever the alignment of its ends.
+RW_VBMI_TARGET inline __m512i LoadWithin(uintptr_t q, uintptr_t from, uintptr_t to) {
+  return _mm512_maskz_loadu_epi8(Within(q, from, to), reinterpret_cast<const void*>(q));
+}
+
 // The greatest i < end at which some needle starts, 64 positions a step. For
 // each of the first three bytes of a needle, a table by the byte's low seven
 // bits holds which needles have that byte there (a needle shorter than three
@@ -120,21 +137,16 @@ inline __attribute__((always_inline)) int64_t LastMatchW(const uint8_t* h, size_
 // `\u001b` then costs a lookup, not a comparison per escape. A byte of 128
 // or more shares its entry with one below 128, so the tables only ever
 // propose too much; MatchAt decides.
-__attribute__((target("avx512f,avx512bw,avx512vbmi"))) int64_t LastMatchVbmi(const uint8_t* h, size_t hlen, size_t end, const Needle* ns, size_t count) {
-  constexpr size_t W = 64;
-  constexpr size_t kLook = 4;  // the filter loads up to h[b + kLook + W)
+//
+// The steps are the 64-byte-aligned blocks of memory, each loaded once: the
+// bytes one, two and four places on are shuffled out of a block and the one above
+// it (vpermt2b), not loaded again from an address that straddles two cache
+// lines. A window read a moment ago by pread is mostly out of the first-level
+// cache, and there straddling loads cost more than the lookups do. The blocks
+// at either end of the haystack are loaded masked, so no byte outside it is read.
+RW_VBMI_TARGET int64_t LastMatchVbmi(const uint8_t* h, size_t hlen, size_t end, const Needle* ns, size_t count) {
   constexpr size_t kAt[4] = {0, 1, 2, 4};  // the byte of a needle each table is for
-  auto scalar = [&](size_t at) {
-    for (size_t k = 0; k < count; k++) {
-      if (MatchAt(h, hlen, at, ns[k])) return true;
-    }
-    return false;
-  };
-  size_t i = end;
-  while (i > 0 && i + W + kLook > hlen) {
-    i--;
-    if (scalar(i)) return static_cast<int64_t>(i);
-  }
+  if (end == 0) return -1;
   alignas(64) uint8_t table[4][128];
   memset(table, 0, sizeof table);
   for (size_t k = 0; k < count; k++) {
@@ -147,57 +159,75 @@ __attribute__((target("avx512f,avx512bw,avx512vbmi"))) int64_t LastMatchVbmi(con
       }
     }
   }
+  alignas(64) uint8_t shift[3][64];  // vpermt2b indices: byte j + 1 (j + 2, j + 4) of a block and the one above it
+  for (size_t j = 0; j < 64; j++) {
+    shift[0][j] = static_cast<uint8_t>(j + 1);
+    shift[1][j] = static_cast<uint8_t>(j + 2);
+    shift[2][j] = static_cast<uint8_t>(j + 4);
+  }
   const __m512i lo0 = _mm512_load_si512(table[0]), hi0 = _mm512_load_si512(table[0] + 64);
   const __m512i lo1 = _mm512_load_si512(table[1]), hi1 = _mm512_load_si512(table[1] + 64);
   const __m512i lo2 = _mm512_load_si512(table[2]), hi2 = _mm512_load_si512(table[2] + 64);
   const __m512i lo3 = _mm512_load_si512(table[3]), hi3 = _mm512_load_si512(table[3] + 64);
-  // Per byte of [b, b + 64), the needles whose first three bytes can start there (a bit each).
+  const __m512i by1 = _mm512_load_si512(shift[0]), by2 = _mm512_load_si512(shift[1]), by4 = _mm512_load_si512(shift[2]);
+  const uintptr_t base = reinterpret_cast<uintptr_t>(h), stop = base + hlen, asked = base + end;
+  // Per byte of a block `cur` (the block above it: `next`), the needles whose first three bytes can start there.
   // Macros, not lambdas: a lambda would not share this function's target.
-#define RW_THREE(b)                                                                                      \
-  _mm512_and_si512(_mm512_and_si512(_mm512_permutex2var_epi8(lo0, _mm512_loadu_si512(h + (b)), hi0),    \
-                                    _mm512_permutex2var_epi8(lo1, _mm512_loadu_si512(h + (b) + 1), hi1)), \
-                   _mm512_permutex2var_epi8(lo2, _mm512_loadu_si512(h + (b) + 2), hi2))
+#define RW_THREE(cur, next)                                                                                           \
+  _mm512_and_si512(_mm512_and_si512(_mm512_permutex2var_epi8(lo0, (cur), hi0),                                         \
+                                    _mm512_permutex2var_epi8(lo1, _mm512_permutex2var_epi8((cur), by1, (next)), hi1)), \
+                   _mm512_permutex2var_epi8(lo2, _mm512_permutex2var_epi8((cur), by2, (next)), hi2))
 #define RW_MASK(v) static_cast<uint64_t>(_mm512_test_epi8_mask((v), _mm512_set1_epi8(-1)))
-  // Positions in [b, b + 64) where a needle's first three bytes can be, as a bit mask.
-#define RW_PROPOSE(b) RW_MASK(RW_THREE(b))
-  // Of the positions `m` proposes in [b, b + 64), those where the same needle can have its fifth byte too.
-#define RW_FIFTH(b, m) \
-  ((m) == 0 ? uint64_t{0} : (m) & RW_MASK(_mm512_and_si512(RW_THREE(b), _mm512_permutex2var_epi8(lo3, _mm512_loadu_si512(h + (b) + 4), hi3))))
-  // The greatest proposed position in [b, b + 64) that is a match, or -1.
-  auto check = [&](size_t b, uint64_t bits) -> int64_t {
+  // Of the positions `m` proposes in a block, those where the same needle can have its fifth byte too.
+#define RW_FIFTH(cur, next, m) \
+  ((m) == 0 ? uint64_t{0}      \
+            : (m) & RW_MASK(_mm512_and_si512(RW_THREE(cur, next), _mm512_permutex2var_epi8(lo3, _mm512_permutex2var_epi8((cur), by4, (next)), hi3))))
+  // The greatest proposed position in the block at q that is a match, or -1.
+  auto check = [&](uintptr_t q, uint64_t bits) -> int64_t {
     while (bits != 0) {
       const size_t j = 63 - static_cast<size_t>(__builtin_clzll(bits));
-      if (scalar(b + j)) return static_cast<int64_t>(b + j);
+      const size_t at = q + j - base;
+      for (size_t k = 0; k < count; k++) {
+        if (MatchAt(h, hlen, at, ns[k])) return static_cast<int64_t>(at);
+      }
       bits &= ~(uint64_t{1} << j);
     }
     return -1;
   };
-  while (i >= 4 * W) {
-    const size_t b = i - 4 * W;
-    const uint64_t m3 = RW_PROPOSE(b + 3 * W), m2 = RW_PROPOSE(b + 2 * W), m1 = RW_PROPOSE(b + W), m0 = RW_PROPOSE(b);
+  // The block holding the last position asked about; positions from `asked` on are left out.
+  uintptr_t q = (asked - 1) & ~uintptr_t{63};
+  __m512i next = LoadWithin(q + 64, base, stop);
+  __m512i cur = LoadWithin(q, base, stop);
+  int64_t r = check(q, RW_FIFTH(cur, next, RW_MASK(RW_THREE(cur, next)) & Within(q, base, asked)));
+  if (r >= 0) return r;
+  next = cur;
+  // Whole blocks below it, four a branch.
+  while (q >= base + 256) {
+    const uintptr_t b = q - 256;
+    const __m512i v3 = _mm512_load_si512(reinterpret_cast<const void*>(b + 192)), v2 = _mm512_load_si512(reinterpret_cast<const void*>(b + 128));
+    const __m512i v1 = _mm512_load_si512(reinterpret_cast<const void*>(b + 64)), v0 = _mm512_load_si512(reinterpret_cast<const void*>(b));
+    const uint64_t m3 = RW_MASK(RW_THREE(v3, next)), m2 = RW_MASK(RW_THREE(v2, v3)), m1 = RW_MASK(RW_THREE(v1, v2)), m0 = RW_MASK(RW_THREE(v0, v1));
     if (__builtin_expect((m0 | m1 | m2 | m3) != 0, 0)) {
-      int64_t r = check(b + 3 * W, RW_FIFTH(b + 3 * W, m3));
-      if (r < 0) r = check(b + 2 * W, RW_FIFTH(b + 2 * W, m2));
-      if (r < 0) r = check(b + W, RW_FIFTH(b + W, m1));
-      if (r < 0) r = check(b, RW_FIFTH(b, m0));
+      r = check(b + 192, RW_FIFTH(v3, next, m3));
+      if (r < 0) r = check(b + 128, RW_FIFTH(v2, v3, m2));
+      if (r < 0) r = check(b + 64, RW_FIFTH(v1, v2, m1));
+      if (r < 0) r = check(b, RW_FIFTH(v0, v1, m0));
       if (r >= 0) return r;
     }
-    i = b;
+    next = v0;
+    q = b;
   }
-  while (i >= W) {
-    const size_t b = i - W;
-    const uint64_t m = RW_PROPOSE(b);
-    const int64_t r = check(b, RW_FIFTH(b, m));
+  // The rest: whole blocks, then the one holding h[0] when h is not aligned.
+  while (q > base) {
+    const uintptr_t b = q - 64;
+    cur = b >= base ? _mm512_load_si512(reinterpret_cast<const void*>(b)) : LoadWithin(b, base, stop);
+    r = check(b, RW_FIFTH(cur, next, RW_MASK(RW_THREE(cur, next)) & Within(b, base, asked)));
     if (r >= 0) return r;
-    i = b;
-  }
-  while (i > 0) {
-    i--;
-    if (scalar(i)) return static_cast<int64_t>(i);
+    next = cur;
+    q = b;
   }
   return -1;
 #undef RW_FIFTH
-#undef RW_PROPOSE
 #undef RW_MASK
 #undef RW_THREE
 }

@@ -198,7 +198,13 @@ describe("the addon's lastMatch", () => {
       const alphabet = Buffer.from([...new Set(needles.flatMap((x) => [...x, x[0] ^ 0x80, x[x.length - 1] | 0x80])), 0x20, 0x79]);
       for (let t = 0; t < 400; t++) {
         const len = pick(3000);
-        const hay = Buffer.alloc(len, 0x20);
+        // The haystack starts at any offset of a larger buffer whose bytes around it spell needles,
+        // so a search that reads past either end of the haystack (its 64-byte blocks are aligned
+        // to memory, not to the haystack) finds what is not there.
+        const off = pick(64);
+        const outer = Buffer.alloc(off + len + 128);
+        for (let at = 0; at < outer.length; at += 8) outer.set(needles[pick(needles.length)].subarray(0, Math.min(8, outer.length - at)), at);
+        const hay = outer.subarray(off, off + len).fill(0x20);
         // Mostly filler, with needle pieces, whole needles and alphabet bytes sprinkled at random.
         for (let k = pick(8); k-- > 0; ) hay.set(needles[pick(needles.length)].subarray(0, Math.max(0, len - 64)), pick(Math.max(1, len - 64)));
         for (let k = pick(40); k-- > 0; ) if (len > 0) hay[pick(len)] = alphabet[pick(alphabet.length)]!;
