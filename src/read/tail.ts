@@ -6,10 +6,11 @@
  *
  * It works in two steps, so that the leg rules stay in the one fold:
  * 1. Walk backward over *candidate lines* only, found by a byte search for
- *    `n_st`, `n_fi`, `te_pa` and `\u`. A line that holds none of them cannot
- *    be a `run_started`, `run_finished` or `gate_paused` event: those words
- *    are letters and `_`, which JSON can spell only literally or as a `\u`
- *    escape. Each candidate line is parsed; the walk stops at the restart
+ *    `n_st`, `n_fi`, `te_pa`, `\u005`, `\u006` and `\u007`. A line that holds
+ *    none of them cannot be a `run_started`, `run_finished` or `gate_paused`
+ *    event: those words are letters and `_`, which JSON can spell only
+ *    literally or as a `\u` escape of U+005F–U+0075 (NEEDLES, below). Each
+ *    candidate line is parsed; the walk stops at the restart
  *    point: the last `run_started` when a `run_finished` follows it (the leg
  *    is closed); while the last leg is open, the nearest earlier
  *    `run_started` whose leg was closed (its outcome is the run's
