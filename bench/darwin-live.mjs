@@ -46,6 +46,7 @@ import { cpus, loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { buildDarwinModel } from '../scripts/darwin-model.mjs';
+import { serveUrl } from './lib/procs.js';
 import { onFrames } from './lib/sse.js';
 import { percentile } from './lib/stats.js';
 import { writeSection } from './lib/sections.js';
@@ -191,15 +192,7 @@ let srv;
 let req;
 try {
   srv = track(spawn(process.execPath, [CLI, 'serve', '--root', root, '--port', '0'], { env, stdio: ['ignore', 'pipe', 'inherit'] }));
-  const url = await new Promise((resolve, reject) => {
-    let out = '';
-    srv.stdout.on('data', (d) => {
-      out += d;
-      const m = /serve: (http:\S+)/.exec(out);
-      if (m) resolve(m[1]);
-    });
-    srv.once('exit', () => reject(new Error('serve exited')));
-  });
+  const url = await serveUrl(srv);
   // The page: every card as last seen, and who waits for what.
   const cards = new Map();
   const waiters = [];

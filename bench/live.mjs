@@ -49,6 +49,7 @@ import { cpus, loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { acquireLock, LiveEngine } from '../dist/index.js';
+import { serveUrl } from './lib/procs.js';
 import { onFrames } from './lib/sse.js';
 import { percentile } from './lib/stats.js';
 import { writeSection } from './lib/sections.js';
@@ -234,15 +235,7 @@ async function benchServe() {
   for (let i = 0; i < SETTLED; i++) settledRun(join(sroot, `20261130-000000-s${String(i).padStart(5, '0')}`));
   const srv = spawn(process.execPath, [CLI, 'serve', '--root', sroot, '--port', '0'], { stdio: ['ignore', 'pipe', 'inherit'] });
   children.add(srv);
-  const url = await new Promise((resolve, reject) => {
-    let out = '';
-    srv.stdout.on('data', (d) => {
-      out += d;
-      const m = /serve: (http:\S+)/.exec(out);
-      if (m) resolve(m[1]);
-    });
-    srv.once('exit', () => reject(new Error('serve exited')));
-  });
+  const url = await serveUrl(srv);
   const states = new Map();
   const waiters = [];
   let beats = 0;

@@ -101,15 +101,16 @@ export async function stop(child, signal = 'SIGKILL') {
   await exited;
 }
 
-/** The address `runwarden serve` prints on its stdout once it listens (`http://host:port/`). */
+/** The address `runwarden serve` prints on its stdout once it listens (`http://host:port/`); rejects if serve exits first. */
 export function serveUrl(child) {
-  return new Promise((resolve) => {
+  return new Promise((resolve, reject) => {
     let out = '';
     child.stdout.on('data', (d) => {
       out += d;
       const m = /(http:\/\/\S+\/)/.exec(out);
       if (m) resolve(m[1]);
     });
+    child.once('exit', (code, signal) => reject(new Error(`serve exited (${signal ?? code}) before it printed its address`)));
   });
 }
 
