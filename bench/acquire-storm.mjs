@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * A reader storm against a starting leg (issue 10 item 6), for longer than
+ * A reader storm against a starting leg, for longer than
  * the scale bench's 10 s windows: P tight-loop pollers (probeLock, the
  * shared probe) on one lock for the whole run, and in this process a leg
  * that acquires (hold 1 ms, release, idle 1 ms) over and over.

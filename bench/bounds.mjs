@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * Hostile sizes (issue 13): what hostile run files cost.
+ * Hostile sizes: what hostile run files cost.
  *   A. `runwarden runs --json` and `runwarden status RUN` over one run whose
  *      stream is 200 MiB of `{}` lines (junk that is not an event): CLI wall
  *      clock, node start-up included; target < 2 s each;
@@ -11,7 +11,7 @@
  *      with those runs plus a 100,000-leg run and a 24 MiB stream of
  *      event-shaped lines on the root: the server as `runwarden serve` wires
  *      it (reads on a worker thread) against the same server reading on its
- *      own event loop (the wiring before issue 13), measured in one run.
+ *      own event loop (no worker thread, for comparison), measured in one run.
  *      Target: no stall over 50 ms. The longest time a static asset took to
  *      be answered meanwhile is reported too.
  *
@@ -389,7 +389,7 @@ const cProc = await measureServeProcess();
 log('C: serve as wired by the CLI (reads on a worker thread)');
 const off = new OffThreadModel(root);
 const cOff = await measureServe('worker thread', { runsJson: (s) => off.runsDocument(s), dashboard: () => off.dashboard(), run: (id, dir) => off.page(id, dir) }, () => off.close());
-log('C: the same server reading on its own event loop (the wiring before issue 13)');
+log('C: the same server reading on its own event loop (no worker thread, for comparison)');
 const inThread = new DashboardModel(root);
 const cIn = await measureServe('event loop', { runsJson: async (s) => inThread.runsDocument(s), dashboard: () => inThread.dashboard(), run: (id, dir) => inThread.page(id, dir) }, async () => {});
 
@@ -419,7 +419,7 @@ const section = `${HEADING}
 
 The limit, reported without a target: lines that have an event's shape (an \`"event"\` key) cannot be skipped unparsed by a reader that folds the whole stream, since any of them could carry a newer schema. Over a 24 MiB stream of one \`run_started\` followed by unknown \`tick\` events (about 390,000 lines): \`runwarden runs --json\` **${fmtS(median(D.runs))}** wall, ${fmtS(median(D.runsCpu))} CPU (the tail reader's byte search passes over them: none can be a start, a finish or a paused gate); \`runwarden status RUN\`, whose node states need the whole-stream fold that parses every one of them, **${fmtS(median(D.status))}** wall, ${fmtS(median(D.statusCpu))} CPU (medians of ${reps}). So 200 MB of such lines would cost \`status\` several seconds; in \`serve\` that cost is the worker thread's, not the event loop's (C).
 
-Issue 13 measured 11–26 s for \`runs\` and over 30 s for \`status\` on such a stream. Lines holding neither the bytes \`"event"\` nor a backslash cannot be events (JSON can spell the key no other way), so the forward reader (\`status\`'s whole-stream fold) counts runs of them with a word-at-a-time newline count and never parses them. The tail reader (\`runs\`, and \`status\`'s report) walks backward with the addon's byte search for the only spellings a start, a finish or a paused gate can have, and parses line by line only a short region at the end (the skipped-line count above covers that region).
+Were every line parsed, \`runs\` would take 11–26 s and \`status\` over 30 s on such a stream. Lines holding neither the bytes \`"event"\` nor a backslash cannot be events (JSON can spell the key no other way), so the forward reader (\`status\`'s whole-stream fold) counts runs of them with a word-at-a-time newline count and never parses them. The tail reader (\`runs\`, and \`status\`'s report) walks backward with the addon's byte search for the only spellings a start, a finish or a paused gate can have, and parses line by line only a short region at the end (the skipped-line count above covers that region).
 
 **B. A 16 MiB \`state.json\` of nested arrays** (under the 16 MiB snapshot cap; the run is reported unreadable: "${deepSkip}"):
 
@@ -429,7 +429,7 @@ Issue 13 measured 11–26 s for \`runs\` and over 30 s for \`status\` on such a 
 | \`runwarden status RUN\` | **${fmtMB(median(B.status))}** | ${fmtS(median(B.statusMs))} |
 | \`runwarden runs --json\` on an empty root (node itself) | ${fmtMB(baseline)} | |
 
-Issue 13 measured 878 MB per command. The depth is checked by a byte scan before \`JSON.parse\` (MAX_JSON_DEPTH = 64); what remains is node plus the 16 MiB read buffer.
+Parsed unchecked, such a file costs 878 MB per command. The depth is checked by a byte scan before \`JSON.parse\` (MAX_JSON_DEPTH = 64); what remains is node plus the 16 MiB read buffer.
 
 **C. \`serve\` while hostile runs are on the root** (the 200 MiB junk run, the nested snapshot, a 100,000-leg run, a run with 24 MiB of event-shaped lines): a dashboard live stream connected, every run page and \`/api/runs\` fetched twice in turn, \`/assets/app.css\` fetched in a loop throughout (first row: for at least 10 s; in-process rows: until the dashboard was derived 3 times). Event-loop delay by \`perf_hooks.monitorEventLoopDelay\` in the server's process:
 
@@ -439,7 +439,7 @@ Issue 13 measured 878 MB per command. The depth is checked by a byte scan before
 | reads on a worker thread (serve/offthread.ts), server inside the bench process | ${cOff.maxMs.toFixed(1)} ms | ${cOff.p99Ms.toFixed(1)} ms | ${cOff.assetMax.toFixed(1)} ms | ${cOff.assets} | ${fmtS(cOff.wallMs)} | ${cOff.controlMax.toFixed(1)} ms, ${cOff.controlP99.toFixed(1)} ms |
 | reads on the event loop (before), server inside the bench process | ${cIn.maxMs.toFixed(1)} ms | ${cIn.p99Ms.toFixed(1)} ms | ${cIn.assetMax.toFixed(1)} ms | ${cIn.assets} | ${fmtS(cIn.wallMs)} | ${cIn.controlMax.toFixed(1)} ms, ${cIn.controlP99.toFixed(1)} ms |
 
-Target: no stall over 50 ms, read on the first row (the server as shipped, alone on its loop; the window opens after its first derivation, whose own longest stall was ${cProc.startupMax.toFixed(0)} ms). ${okC ? 'Met ✓.' : `Not met ✗ (${cProc.maxMs.toFixed(0)} ms; its control, idle under the same policy, stalled ${cProc.controlMax.toFixed(0)} ms in the same window${cProc.controlMax >= 0.8 * cProc.maxMs ? ': a stall of the machine, not of the server\'s own work' : ''}).`} The two in-process rows compare the wirings on one loop that also runs the bench's client (its requests and the documents it receives are measured there too): the event-loop wiring's longest stall (${cIn.maxMs.toFixed(0)} ms) is ${(cIn.maxMs / Math.max(cOff.maxMs, 1)).toFixed(0)}× the worker wiring's. Page sizes with the leg cap (latest 200 legs, \`legs_earlier\` for the rest): the 100,000-leg run's page is ${(cOff.pageBytes.legs / 1024).toFixed(0)} KB (issue 13: 29.5 MB). The stall that remains on the main thread is receiving a finished document from the worker and serialising it for the client, which the caps keep small.
+Target: no stall over 50 ms, read on the first row (the server as shipped, alone on its loop; the window opens after its first derivation, whose own longest stall was ${cProc.startupMax.toFixed(0)} ms). ${okC ? 'Met ✓.' : `Not met ✗ (${cProc.maxMs.toFixed(0)} ms; its control, idle under the same policy, stalled ${cProc.controlMax.toFixed(0)} ms in the same window${cProc.controlMax >= 0.8 * cProc.maxMs ? ': a stall of the machine, not of the server\'s own work' : ''}).`} The two in-process rows compare the wirings on one loop that also runs the bench's client (its requests and the documents it receives are measured there too): the event-loop wiring's longest stall (${cIn.maxMs.toFixed(0)} ms) is ${(cIn.maxMs / Math.max(cOff.maxMs, 1)).toFixed(0)}× the worker wiring's. Page sizes with the leg cap (latest 200 legs, \`legs_earlier\` for the rest): the 100,000-leg run's page is ${(cOff.pageBytes.legs / 1024).toFixed(0)} KB (29.5 MB uncapped). The stall that remains on the main thread is receiving a finished document from the worker and serialising it for the client, which the caps keep small.
 `;
 
 process.stdout.write(section);

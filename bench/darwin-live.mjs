@@ -28,7 +28,7 @@
  *      flight; the serve process's descriptors are counted (/proc/<pid>/fd)
  *      and compared with 256 + the runs in flight at that moment.
  *
- * Targets (issue 31 item 3): append p99 < 1 s (page and /api/dashboard);
+ * Targets: append p99 < 1 s (page and /api/dashboard);
  * resume p99 < 1 s; death p99 < 1 s on the page and < 100 ms for `watch`;
  * descriptors at most 256 + one per run in flight.
  *

@@ -1,13 +1,13 @@
 #!/usr/bin/env node
 /**
- * The live engine's first read of one huge stream (issue 25 item 4): a run
+ * The live engine's first read of one huge stream: a run
  * whose events.jsonl is N MiB of `{}` lines ending in `run_started` (a lock
  * nobody holds, so it is ABANDONED: read, probed free, confirmed), beside a
  * small settled run. Measures, in one process: the wall time of
  * `engine.start()` (every run has its first report), the engine's own
  * counters (bytes read, steps, the largest step) and the longest stall of
  * the event loop meanwhile (perf_hooks.monitorEventLoopDelay, 10 ms
- * resolution), which is what the issue saw as a frozen event stream.
+ * resolution), which a page would see as a frozen event stream.
  *
  * usage: node bench/first-read.mjs [MiB]   (default 100; data under os.tmpdir(), deleted after)
  */

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 /**
  * Where `runwarden runs --json` over 100,000 runs spends its time, against
- * the floors it cannot go below (issue 10's "under 2 s" target), one command:
+ * the floors it cannot go below (the "under 2 s" target), one command:
  *
  *   start-up   the CLI over an empty root (process, modules, the addon);
  *   syscalls   bench/list-floor.c `sync`: exactly the system calls the

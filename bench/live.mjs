@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * Live surfaces (issue 10, items 1, 2 and 5): how long a leg's death takes
+ * Live surfaces: how long a leg's death takes
  * to reach whoever is watching.
  *
  *   A. `runwarden watch`: death-to-exit latency over N kill -9s (target p99
@@ -20,7 +20,7 @@
  * (the marker written beforehand by acquireLock), cheap enough to start
  * hundreds of. Needs flock(1) (util-linux).
  *
- * With `--holder flock-x` (issue 21 item 3) a holder is instead
+ * With `--holder flock-x` a holder is instead
  * `flock -x resume.lock sh -c 'exec sleep 600'` in a process group of its
  * own: util-linux opens the lock file READ-ONLY, so its death closes no
  * writable descriptor and inotify's close-write never fires; only the
@@ -382,9 +382,7 @@ Idle cost of \`runwarden serve\` with one page open, ${SETTLED} settled runs plu
 
 Idle cost of the engine over ${SETTLED} settled runs (plus the dead ones left by the rounds), nothing changing, ${IDLE_MS / 1000} s window: **${pct(notified.idleShare)} of a core** with inotify, ${pct(polled.idleShare)} polling (open legs only; there were none left alive). First derivation of the whole root: ${notified.startMs.toFixed(0)} ms (inotify), ${polled.startMs.toFixed(0)} ms (polling). Stream bytes read by the inotify engine over the whole run: ${notified.stats.bytesRead.toLocaleString('en-US')}; whole re-reads: ${notified.stats.rereads}.
 
-${HOLDER_MODE === 'flock-x' ? 'Before holders were watched for their exit (issue 21, at 10,000 runs) such a death reached `watch` in 0.70 s (median of 5; its 1 s re-probe) and the page in 5.1 s (the engine\'s 5 s re-probe of open legs).' : 'Before this change `watch` found a death only on its next idle re-derivation (every 1 s: up to ~1 s, issue 10), and the dashboard on its next 1 s tick.'}
-
-<details><summary>raw latencies (ms)</summary>
+${HOLDER_MODE === 'flock-x' ? 'Without a watch on the holder\'s exit such a death waits for a re-probe: in a separate run at 10,000 runs it reached `watch` in 0.70 s (median of 5; its 1 s re-probe) and the page in 5.1 s (the engine\'s 5 s re-probe of open legs).\n\n' : ''}<details><summary>raw latencies (ms)</summary>
 
 - watch (exit): ${watch.all.map((x) => x.toFixed(1)).join(' ')}
 - watch (line): ${watch.allSaid.map((x) => x.toFixed(1)).join(' ')}

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * The probe's budget (CONTRACT §5.4, issue 22): `probeLock` and `probeLockAt`
+ * The probe's budget (CONTRACT §5.4): `probeLock` and `probeLockAt`
  * against the fixed 7-call reference floor (bench/floor.c), free and held,
  * with the probe's own sequence in C beside them, on the two files of the
  * cost table (bench/cost.js costFixture: a released marked lock; one held by

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * The replaced-lock window (issue 13, CONTRACT §4.5): a live `runwarden exec`
+ * The replaced-lock window (CONTRACT §4.5): a live `runwarden exec`
  * leg holds resume.lock; something replaces the file under it (a restore:
  * cp then mv; rsync of the run directory; tar -x of an archive of it). Until
  * the leg's guard notices and takes the lock on the new file, the path names

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * `runs` at scale (issue 3, speed):
+ * `runs` at scale (speed):
  *   A. `runwarden runs --json` over 10,000 run directories with small streams
  *      must finish in under 2 s (wall clock, CLI, node start-up included);
  *   B. its time per run must not grow with stream size: 100 runs with 100 KB

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * Scale (issue 10, items 3 and 6 and the `runs --json` bullet), one command:
+ * Scale, one command:
  *   A. `runwarden runs --json` over 100,000 small runs: wall clock, CPU
  *      (user + system) and peak RSS of the CLI process (target < 2 s, 150 MB);
  *   B. runs whose single last leg is 50 MB against runs of 100 KB, 20 each,
@@ -258,7 +258,7 @@ Per-run ratio 50 MB / 100 KB (target < 2):
 | --- | --- | --- | --- | --- | --- | --- |
 ${ratios.map((r) => `| ${r.closed ? 'closed' : 'open'} | **${r.wall.toFixed(2)}** | ${r.cpu.toFixed(2)} | ${r.small.wall.toFixed(2)} → ${r.big.wall.toFixed(2)} ms | ${r.small.cpu.toFixed(2)} → ${r.big.cpu.toFixed(2)} ms | ${(r.big.wall / r.small.wall).toFixed(1)} | ${(r.big.cpu / r.small.cpu).toFixed(1)} |`).join('\n')}
 
-The CLI columns are the issue's measure (whole \`runs --json\` per set, so node's start-up is in both); the in-process columns are the reader's own cost per run, where a 50 MB leg is a byte search of 50 MB (read from the page cache and searched by the addon's \`lastMatch\`) against 100 KB.
+The CLI columns are the target's measure (whole \`runs --json\` per set, so node's start-up is in both); the in-process columns are the reader's own cost per run, where a 50 MB leg is a byte search of 50 MB (read from the page cache and searched by the addon's \`lastMatch\`) against 100 KB.
 
 **C. Acquire against tight-loop readers** (bench/pollers.js churn cell: one leg acquiring with the default retry, holding 1 ms, idle 1 ms, in a loop, while P pollers probe the same lock with the shared probe; ${cfg.windowMs} ms windows × ${cfg.cellReps}):
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * The dashboard at scale (issue 10's serve benchmark). For each root size
+ * The dashboard at scale. For each root size
  * (1,000 / 10,000 / 100,000 runs: all settled but 20 in flight, each of
  * those held by its own real holder process), against `runwarden serve`
  * as a child process:
@@ -34,7 +34,7 @@
  * and its 5 ms poll of every card loaded the page's main thread while the
  * frame was being handled; --with-poll still runs it, as an extra column.
  *
- * Issue 23's targets (printed for every size, judged at 100,000 runs): peak
+ * The targets (printed for every size, judged at 100,000 runs): peak
  * RSS (the serve process's VmHWM at the end of its size, every thread, start-up
  * included) under 250 MB; steady RSS (VmRSS once start-up has settled and its
  * aftermath window has passed, 1 page open) under 150 MB; the first complete
@@ -43,13 +43,13 @@
  * --json` over the same root, timed in the same run just before serve starts
  * (the median of 3 runs; each a fresh process, as serve is); idle CPU with 20
  * pages open under 2 % of a core; death to page p99 under 100 ms. MB here is
- * 10^6 bytes, as in the issue.
+ * 10^6 bytes.
  *
  * usage: node bench/serve-scale.mjs [--quick] [--sizes 1000,10000] [--no-write]
  *          [--latency-only] [--with-poll] [--gap MS] [--dump FILE]
  *          [--targets | --million]
- *   --targets   issue 23's measurement: 100,000 runs (unless --sizes), full
- *               mode, written to its own section "## Issue 23: the dashboard at
+ *   --targets   the targets' measurement: 100,000 runs (unless --sizes), full
+ *               mode, written to its own section "## The dashboard at
  *               100,000 runs, the last --targets run" of bench/RESULTS.md
  *   --million   1,000,000 runs (unless --sizes): serve starts, one page in
  *               Chromium is waited for, /api/dashboard fetched; start-up
@@ -120,9 +120,9 @@ if (TARGETS && MILLION) {
  * compares runs of it over time and is never overwritten). --targets and --million have their own.
  */
 const HEADING = TARGETS
-  ? '## Issue 23: the dashboard at 100,000 runs, the last --targets run'
+  ? '## The dashboard at 100,000 runs, the last --targets run'
   : MILLION
-    ? '## Issue 23: the dashboard at 1,000,000 runs, the last --million run'
+    ? '## The dashboard at 1,000,000 runs, the last --million run'
     : `## Dashboard at scale: the last ${quick ? 'quick' : 'full'} run`;
 const HISTORY = '## Dashboard at scale';
 const noWrite = args.includes('--no-write');
@@ -179,9 +179,10 @@ process.on('SIGINT', () => process.exit(130));
 const ev = (id, event, extra = {}) => line(id, event, extra);
 
 /**
- * A root of n − IN_FLIGHT settled runs as issue 23 measured them: a 3-line
- * stream (start, one node passed, finish), a marked lock nobody holds, no
- * snapshot. Written directly (a million runs take minutes, not hours).
+ * A root of n − IN_FLIGHT settled runs of the shape the targets are judged
+ * on: a 3-line stream (start, one node passed, finish), a marked lock nobody
+ * holds, no snapshot. Written directly (a million runs take minutes, not
+ * hours).
  */
 function makeRoot(n) {
   const root = mkdtempSync(join(tmpdir(), 'rw-serve-scale-'));
@@ -552,9 +553,9 @@ out += LATENCY_ONLY
   ? `No idle windows; steady RSS is read once start-up has settled (the first 2 s slice under 10 % of a core after the first page).\n\n`
   : `Idle windows ${IDLE_S} s, begun once the server's start-up work is done (the first 2 s slice under 10 % of a core after the first page; the wait is the "settled" column), then ${WARMUP_S} s of its aftermath measured on their own (V8 compacting the heap the first pass left: the "after start-up" column). Latencies are from the moment of the kill or append to the moment the page's DOM shows it, stamped in the page by a MutationObserver installed before the kill (see the script's header; the older rows polled the page from playwright every 5 ms).\n\n`;
 
-// Issue 23's targets first: judged at 100,000 runs, shown for every size.
+// The targets first: judged at 100,000 runs, shown for every size.
 const judged = (r, ok) => (r.n === 100000 && ok !== undefined ? (ok ? ' ✓' : ' **missed**') : '');
-out += `Issue 23's targets (judged at 100,000 runs; MB = 10^6 bytes). First complete page: from spawning \`serve\` to Chromium showing every in-flight card and tallies that count every run; \`runs --json\`: ${LISTINGS === 1 ? 'one fresh process' : `the median of ${LISTINGS} fresh processes`} over the same root, just before serve started.\n\n`;
+out += `The targets (judged at 100,000 runs; MB = 10^6 bytes). First complete page: from spawning \`serve\` to Chromium showing every in-flight card and tallies that count every run; \`runs --json\`: ${LISTINGS === 1 ? 'one fresh process' : `the median of ${LISTINGS} fresh processes`} over the same root, just before serve started.\n\n`;
 out += `| runs | peak RSS (VmHWM), target < 250 MB | steady RSS, target < 150 MB | \`runs --json\` | first complete page | page ÷ runs --json, target ≤ 2× | idle CPU, 20 pages, target < 2 % | death → page p99, target < 100 ms |\n|---|---|---|---|---|---|---|---|\n`;
 for (const r of rows) {
   const ratio = r.firstPageMs / r.listMs;

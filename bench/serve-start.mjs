@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * serve's start-up and memory, the quick way (issue 23's working loop; the
+ * serve's start-up and memory, the quick way (a loop for working on them; the
  * judged numbers come from serve-scale.mjs --targets, with Chromium, holders
  * and kills). Builds (or reuses) a root of N settled runs (3-line streams, a
  * marked lock nobody holds, no snapshot: the shape serve-scale uses), spawns

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * The `runs` table (not --json) over many runs (issue 22 item 5): wall clock,
+ * The `runs` table (not --json) over many runs: wall clock,
  * CPU (user + system) and peak RSS of the CLI printing the table into a pipe,
  * beside `runs --json` over the same root in the same run, interleaved.
  * The table's peak RSS should sit near --json's, not grow with the list.

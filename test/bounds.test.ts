@@ -1,5 +1,5 @@
 /**
- * Hostile sizes in the readers (issue 13, CONTRACT §2.2 rule 3 and §3.1):
+ * Hostile sizes in the readers (CONTRACT §2.2 rule 3 and §3.1):
  * JSON nesting is bounded before parsing, lines that cannot be events are
  * skipped (and counted) without being parsed, and a run drowned in junk
  * lines still gets the status its lock and real events say — read from real

@@ -1,6 +1,6 @@
 /**
- * Opening under the runs root by directory descriptor (issue 13, CONTRACT
- * §1.3): the addon's openDirNoFollow / openAt / fsTypeFd against the real
+ * Opening under the runs root by directory descriptor (CONTRACT §1.3): the
+ * addon's openDirNoFollow / openAt / fsTypeFd against the real
  * kernel; no descriptor leaked by any reader or writer path; `exec` refusing
  * a run directory that is a symlink, writing nothing through it; and the
  * filesystem gate judging the lock file itself, with a real FUSE file

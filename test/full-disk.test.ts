@@ -1,5 +1,5 @@
 /**
- * A leg's verdict and a full disk (CONTRACT §2.6, issue 13): on a real 64 KiB
+ * A leg's verdict and a full disk (CONTRACT §2.6): on a real 64 KiB
  * tmpfs that the leg's own command fills until the kernel says ENOSPC, the
  * closing events still land, because the writer kept room for them when the
  * leg started and kept it as the stream grew. Where that room is not enough

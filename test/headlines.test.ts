@@ -10,8 +10,8 @@
  * must exit 1 and call exactly those stale. The headlines measured at 100,000
  * runs, over 5 GB of streams or in Chromium are judged here from figures
  * written in this file in the shape their benches write with --json (the
- * checker's --measured), built from the stored values and the targets the
- * issue states, never from the checker's own code: fresh figures exit 0, each
+ * checker's --measured), built from the stored values and the stated
+ * targets, never from the checker's own code: fresh figures exit 0, each
  * doctored headline alone exits 1. No timing is asserted: measured ratios are
  * only checked for consistency with the verdict beside them.
  */
@@ -172,7 +172,7 @@ describe('npm run bench -- --check', () => {
    * and live.mjs write with --json, at the scale of the headlines (10,000 and
    * 100 + 100 runs; 100,000 runs, 3 repetitions; 100,000 runs with --targets;
    * flock-x, 10,000 settled, 30 kills), with numbers picked here to agree
-   * with the stored headlines and the issue's targets (dashboard kill p99
+   * with the stored headlines and the targets (dashboard kill p99
    * < 100 ms; serve memory < 250 / 150 MB; holder death: watch p99 < 100 ms,
    * page p99 < 1 s, /metrics within one scrape).
    */

@@ -1,5 +1,5 @@
 /**
- * Deaths announced for any holder (issue 21 item 3): when a probe finds a
+ * Deaths announced for any holder: when a probe finds a
  * run's lock held, the engine watches the holder's process for its exit
  * (kernel/notify.ts ExitWatcher: a pidfd on linux) and probes again at once.
  * Real processes only. Every engine here has its re-probe interval and its

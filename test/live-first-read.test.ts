@@ -1,5 +1,5 @@
 /**
- * The live engine's first read of a long stream (issue 25 item 4): a run
+ * The live engine's first read of a long stream: a run
  * whose events.jsonl is megabytes of `{}` lines ending in `run_started`
  * must not hold the engine's event loop while it is read. Real files, a
  * real holder process on the lock; what is asserted is counted, never
@@ -34,7 +34,7 @@ const STEP_BOUND = LIVE_STEP_BYTES + 1024 * 1024 + 64;
 /** What the tail reads twice of a long open leg: its dense region (16 KiB) and the 64 KiB read that finds its first line's start. */
 const DENSE_REREAD = 128 * 1024;
 
-/** Writes `mb` MiB of `{}` lines (the issue's filler: valid JSON, no event), then `tail`. */
+/** Writes `mb` MiB of `{}` lines (filler: valid JSON, no event), then `tail`. */
 function fillerStream(path: string, mb: number, tail: string): number {
   const block = Buffer.from('{}\n'.repeat((1024 * 1024) / 3));
   const fd = openSync(path, 'w', 0o600);

@@ -2,8 +2,8 @@
  * The root is listed again only when it changed (or once an hour): the
  * first listing counts as one, so the first safety pass after start-up
  * does not list an unchanged root a second time (live/relist.ts). At
- * 100,000 runs that second listing was ~50 MB of garbage 30 s after
- * start, serve's highest resident set (issue 23). Control: a root whose
+ * 100,000 runs a second listing is ~50 MB of garbage 30 s after start,
+ * which would be serve's highest resident set. Control: a root whose
  * identity moved is listed by the next pass.
  */
 import { mkdirSync, utimesSync, writeFileSync } from 'node:fs';

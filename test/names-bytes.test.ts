@@ -1,5 +1,5 @@
 /**
- * Names are bytes (issue 13, CONTRACT §1.1): a run directory whose name is
+ * Names are bytes (CONTRACT §1.1): a run directory whose name is
  * not valid UTF-8 (the byte 0xff) is read by its exact name and shown
  * escaped (`\xff`), and never confused with a directory really named U+FFFD
  * (the bytes ef bf bd, which is what decoding 0xff with replacement gives).

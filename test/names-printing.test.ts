@@ -1,6 +1,5 @@
 /**
- * One printing rule for names (issue 25 items 6 and 7, contract/names.ts
- * printableText): C0 controls and DEL as `\xHH`, C1 and bidi controls as
+ * One printing rule for names (contract/names.ts printableText): C0 controls and DEL as `\xHH`, C1 and bidi controls as
  * `\u{HHHH}`, on every surface that prints a run id or graph name (the
  * `runs` table and its hint lines, `status`, `watch`, `exec`, `metrics`).
  * A directory named "x\nFAKE ROW …" cannot forge a row; U+202E cannot

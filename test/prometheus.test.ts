@@ -1,5 +1,5 @@
 /**
- * runwarden with the real monitoring engine (issue 12): the shipped alert
+ * runwarden with the real monitoring engine: the shipped alert
  * rules pass their promtool unit tests, and a real Prometheus scraping two
  * `runwarden serve` instances (two "hosts", two roots) sees a run on host A
  * turn ABANDONED after its holder is SIGKILLed. Everything listens on
@@ -198,7 +198,7 @@ describe('a real Prometheus scraping two hosts', () => {
     holder.proc.kill('SIGKILL');
     await waitExit(holder.proc);
 
-    // The issue's bound is three scrape intervals (3 s); polled up to 60 s so
+    // The bound is three scrape intervals (3 s); polled up to 60 s so
     // that a loaded machine cannot fail it, and no duration is asserted.
     const after = await race(
       eventually('one more ABANDONED summed over both hosts', async () => {

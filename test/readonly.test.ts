@@ -1,5 +1,5 @@
 /**
- * Readers write nothing (issue 3, point 8): every file under a root holding
+ * Readers write nothing: every file under a root holding
  * every case (hostile inputs, live and killed lock holders, settled runs) is
  * fingerprinted — content hash, size, mode, mtime, ctime, inode, type —
  * before and after `runs`, `status` and `probe` (CLI and library), and

@@ -1,5 +1,5 @@
 /**
- * Bad input never crashes a listing or loses other rows (issue 3, point 7):
+ * Bad input never crashes a listing or loses other rows:
  * every hostile case ends as a row or a named skip with its reason, through
  * the library and through the CLI, within a bounded time (a FIFO never hangs).
  */

@@ -1,5 +1,5 @@
 /**
- * The listing's fast paths (issue 10, `runs --json` at scale), against the
+ * The listing's fast paths (`runs --json` at scale), against the
  * real kernel: the one-crossing read of a run directory (native runFiles)
  * gives the facts the call-by-call path gives, the root listed by the addon
  * (readDirSorted) keeps every byte and kind, a batch of inspections sharing
@@ -187,7 +187,7 @@ describe('runs --json on worker threads', () => {
     expect(threadsFor(big, 1, 16)).toBe(1);
     expect(threadsFor(big, 0, 16)).toBe(1);
     expect(threadsFor(big, 3, 4)).toBe(3);
-    // … but never more than one per core (issue 25 item 5).
+    // … but never more than one per core.
     expect(threadsFor(big, 3, 2)).toBe(2);
     expect(threadsFor(big, 99, 2)).toBe(2);
     expect(threadsFor(big, 99, 1)).toBe(1);

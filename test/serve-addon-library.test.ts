@@ -1,10 +1,10 @@
 /**
- * Issue 25, for library users: constructing the dashboard's model or the
- * metrics with an addon that cannot load throws the loader's AddonLoadError
- * (ERR_RUNWARDEN_NATIVE) at once, as the CLI answers. Before, the model
- * reported the root as unreadable and a scrape said `runwarden_root_readable
- * 0`, a false fact about a root nobody had looked at. Each case runs in a
- * child process, since a process loads its addon once.
+ * For library users: constructing the dashboard's model or the metrics with
+ * an addon that cannot load throws the loader's AddonLoadError
+ * (ERR_RUNWARDEN_NATIVE) at once, as the CLI answers. Reporting the root as
+ * unreadable instead (a scrape saying `runwarden_root_readable 0`) would be
+ * a false fact about a root nobody has looked at. Each case runs in a child
+ * process, since a process loads its addon once.
  */
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';

@@ -1,5 +1,5 @@
 /**
- * `serve` under hostile sizes and hostile clients (issue 13, CONTRACT §5.3),
+ * `serve` under hostile sizes and hostile clients (CONTRACT §5.3),
  * against the real CLI in its own process:
  * - an expensive run is read off the event loop: while its page is being
  *   derived, a static asset is answered (shown by order of answers, never by

@@ -1,5 +1,5 @@
 /**
- * Serve's first listing on two threads (issue 23 item 3): the live model's
+ * Serve's first listing on two threads: the live model's
  * first listing shares its inspections with a list worker, as `runs --json`
  * does (status/list-threads.ts forEachRunThreaded), and gives the same
  * reports, skips and order as on one thread: the same dashboard document,

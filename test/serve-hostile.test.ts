@@ -1,5 +1,6 @@
 /**
- * Issue 25 item 8, on a real `runwarden serve` process and the real CLI:
+ * Hostile selection keys and Host headers, on a real `runwarden serve`
+ * process and the real CLI:
  * - a repeated selection key is refused on both surfaces
  *   (`/api/runs?limit=1&limit=2` is 400, `runs --limit 1 --limit 2` exits 2),
  *   so the two never disagree about which value counts; one value works;

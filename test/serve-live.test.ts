@@ -120,7 +120,7 @@ describe('serve on the live engine', () => {
     const first = await model.dashboard();
     expect(first.more).toEqual({ settled: 3, other: 0 });
     expect(first.order).toEqual(['20261130-090000-live', '20261130-080000-dead', '20261130-070000-nothing-yet', '20261130-050000-done', '20261130-040000-done']);
-    // A stray file is counted, never listed by name (issue 23: entries that are not runs cost one number).
+    // A stray file is counted, never listed by name (entries that are not runs cost one number).
     expect(first.skipped).toEqual([]);
     expect(first.skipped_count).toBe(1);
 

@@ -1,6 +1,6 @@
 /**
  * `runwarden serve` over a root holding a run whose stream is 24 MiB of `{}`
- * lines ending in `run_started` (issue 25 item 4), beside an ordinary run:
+ * lines ending in `run_started`, beside an ordinary run:
  * the real CLI process, real files, a lock file nobody holds. What is
  * checked is what the server answers, never how fast: /api/runs gives the
  * same statuses as `runs --json`, and an append to the long stream reaches

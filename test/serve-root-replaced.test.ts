@@ -1,6 +1,6 @@
 /**
- * A runs root removed, replaced or back again while it is served (issue 23,
- * bad input). Real directories, real holder processes, `runwarden serve` as
+ * A runs root removed, replaced or back again while it is served (bad
+ * input). Real directories, real holder processes, `runwarden serve` as
  * a child process with a live event stream open (as a page keeps one):
  * - removed (rm -rf, or renamed away): the dashboard says the root is
  *   missing and shows no runs (none of the old ones as live), /api/runs says

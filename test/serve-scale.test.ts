@@ -1,6 +1,6 @@
 /// <reference lib="dom" />
 /**
- * The dashboard at scale (issue 10 item 4): 10,000 settled runs, runs in
+ * The dashboard at scale: 10,000 settled runs, runs in
  * flight held by real holder processes, abandoned runs whose holders were
  * SIGKILLed. The document stays small (In flight and Abandoned whole, the
  * newest page of each other section, counts for the rest), the page says

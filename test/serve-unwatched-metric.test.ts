@@ -2,7 +2,7 @@
  * serve's /metrics says how many runs its live view polls for want of a
  * change watch (`runwarden_runs_unwatched`). On darwin (the XNU model) each
  * kqueue watch holds a descriptor and run directories get at most 256 of them
- * (issue 31: "past the budget it polls, and says so in /metrics"); on linux
+ * (past the budget it polls, and says so in /metrics); on linux
  * inotify's max_user_watches is far above this root, so none is polled.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -17,7 +17,7 @@ import { eventLine } from './helpers/events.js';
 afterAll(() => cleanupTemp());
 
 const RUNS = 300;
-/** Run directories kqueue watches at most (the issue's budget, not read from src/). */
+/** Run directories kqueue watches at most (the budget as specified, not read from src/). */
 const DARWIN_BUDGET = 160;
 
 describe('serve /metrics runwarden_runs_unwatched', () => {

@@ -1,5 +1,5 @@
 /**
- * The swap race (issue 13, CONTRACT §1.3): a run directory swapped with a
+ * The swap race (CONTRACT §1.3): a run directory swapped with a
  * symlink to an outside directory, over and over, by renameat2(2) with
  * RENAME_EXCHANGE (a small C helper compiled here), while `serve` and
  * `runs --json` are asked again and again. A reader that checks the

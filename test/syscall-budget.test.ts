@@ -1,5 +1,5 @@
 /**
- * System-call budgets that cannot drift (issue 22 item 2): strace counts the
+ * System-call budgets that cannot drift: strace counts the
  * calls of many probes, and of a listing of many settled runs, and the test
  * fails above the budget stated here. Counts, not durations: they hold on a
  * loaded machine.

@@ -1,5 +1,5 @@
 /**
- * A closed last leg costs O(1) (issue 22 item 3; CONTRACT §2.5 rule 7), and
+ * A closed last leg costs O(1) (CONTRACT §2.5 rule 7), and
  * what that costs in exactness. Whether a stream's last `run_finished`
  * closes a leg, or is a duplicate finish (or a lone one, with no leg at
  * all), is decided by the nearest leg event before it, which for one long

@@ -1,9 +1,9 @@
 /**
  * A command that writes a document fails when any write of it fails, stdout
- * included (issue 25 item 1): on a real 8 KiB tmpfs, `metrics > F` wrote
- * 8,192 of its bytes and exited 0, so `> F.$$ && mv` installed a truncated
- * file. Now a short write is continued, the ENOSPC that follows ends the
- * command with one line on stderr and exit 1. A reader that closes the pipe
+ * included: on a real 8 KiB tmpfs, `metrics > F` must not write 8,192 of
+ * its bytes and exit 0, or `> F.$$ && mv` would install a truncated file.
+ * A short write is continued, the ENOSPC that follows ends the command
+ * with one line on stderr and exit 1. A reader that closes the pipe
  * (EPIPE, `| head`) is the conventional quiet end: the status so far (0).
  *
  * Needs root and mount(8): skipped with the reason locally, failed under CI.

@@ -1,7 +1,7 @@
 /**
- * A runs root holding every hostile or odd case a listing must survive
- * (issue 3, point 7), each with the outcome it must end in: a row with a
- * given status, or a named skip whose reason matches.
+ * A runs root holding every hostile or odd case a listing must survive,
+ * each with the outcome it must end in: a row with a given status, or a
+ * named skip whose reason matches.
  */
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
