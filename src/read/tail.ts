@@ -82,11 +82,18 @@ const BOUND = -2;
  */
 const NEEDLES = ['n_st', 'n_fi', 'te_pa', '\\u005', '\\u006', '\\u007'].map((s) => Buffer.from(s, 'latin1'));
 const PACKED = Buffer.concat(NEEDLES.flatMap((n) => [Buffer.from([n.length]), n]));
+/**
+ * A search for the newline that ends or begins a line outside the windows
+ * reads {@link NL_STEP_FIRST} bytes, doubling up to {@link NL_STEP_MAX}: a
+ * line is usually a few hundred bytes, and may be up to the line cap.
+ */
+const NL_STEP_FIRST = 4 * 1024;
+const NL_STEP_MAX = 64 * 1024;
 /** Bytes a window keeps beyond its chunk, so a needle that crosses a chunk boundary is still seen. */
 const CARRY = Math.max(...NEEDLES.map((n) => n.length)) - 1;
 /**
- * Read buffers: one for the file's last chunk, and one for the windows of a
- * long walk, each read into the buffer the last one was (one buffer the
+ * Read buffers: one for the file's last chunk, one for the line ends looked
+ * for outside the windows, and one for the windows of a long walk, each read into the buffer the last one was (one buffer the
  * size of the largest window stays in the CPU's cache between reads; two
  * taking turns would not), with the few bytes it keeps of the last saved
  * aside first (`carry`). The synchronous readers share one set: they run to
@@ -96,7 +103,14 @@ const CARRY = Math.max(...NEEDLES.map((n) => n.length)) - 1;
 class Buffers {
   private tail = Buffer.alloc(0);
   private window = Buffer.alloc(0);
+  private steps = Buffer.alloc(0);
   readonly carry = Buffer.alloc(CARRY);
+
+  /** The buffer a search for a line's end reads into ({@link NL_STEP_MAX} bytes), made once: memory the kernel has mapped already. */
+  step(): Buffer {
+    if (this.steps.length === 0) this.steps = Buffer.allocUnsafe(NL_STEP_MAX);
+    return this.steps;
+  }
 
   get(which: 'tail' | 'window', len: number): Buffer {
     const cur = which === 'tail' ? this.tail : this.window;
@@ -253,10 +267,10 @@ class BackScan {
         break;
       }
     }
-    const step = Buffer.allocUnsafe(Math.min(64 * 1024, Math.max(at, 1)));
-    while (at > 0) {
+    const step = this.bufs.step();
+    for (let want = NL_STEP_FIRST; at > 0; want = Math.min(want * 2, step.length)) {
       if (pos - at > MAX_LINE_BYTES + 1) throw lineTooLong(this.path, at);
-      const len = Math.min(at, step.length);
+      const len = Math.min(at, want);
       this.read(step, len, at - len);
       const i = step.subarray(0, len).lastIndexOf(NL);
       if (i >= 0) return at - len + i;
@@ -274,10 +288,10 @@ class BackScan {
       if (i >= 0) return this.winStart + i;
       at = this.winEnd;
     }
-    const step = Buffer.allocUnsafe(64 * 1024);
-    while (at < this.size) {
+    const step = this.bufs.step();
+    for (let want = NL_STEP_FIRST; at < this.size; want = Math.min(want * 2, step.length)) {
       if (at - lineStart > MAX_LINE_BYTES + 1) throw lineTooLong(this.path, lineStart);
-      const len = Math.min(this.size - at, step.length);
+      const len = Math.min(this.size - at, want);
       this.read(step, len, at);
       const i = step.subarray(0, len).indexOf(NL);
       if (i >= 0) return at + i;
