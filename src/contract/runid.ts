@@ -18,6 +18,18 @@ export function compareNewestFirst(a: string, b: string): number {
 }
 
 /**
+ * A string whose UTF-16 order is the byte order of the name `shown` stands
+ * for (CONTRACT §1.1 rule 6): the shown name itself when it is ASCII with no
+ * backslash (no escape in it, so its characters are its bytes), else the
+ * name's bytes as latin1 (one character per byte). For indexes that keep
+ * names sorted without a Buffer per name; agrees with
+ * {@link compareNewestFirst}.
+ */
+export function nameOrderKey(shown: string): string {
+  return /^[\x00-\x5b\x5d-\x7f]*$/.test(shown) ? shown : nameBytes(shown).toString('latin1');
+}
+
+/**
  * The runs root, first match wins: `rootOption` (the `--root` option);
  * `$OMG_HOME/runs` when OMG_HOME is set and non-empty;
  * `$HOME/.oh-my-graph/runs`. Always absolute. Throws RunIdError for an

@@ -245,6 +245,8 @@ export class LiveEngine {
     const stride = this.readFiles.length * identityStride();
     const scratch = new Float64Array(ADOPT_SLICE * stride);
     const batch: RunState[] = [];
+    // Each run's seeded report, as found once: the seed is asked for a name once (a lookup may cost a search).
+    const reports: RunReport[] = [];
     const dirs: string[] = [];
     const take = (): void => {
       readIdentities(dirs, this.readFiles, scratch);
@@ -253,9 +255,10 @@ export class LiveEngine {
         core.sigs.takeIfChanged(r.sig, scratch, k * stride);
         // Changed since the seed was asked for (and not yet found by the sweep): read, never taken.
         if (this.sweep?.noteRead(r, scratch, k * stride) === true) runs.push(r);
-        else this.adopt(r, seeded.get(r.id) as RunReport);
+        else this.adopt(r, reports[k] as RunReport);
       }
       batch.length = 0;
+      reports.length = 0;
       dirs.length = 0;
     };
     for (const r of initial) {
@@ -268,6 +271,7 @@ export class LiveEngine {
         continue;
       }
       batch.push(r);
+      reports.push(report);
       dirs.push(r.dir);
       if (batch.length === ADOPT_SLICE) {
         take();

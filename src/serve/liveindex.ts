@@ -35,7 +35,7 @@
  */
 import { join, resolve } from 'node:path';
 import type { RunReport } from '../contract/types.js';
-import { nameBytes } from '../contract/names.js';
+import { nameOrderKey } from '../contract/runid.js';
 import { releaseFreeMemory } from '../kernel/memory.js';
 import { monotonicMs } from '../kernel/clock.js';
 import { LiveEngine, type LiveStats } from '../live/engine.js';
@@ -73,11 +73,6 @@ const NO_TAIL = noStreamFacts();
 /** A snapshot for a run the engine no longer follows (its card is about to go). */
 const NO_SNAPSHOT: SnapshotRead = { kind: 'missing' };
 
-/** A string that orders as the name's bytes do: the id itself when it is plain ASCII (no copy), else its bytes as latin1. */
-function byteKey(id: string): string {
-  return /^[\x00-\x7f]*$/.test(id) ? id : nameBytes(id).toString('latin1');
-}
-
 function newestFirst(a: { key: string }, b: { key: string }): number {
   return a.key < b.key ? 1 : a.key > b.key ? -1 : 0;
 }
@@ -87,7 +82,7 @@ function newestFirst(a: { key: string }, b: { key: string }): number {
  * listRuns orders them), with insertion and removal by binary search: a
  * change costs O(log n) comparisons and one array move, never a sort. The
  * keys are strings whose UTF-16 order is the names' byte order
- * ({@link byteKey}): for a plain id the id itself, so a run costs two array
+ * ({@link nameOrderKey}): for a plain id the id itself, so a run costs two array
  * slots here, not a Buffer.
  */
 class NewestFirst {
@@ -112,7 +107,7 @@ class NewestFirst {
   }
 
   add(id: string): void {
-    const key = byteKey(id);
+    const key = nameOrderKey(id);
     const i = this.find(key);
     if (i < this.keys.length && this.keys[i] === key) return;
     if (i === this.ids.length) {
@@ -126,7 +121,7 @@ class NewestFirst {
   }
 
   delete(id: string): void {
-    const key = byteKey(id);
+    const key = nameOrderKey(id);
     const i = this.find(key);
     if (i < this.keys.length && this.keys[i] === key) {
       this.ids.splice(i, 1);
@@ -177,13 +172,12 @@ class LiveEntry {
 
 /**
  * The reports of the first listing, looked up by name for the engine's seed
- * without a map of every name. The engine asks in its own tracking order,
- * which is the listing's (newest first), so each name is almost always the
- * one after the last found (O(1)); any other is found by binary search.
- * Names are in descending byte order, which is the order of their shown
- * forms while those are ASCII; a shown name with escapes (contract/names.ts)
- * may sort elsewhere, and it or a run the search passes through it for is
- * then not found: the engine reads that run, as it does any run not seeded.
+ * without a map of every name. The listing is in descending byte order of
+ * the names (CONTRACT §1.1 rule 6), and the engine asks in its own tracking
+ * order, which is the listing's, so each name is almost always the one
+ * after the last found (O(1)); any other is found by binary search over the
+ * names' byte keys ({@link nameOrderKey}), never over the shown forms, whose
+ * escapes order differently from the bytes they stand for.
  */
 class ListingIndex {
   private next = 0;
@@ -197,6 +191,7 @@ class ListingIndex {
       this.next++;
       return hint;
     }
+    const key = nameOrderKey(id);
     let lo = 0;
     let hi = runs.length - 1;
     while (lo <= hi) {
@@ -206,7 +201,7 @@ class ListingIndex {
         this.next = mid + 1;
         return runs[mid];
       }
-      if (at > id) lo = mid + 1;
+      if (nameOrderKey(at) > key) lo = mid + 1;
       else hi = mid - 1;
     }
     return undefined;
@@ -463,7 +458,7 @@ export class LiveIndex {
     if (this.error !== null) return { root: this.root, missing: false, runs: [], skipped: [], error: this.error };
     if (this.reportsCache === undefined) {
       const ids: { key: string; report: RunReport }[] = [];
-      for (const e of entries.values()) if (e.report !== undefined) ids.push({ key: byteKey(e.id), report: e.report });
+      for (const e of entries.values()) if (e.report !== undefined) ids.push({ key: nameOrderKey(e.id), report: e.report });
       ids.sort(newestFirst);
       this.reportsCache = { root: this.root, missing: this.missing, runs: ids.map((x) => x.report), skipped: this.sortedSkips() };
     }
@@ -474,7 +469,7 @@ export class LiveIndex {
   }
 
   private sortedSkips(): SkippedEntry[] {
-    this.skipsSorted ??= [...this.skips.values()].map((s) => ({ s, key: byteKey(s.run_id) })).sort(newestFirst).map((x) => x.s);
+    this.skipsSorted ??= [...this.skips.values()].map((s) => ({ s, key: nameOrderKey(s.run_id) })).sort(newestFirst).map((x) => x.s);
     return this.skipsSorted;
   }
 
@@ -484,7 +479,7 @@ export class LiveIndex {
     if (this.error !== null) throw new Error(this.error);
     const skipped = this.sortedSkips();
     const ids = [...this.inFlight, ...this.abandoned, ...this.pagedSettled.head(this.sectionPage), ...this.pagedOther.head(this.sectionPage)];
-    const keyed = ids.map((id) => ({ id, key: byteKey(id) })).sort(newestFirst);
+    const keyed = ids.map((id) => ({ id, key: nameOrderKey(id) })).sort(newestFirst);
     const cards: RunCard[] = [];
     const shown = new Set<string>();
     for (const { id } of keyed) {
