@@ -26,7 +26,7 @@ import { closeSync, lstatSync, openSync, readdirSync, readlinkSync, readSync, st
 import { basename, dirname } from 'node:path';
 import { HEAD_BYTES, markedPid } from '../contract/marker.js';
 import { monotonicMs } from './clock.js';
-import { runFilePath } from './dirfd.js';
+import { runDirPath, runFilePath } from './dirfd.js';
 import { native } from './native.js';
 import { closeQuietly, openForRead, readAt } from './open.js';
 import { systemFacts } from './system.js';
@@ -122,10 +122,69 @@ export function openFilesOn(dev: number | bigint, fresh = false): { files: OpenF
   return CENSUS_TURN;
 }
 
-/** The lock path as bytes in a latin1 string, as a holder's descriptor names it. */
-function exactPathOf(lockPath: string): string {
-  const exactPath = runFilePath(dirname(lockPath), basename(lockPath));
-  return (typeof exactPath === 'string' ? Buffer.from(exactPath, 'utf8') : exactPath).toString('latin1');
+/**
+ * Where a lock file is, as the kernel knows it: its name, and the identity
+ * (`dev:ino`) of the directory it is in. A holder's descriptor is matched to
+ * a lock by these, never by the path's text: the kernel names a descriptor's
+ * file by a path it rebuilds (linux `d_path` through the mount the file was
+ * opened by; darwin `vn_getpath` from its name cache), which differs from
+ * the path a reader was given wherever the runs root is reached through a
+ * symlink (`/tmp` and `/var` on a Mac, a linked `~/.oh-my-graph`), a bind
+ * mount, `..`, another name of the directory or another case of it.
+ */
+interface LockPlace {
+  /** The file's name, as bytes in a latin1 string. */
+  name: string;
+  /** `dev:ino` of its directory. */
+  dir: string;
+}
+
+/** The identity (`dev:ino`) of the directory at `path`, or why there is none: `gone` (nothing, or not a directory), `unreadable`. */
+function dirIdentity(path: string | Buffer): string {
+  try {
+    const st = statSync(path, { bigint: true });
+    return st.isDirectory() ? `${st.dev}:${st.ino}` : 'gone';
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    return code === 'ENOENT' || code === 'ENOTDIR' ? 'gone' : 'unreadable';
+  }
+}
+
+/** The {@link LockPlace} of `lockPath`, or undefined when its directory cannot be looked at. */
+function placeOf(lockPath: string): LockPlace | undefined {
+  const dir = dirIdentity(runDirPath(dirname(lockPath)));
+  if (dir === 'gone' || dir === 'unreadable') return undefined;
+  return { name: Buffer.from(basename(lockPath), 'utf8').toString('latin1'), dir };
+}
+
+/** linux appends this to a descriptor's path once its file is unlinked (a replaced lock's old inode). */
+const DELETED = ' (deleted)';
+
+/**
+ * Whether the path `link` a descriptor names (bytes in a latin1 string, as
+ * the kernel gives it) is a file named `place.name` in the directory
+ * `place.dir`: true, false, or `doubt` when the name fits and its directory
+ * cannot be looked at. `root` is where the path is looked up from (linux:
+ * `/proc/<pid>/root`, the holder's own root, so a holder in another mount
+ * namespace is read as it sees its files; '' elsewhere). `seen` keeps each
+ * directory's identity for the caller's one census.
+ */
+function namesPlace(link: string, place: LockPlace, root: string, seen: Map<string, string>): boolean | 'doubt' {
+  const text = link.endsWith(DELETED) ? link.slice(0, -DELETED.length) : link;
+  const slash = text.lastIndexOf('/');
+  if (slash < 0 || text.slice(slash + 1) !== place.name) return false;
+  const parent = root + (slash === 0 ? '/' : text.slice(0, slash));
+  let id = seen.get(parent);
+  if (id === undefined) {
+    id = dirIdentity(Buffer.from(parent, 'latin1'));
+    seen.set(parent, id);
+  }
+  return id === 'unreadable' ? 'doubt' : id === place.dir;
+}
+
+/** The root a linux process's descriptor paths are relative to, as seen from here. */
+function procRoot(pid: number): string {
+  return `/proc/${pid}/root`;
 }
 
 /** {@link foreignHolder} from libproc's census: a writer of another inode carrying the lock path. */
@@ -133,14 +192,21 @@ function foreignHolderByCensus(q: HolderQuery): HolderEvidence {
   const census = openFilesOn(q.dev);
   if (census === undefined) return { kind: 'unknown', detail: 'the census of open files (libproc) could not be taken' };
   const exceptPid = q.exceptPid ?? process.pid;
-  const exact = exactPathOf(q.lockPath);
+  const place = placeOf(q.lockPath);
+  if (place === undefined) return { kind: 'unknown', detail: 'the lock file\'s directory cannot be looked at' };
   const current = q.currentIno === undefined ? undefined : Number(q.currentIno);
+  const seen = new Map<string, string>();
   let labelSeen = false;
+  let doubt: string | undefined;
   for (const f of census.files) {
     if (f.pid === q.labelPid) labelSeen = true;
-    if (f.pid === exceptPid || !f.write || f.path !== exact || f.ino === current) continue;
+    if (f.pid === exceptPid || !f.write || f.ino === current) continue;
+    const at = namesPlace(f.path, place, '', seen);
+    if (at === 'doubt') doubt ??= `pid ${f.pid} writes a file named like the lock file whose directory cannot be looked at`;
+    if (at !== true) continue;
     return { kind: 'held-elsewhere', holder: { pid: f.pid, file: `${procDevice(q.dev)}:${f.ino}` } };
   }
+  if (doubt !== undefined) return { kind: 'unknown', detail: doubt };
   if (q.labelPid !== undefined && q.labelPid !== exceptPid && !labelSeen && census.unreadable > 0 && pidExists(q.labelPid)) {
     return { kind: 'unknown', detail: `pid ${q.labelPid} is alive and its descriptors cannot be read` };
   }
@@ -178,11 +244,10 @@ export function foreignHolder(q: HolderQuery): HolderEvidence {
   } catch (e) {
     return { kind: 'unknown', detail: `/proc/locks: ${(e as NodeJS.ErrnoException).code ?? String(e)}` };
   }
-  // Compared as bytes (each kept as a latin1 string, one character per byte): a link decoded to text
-  // would make a name that is not UTF-8 (0xff) equal to one really named U+FFFD (CONTRACT §1.1).
-  const exactPath = runFilePath(dirname(lockPath), basename(lockPath));
-  const exact = (typeof exactPath === 'string' ? Buffer.from(exactPath, 'utf8') : exactPath).toString('latin1');
-  const deleted = `${exact} (deleted)`;
+  // Links are kept as bytes (a latin1 string, one character per byte): a link decoded to text would
+  // make a name that is not UTF-8 (0xff) equal to one really named U+FFFD (CONTRACT §1.1).
+  const place = placeOf(lockPath);
+  if (place === undefined) return { kind: 'unknown', detail: 'the lock file\'s directory cannot be looked at' };
   const holders: { pid: number; file: string }[] = [];
   let key = '';
   for (const line of table.split('\n')) {
@@ -202,7 +267,12 @@ export function foreignHolder(q: HolderQuery): HolderEvidence {
       if (pid === q.labelPid) doubt ??= `pid ${pid} holds an exclusive flock on this filesystem and its descriptors cannot be read (${fds})`;
       continue;
     }
-    if (fds.has(exact) || fds.has(deleted)) return { kind: 'held-elsewhere', holder: { pid, file } };
+    const seen = census?.dirs ?? new Map<string, string>();
+    for (const link of fds) {
+      const at = namesPlace(link, place, procRoot(pid), seen);
+      if (at === true) return { kind: 'held-elsewhere', holder: { pid, file } };
+      if (at === 'doubt') doubt ??= `pid ${pid} holds an exclusive flock on this filesystem through a file named like the lock file whose directory cannot be looked at`;
+    }
   }
   return doubt === undefined ? { kind: 'none-known' } : { kind: 'unknown', detail: doubt };
 }
@@ -238,7 +308,7 @@ function readProcLocks(): string {
 
 /** How long a census of holders' descriptors may be reused while the exclusive flocks are the same (ms). */
 const CENSUS_MS = 1000;
-let census: { key: string; at: number; byPid: Map<number, Set<string> | string> } | undefined;
+let census: { key: string; at: number; byPid: Map<number, Set<string> | string>; dirs: Map<string, string> } | undefined;
 
 /**
  * What each exclusive holder's descriptors name (`/proc/<pid>/fd`, as bytes in latin1 strings), or the
@@ -254,7 +324,7 @@ let census: { key: string; at: number; byPid: Map<number, Set<string> | string> 
  */
 function descriptorCensus(key: string): (pid: number) => Set<string> | string {
   const now = monotonicMs();
-  if (census === undefined || census.key !== key || now - census.at > CENSUS_MS) census = { key, at: now, byPid: new Map() };
+  if (census === undefined || census.key !== key || now - census.at > CENSUS_MS) census = { key, at: now, byPid: new Map(), dirs: new Map() };
   const byPid = census.byPid;
   return (pid) => {
     let got = byPid.get(pid);
@@ -462,7 +532,8 @@ export function descriptorHolders(lockPath: string, except: number, max = 4): nu
   if (sys.holderTable === 'libproc') return descriptorHoldersByCensus(lockPath, except, max);
   if (!sys.procfs) return [];
   const exactPath = runFilePath(dirname(lockPath), basename(lockPath));
-  const exact = (typeof exactPath === 'string' ? Buffer.from(exactPath, 'utf8') : exactPath).toString('latin1');
+  const place = placeOf(lockPath);
+  if (place === undefined) return [];
   const census = fdCensus();
   let file: string | undefined;
   try {
@@ -471,17 +542,28 @@ export function descriptorHolders(lockPath: string, except: number, max = 4): nu
   } catch {
     /* gone since the probe: no descriptor can be told from another */
   }
+  // Descriptors naming the lock file's place (by its directory's identity, seen from each holder's root),
+  // those of a replaced file last.
+  const open: number[] = [];
+  const replaced: number[] = [];
+  const seen = new Map<string, string>();
+  for (const [link, fds] of census) {
+    if (!link.endsWith(place.name) && !link.endsWith(DELETED)) continue;
+    for (let i = 0; i < fds.length; i += 2) {
+      const pid = fds[i] as number;
+      if (pid === except || namesPlace(link, place, procRoot(pid), seen) !== true) continue;
+      (link.endsWith(DELETED) ? replaced : open).push(pid, fds[i + 1] as number);
+    }
+  }
   const holding: number[] = [];
   const others: number[] = [];
-  const open = census.get(exact) ?? [];
   for (let i = 0; i < open.length; i += 2) {
     const pid = open[i] as number;
-    if (pid === except || holding.includes(pid)) continue;
+    if (holding.includes(pid)) continue;
     if (file !== undefined && holding.length < max && holdsFlockOn(pid, open[i + 1] as number, file)) holding.push(pid);
     else if (others.length < max && !others.includes(pid)) others.push(pid);
   }
-  const replaced = census.get(`${exact} (deleted)`) ?? [];
-  for (let i = 0; i < replaced.length && others.length < max; i += 2) if (replaced[i] !== except && !others.includes(replaced[i] as number)) others.push(replaced[i] as number);
+  for (let i = 0; i < replaced.length && others.length < max; i += 2) if (!others.includes(replaced[i] as number)) others.push(replaced[i] as number);
   const found = holding;
   for (const pid of others) if (found.length < max && !found.includes(pid)) found.push(pid);
   return found;
@@ -503,13 +585,14 @@ function descriptorHoldersByCensus(lockPath: string, except: number, max: number
     return [];
   }
   const census = openFilesOn(dev);
-  if (census === undefined) return [];
-  const exact = exactPathOf(lockPath);
+  const place = placeOf(lockPath);
+  if (census === undefined || place === undefined) return [];
+  const seen = new Map<string, string>();
   const found: number[] = [];
   for (const writing of [true, false]) {
     for (const f of census.files) {
-      if (f.write !== writing || f.path !== exact || f.pid === except || f.pid === process.pid) continue;
-      if (found.length < max && !found.includes(f.pid)) found.push(f.pid);
+      if (f.write !== writing || f.pid === except || f.pid === process.pid || found.includes(f.pid)) continue;
+      if (found.length < max && namesPlace(f.path, place, '', seen) === true) found.push(f.pid);
     }
   }
   return found;
