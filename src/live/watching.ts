@@ -43,11 +43,12 @@
  *   polled and counted in `unwatched`.
  * - Reads only: watches only observe; nothing is created under the root.
  */
+import { realpathSync } from 'node:fs';
 import { EVENTS_FILE, LOCK_FILE, STATE_FILE } from '../contract/files.js';
 import { showName } from '../contract/names.js';
 import { systemFacts } from '../kernel/system.js';
 import { notifyBackend, openDirWatcher, sharedDirWatcher, type DirEvent, type DirWatch, type DirWatcher } from '../kernel/notify.js';
-import { runDirPath } from '../kernel/dirfd.js';
+import { kindOfEntry, runDirPath } from '../kernel/dirfd.js';
 import { rootEntries, shownName } from '../status/list.js';
 import type { EngineCore } from './core.js';
 import { RootRelistGate } from './relist.js';
@@ -57,6 +58,22 @@ import type { LiveRootFacts } from './types.js';
 
 /** Names that are their own shown name: ASCII without a backslash. */
 const PLAIN = /^[\x00-\x5b\x5d-\x7f]*$/;
+
+/**
+ * The path of the directory `root` resolves to now, links followed, as the
+ * notifier takes it (a string; undefined for a path that is not UTF-8), or
+ * undefined when there is none.
+ */
+function resolvedDir(root: string): string | undefined {
+  let real: Buffer;
+  try {
+    real = realpathSync.native(root, { encoding: 'buffer' });
+  } catch {
+    return undefined;
+  }
+  const text = real.toString('utf8');
+  return Buffer.from(text, 'utf8').equals(real) ? text : undefined;
+}
 
 /** What watching asks of the rest of the engine. */
 export interface WatchingHost {
@@ -95,6 +112,8 @@ export class Watching {
   private readonly streams = new Set<RunState>();
   /** Whether the watch budget's refusal (EMFILE) was said already (once per engine). */
   private saidBudget = false;
+  /** Whether the root's watch was refused and that was said (said again after a watch was granted). */
+  private saidRoot = false;
 
   constructor(
     private readonly core: EngineCore,
@@ -210,11 +229,28 @@ export class Watching {
     if (this.root !== undefined && this.rootGate.due(this.root)) this.scanRoot();
   }
 
+  /**
+   * Watches the directory the root resolves to now. A root may be any path
+   * to a directory (a symlink, a chain of them, `..`, a bind mount): the
+   * notifier watches a directory and follows no link, so it is given the
+   * directory's own path; the root's identity (rootwatch.ts) tells when the
+   * path resolves to another one, and the watch is made again then.
+   */
   private watchRoot(): void {
     if (this.watcher === undefined || this.rootWatch !== undefined) return;
-    const a = this.watcher.watch(this.root as string, (e) => this.onRootEvent(e));
-    if (a.ok) this.rootWatch = a.watch;
-    else this.refused(a.code);
+    const target = resolvedDir(this.root as string);
+    if (target === undefined) return; // gone, or a path the notifier cannot take: the root's follower and listings go on
+    const a = this.watcher.watch(target, (e) => this.onRootEvent(e));
+    if (a.ok) {
+      this.saidRoot = false;
+      this.rootWatch = a.watch;
+      return;
+    }
+    this.refused(a.code);
+    if (!this.saidRoot && a.code !== 'ENOENT') {
+      this.saidRoot = true;
+      this.core.say(`the runs root cannot be watched (${a.code}); runs made or removed under it are found by the safety pass`);
+    }
   }
 
   /** Says why a watch was refused: the kernel's limit (ENOSPC), or the descriptor budget (EMFILE, said once). */
@@ -248,14 +284,22 @@ export class Watching {
     const root = this.root as string;
     const dir = root.endsWith('/') ? root + id : `${root}/${id}`;
     const r = core.runsByDir.get(dir);
-    if (e.kind === 'appeared') {
-      if (e.isDir) this.host.trackAt(dir, id);
-      else this.strays(this.facts.strays + 1);
-    } else if (r !== undefined) {
-      this.host.drop(r, true);
-    } else if (!e.isDir) {
-      this.strays(Math.max(0, this.facts.strays - 1));
-    }
+    if (!e.isDir) this.strays(e.kind === 'appeared' ? this.facts.strays + 1 : Math.max(0, this.facts.strays - 1));
+    if (r !== undefined || e.isDir) this.renamed(dir, id, r);
+  }
+
+  /**
+   * An entry came to or left the name of run directory `dir`: whatever was
+   * followed there is dropped, and the directory at the name now, if any, is
+   * followed afresh. The event's kind is not trusted to say which directory
+   * is there: a rename over an empty directory, an exchange of two runs
+   * (`renameat2` RENAME_EXCHANGE: each name's entry leaves and another
+   * arrives) or a burst of renames all tell a name that is tracked already,
+   * and a run's watch follows its directory's inode, not its name.
+   */
+  private renamed(dir: string, id: string, r: RunState | undefined): void {
+    if (r !== undefined) this.host.drop(r, true);
+    if (kindOfEntry(runDirPath(dir)) === 'directory') this.host.trackAt(dir, id);
   }
 
   private strays(n: number): void {
@@ -366,7 +410,8 @@ export class Watching {
       if (core.follows(r)) {
         // Counted unwatched now, so that drop() (which un-counts a run without a watch) keeps the count exact.
         core.stats.unwatched++;
-        this.host.drop(r, true);
+        // Its directory moved or went; another may be at its name now (the root's events say so too, where the root is watched).
+        this.renamed(r.dir, r.id, r);
       }
       return;
     }
