@@ -210,7 +210,7 @@ class ListingIndex {
 
 /** The live index (see the module comment). */
 export class LiveIndex {
-  private readonly engine: LiveEngine;
+  private engine!: LiveEngine;
   private readonly cards: CardMaker;
   private readonly absRoot: string;
   private readonly sectionPage: number;
@@ -225,7 +225,9 @@ export class LiveIndex {
   private notifyQueued = false;
   private closed = false;
   /** The engine's first pass, which the index waits for. */
-  private readonly engineStarted: Promise<void>;
+  private engineStarted!: Promise<void>;
+  /** Starts left to fail on purpose (ModelOptions.failStarts). */
+  private failStarts: number;
   /** The first listing, asked for by the engine (the seed), made once. */
   private firstPending: Promise<{ get(runId: string): RunReport | undefined } | undefined> | undefined;
   /** The index is made (the engine's first pass is over). */
@@ -263,9 +265,19 @@ export class LiveIndex {
     this.listThreads = options.listThreads;
     const observer = options.observer;
     this.onProbe = observer === undefined ? undefined : (seconds, answer) => observer.probed(seconds, answer.liveness);
+    this.failStarts = options.failStarts ?? 0;
+    this.startEngine();
+  }
+
+  /**
+   * Makes the engine and begins its first pass. Made again when a start
+   * failed: what a failed engine holds is not trusted, and the next request
+   * starts afresh rather than keep the failure.
+   */
+  private startEngine(): void {
     // settledForget and seed: the engine keeps nothing of a settled run's stream, and takes the
     // reports of the first listing instead of reading every run a second time.
-    this.engine = new LiveEngine({ root, ref: false, announceFiles: true, settledForget: true, seed: () => this.firstListing() });
+    this.engine = new LiveEngine({ root: this.root, ref: false, announceFiles: true, settledForget: true, seed: () => this.firstListing() });
     this.engine.subscribe((c) => {
       if (c.type === 'notice') {
         process.stderr.write(`runwarden serve: ${c.message}\n`);
@@ -280,7 +292,16 @@ export class LiveIndex {
     });
     // Begun on the next turn, so the constructor returns before the listing the engine asks for.
     const engine = this.engine;
-    this.engineStarted = new Promise<void>((r) => setImmediate(r)).then(() => (this.closed ? undefined : engine.start()));
+    this.engineStarted = new Promise<void>((r) => setImmediate(r)).then(() => {
+      if (this.closed) return undefined;
+      if (this.failStarts > 0) {
+        this.failStarts--;
+        throw new Error('the live index failed to start (ModelOptions.failStarts)');
+      }
+      return engine.start();
+    });
+    // Its failure is the next request's (init); never an unhandled rejection, which would end the thread.
+    this.engineStarted.catch(() => undefined);
   }
 
   /** How many changes the engine has told (a version: equal numbers mean nothing changed in between). */
@@ -375,9 +396,26 @@ export class LiveIndex {
     this.releaseTimer.unref();
   }
 
-  /** The entries, the index made if it was not (awaited), and every change told since applied. */
+  /**
+   * The entries, the index made if it was not (awaited), and every change
+   * told since applied. A start that failed fails the requests waiting for
+   * it, with its reason, and is begun again for the next one.
+   */
   private async live(): Promise<Map<string, LiveEntry>> {
-    if (!this.ready) await (this.initing ??= this.init());
+    if (!this.ready) {
+      const starting = (this.initing ??= this.init());
+      try {
+        await starting;
+      } catch (e) {
+        if (this.initing === starting && !this.closed) {
+          this.initing = undefined;
+          this.firstPending = undefined;
+          this.engine.close();
+          this.startEngine();
+        }
+        throw e;
+      }
+    }
     this.apply();
     return this.entries;
   }

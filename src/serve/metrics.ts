@@ -70,6 +70,13 @@ export { METRICS_LOOP_SAMPLE_MS };
 export interface MetricsOptions {
   /** Register the default process and Node metrics too (default true). */
   processMetrics?: boolean;
+  /**
+   * Told when the source fails a scrape. The scrape is answered all the
+   * same, without the runs' series and with `runwarden_root_readable` 0,
+   * and counted in `runwarden_serve_failures_total`. Without it, the
+   * failure is thrown to the caller.
+   */
+  onSourceError?: (e: unknown) => void;
   /** Sampling interval of the event-loop delay metrics, in ms (default {@link METRICS_LOOP_SAMPLE_MS}). */
   loopSampleMs?: number;
 }
@@ -103,6 +110,8 @@ export class RunwardenMetrics {
   private readonly fill: (list: ReportsList) => void;
   /** The scrape under way: scrapes are rendered one at a time, each from one list. */
   private chain: Promise<unknown> = Promise.resolve();
+  private readonly failures: Counter;
+  private readonly onSourceError: ((e: unknown) => void) | undefined;
 
   /**
    * `source` is called once per scrape, never before the first one, so it
@@ -115,6 +124,7 @@ export class RunwardenMetrics {
     // The addon first, as the CLI does: a broken install throws AddonLoadError here instead of
     // scraping as `runwarden_root_readable 0`, which would be a false fact about the root.
     loadAddon();
+    this.onSourceError = options.onSourceError;
     const registers = [this.registry];
     const runs = new Gauge({ name: 'runwarden_runs', help: 'Runs under the root per status word (none: no status yet). Absent while the root cannot be listed.', labelNames: ['status'], registers });
     const info = new Gauge({
@@ -131,7 +141,7 @@ export class RunwardenMetrics {
     });
     const probeSeconds = new Histogram({ name: 'runwarden_probe_duration_seconds', help: 'Time one lock probe took (open and flock(2)), as measured on a monotonic clock.', buckets: [...PROBE_BUCKETS], registers });
     const probes = new Counter({ name: 'runwarden_probes_total', help: 'Lock probes made, by what the kernel answered (held, free, unknown).', labelNames: ['liveness'], registers });
-    const readable = new Gauge({ name: 'runwarden_root_readable', help: '1 when the runs root could be listed (or does not exist yet: no runs), 0 when listing it failed.', registers });
+    const readable = new Gauge({ name: 'runwarden_root_readable', help: "1 when the runs root could be listed (or does not exist yet: no runs), 0 when listing it failed or serve's reader failed (runwarden_serve_failures_total).", registers });
     const scanErrors = new Counter({
       name: 'runwarden_scan_errors_total',
       help: 'Errors met while deriving the root: 1 per derivation that could not list the root, else 1 per run directory that could not be read.',
@@ -147,6 +157,13 @@ export class RunwardenMetrics {
       help: "Held runs whose holder the live view does not watch for its exit (past the budget of exit watches, which follows RLIMIT_NOFILE; or a holder it cannot see), re-probed every 5 s instead. Absent for a one-shot derivation.",
       registers,
     });
+    const failures = new Counter({
+      name: 'runwarden_serve_failures_total',
+      help: "Requests serve could not answer because its reader failed (answered 500, or for /metrics without the runs' series), each also said in one line on stderr.",
+      registers,
+    });
+    failures.inc(0);
+    this.failures = failures;
     for (const l of LIVENESS_LABELS) probes.inc({ liveness: l }, 0);
     scanErrors.inc(0);
 
@@ -196,10 +213,25 @@ export class RunwardenMetrics {
     return this.registry.contentType;
   }
 
+  /** Counts a request that could not be answered for a failure of the reader (`runwarden_serve_failures_total`). */
+  failed(): void {
+    this.failures.inc();
+  }
+
   /** The exposition text, derived now (see the module comment for what that costs). */
   text(): Promise<string> {
     const next = this.chain.then(async () => {
-      this.fill(await this.source());
+      let list: ReportsList;
+      try {
+        list = await this.source();
+      } catch (e) {
+        if (this.onSourceError === undefined) throw e;
+        this.onSourceError(e);
+        this.failed();
+        // Doubt is absence: no runs' series from a scrape that could not read them.
+        list = { root: '', missing: false, runs: [], skipped: [], error: e instanceof Error ? e.message : String(e) };
+      }
+      this.fill(list);
       return this.registry.metrics();
     });
     this.chain = next.catch(() => undefined);

@@ -12,11 +12,11 @@
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { DashboardModel, type ModelOptions } from './model.js';
-import type { ModelRequest, ModelReply, ObserverMessage, WorkerInit } from './offthread.js';
+import type { ModelRequest, ModelReply, ObserverMessage, WorkerFault, WorkerInit } from './offthread.js';
 
 const port = parentPort;
 if (port === null) throw new Error('serve/model-worker.js must run as a worker thread');
-const { root, options, observe } = workerData as WorkerInit;
+const { root, options, observe, crash } = workerData as WorkerInit & WorkerFault;
 const tell = (m: ObserverMessage): void => port.postMessage(m);
 const full: ModelOptions = observe
   ? { ...options, observer: { probed: (seconds, liveness) => tell({ observe: 'probed', seconds, liveness }), scanned: (errors) => tell({ observe: 'scanned', errors }) } }
@@ -30,6 +30,8 @@ if (model.version !== undefined) {
 
 let queue: Promise<void> = Promise.resolve();
 port.on('message', (req: ModelRequest) => {
+  // OffThreadOptions.failThreads: this thread crashes as its first request arrives (an uncaught error ends it).
+  if (crash) throw new Error('the reader thread crashed (OffThreadOptions.failThreads)');
   queue = queue.then(async () => {
     let reply: ModelReply;
     try {

@@ -12,8 +12,11 @@
  * - Answers are the model's, unchanged: the same derivations, caches and
  *   bounds; only the thread differs.
  * - A worker that dies (out of memory, a crash in the addon) fails the calls
- *   in flight with an error, which the server turns into a 500 for that
- *   request only; the next call starts a fresh worker.
+ *   sent to it, with an error the server turns into a 500 for that request
+ *   only; the next call starts a fresh worker. Each worker owns the calls
+ *   sent to it, so a dead worker's last events (its `error`, then its
+ *   `exit`, which may come after its replacement took calls) fail its own
+ *   calls and never its replacement's.
  * - The worker never keeps the process alive by itself (it is unref'd), and
  *   {@link OffThreadModel.close} ends it.
  */
@@ -56,20 +59,43 @@ interface Pending {
   reject: (e: Error) => void;
 }
 
+/** Options of {@link OffThreadModel}: the model's, and a test seam. */
+export interface OffThreadOptions extends ModelOptions {
+  /**
+   * The first this many worker threads throw at their first request, as a
+   * thread that crashed would (a test seam: a crash cannot be made on
+   * purpose with real files).
+   */
+  failThreads?: number;
+}
+
+/** What a worker is started with beyond {@link WorkerInit}: whether it is to crash at its first request (OffThreadOptions.failThreads). */
+export interface WorkerFault {
+  crash: boolean;
+}
+
 /** DashboardModel's calls, each answered by a worker thread. */
 export class OffThreadModel {
   private worker: Worker | undefined;
+  /** The calls in flight, by the worker they were sent to. */
+  private readonly pending = new Map<Worker, Map<number, Pending>>();
   private seq = 0;
-  private readonly pending = new Map<number, Pending>();
+  private threadsToFail: number;
   private closed = false;
   /** A live model's version as last told by the worker (undefined until then, or without `live`). */
   private lastVersion: number | undefined;
   private readonly listeners = new Set<() => void>();
 
+  private readonly options: ModelOptions;
+
   constructor(
     readonly root: string,
-    private readonly options: ModelOptions = {},
-  ) {}
+    options: OffThreadOptions = {},
+  ) {
+    const { failThreads, ...model } = options;
+    this.options = model;
+    this.threadsToFail = failThreads ?? 0;
+  }
 
   /** The `runs --json` document for `select` (DashboardModel.runsDocument). */
   runsDocument(select?: RunSelection): Promise<RunsDocument> {
@@ -120,7 +146,7 @@ export class OffThreadModel {
     if (w !== undefined) {
       const seq = ++this.seq;
       const done = new Promise<void>((resolve) => {
-        this.pending.set(seq, { resolve: () => resolve(), reject: () => resolve() });
+        this.pending.get(w)?.set(seq, { resolve: () => resolve(), reject: () => resolve() });
         w.postMessage({ seq, op: 'close' } satisfies ModelRequest);
       });
       // A worker stuck in a long read still ends: give it a bounded time to close its model.
@@ -138,18 +164,22 @@ export class OffThreadModel {
     const w = this.worker ?? this.start();
     const seq = ++this.seq;
     return new Promise((resolve, reject) => {
-      this.pending.set(seq, { resolve, reject });
+      this.pending.get(w)?.set(seq, { resolve, reject });
       w.postMessage({ ...req, seq });
     });
   }
 
   private start(): Worker {
     const { observer, ...options } = this.options;
-    const init: WorkerInit = { root: this.root, options, observe: observer !== undefined };
+    const crash = this.threadsToFail > 0;
+    if (crash) this.threadsToFail--;
+    const init: WorkerInit & WorkerFault = { root: this.root, options, observe: observer !== undefined, crash };
     // A 4 MB young generation (V8's default here is 16 MB semi-spaces, ~48 MB in all): the first listing's
     // short-lived reports die in smaller scavenges, so the worker's peak resident set is lower.
     const w = new Worker(new URL('./model-worker.js', import.meta.url), { workerData: init, resourceLimits: { maxYoungGenerationSizeMb: 4 } });
     w.unref();
+    const mine = new Map<number, Pending>();
+    this.pending.set(w, mine);
     w.on('message', (reply: ModelReply | ObserverMessage) => {
       if ('observe' in reply) {
         if (reply.observe === 'probed') observer?.probed(reply.seconds, reply.liveness);
@@ -160,19 +190,22 @@ export class OffThreadModel {
         }
         return;
       }
-      const p = this.pending.get(reply.seq);
+      const p = mine.get(reply.seq);
       if (p === undefined) return;
-      this.pending.delete(reply.seq);
+      mine.delete(reply.seq);
       if (reply.ok) p.resolve(reply.value);
       else p.reject(new Error(reply.message));
     });
     const fail = (why: string): void => {
-      if (this.worker === w) this.worker = undefined;
-      // A new worker's model starts from nothing: whoever compares versions must derive again.
-      this.lastVersion = undefined;
+      if (this.worker === w) {
+        this.worker = undefined;
+        // A new worker's model starts from nothing: whoever compares versions must derive again.
+        this.lastVersion = undefined;
+      }
       const err = new Error(`the dashboard's reader thread ${why}`);
-      for (const p of this.pending.values()) p.reject(err);
-      this.pending.clear();
+      for (const p of mine.values()) p.reject(err);
+      mine.clear();
+      this.pending.delete(w);
     };
     w.on('error', (e) => fail(`failed: ${e.message}`));
     w.on('exit', (code) => fail(`exited (code ${code})`));

@@ -33,6 +33,12 @@ export interface ModelOptions {
    * seam: test roots are small.
    */
   listThreads?: number;
+  /**
+   * With `live`: the first this many starts of the index fail, as a start
+   * whose engine threw would (a test seam: such a failure cannot be made on
+   * purpose with real files once the defects that caused one are fixed).
+   */
+  failStarts?: number;
 }
 
 /**

@@ -65,6 +65,8 @@ export interface ServeOptions {
   /** Live derivation interval in ms (default 1000). */
   intervalMs?: number;
   log?: (line: string) => void;
+  /** Told of each request answered 500 (after its one line in `log`): serve counts them in /metrics. */
+  onFailure?: () => void;
   /** Most connections open at once before a 503 (default MAX_CONNECTIONS, fewer under a low RLIMIT_NOFILE: serve/limits.ts connectionBudget). */
   maxConnections?: number;
 }
@@ -322,6 +324,11 @@ function handler(opts: ServeOptions, hub: LiveHub, boundHost: string, files: Pub
   };
 }
 
+/** A message as one line of a log: its line breaks as spaces. */
+function oneLine(text: string): string {
+  return text.replace(/\s*[\r\n]+\s*/g, ' ');
+}
+
 /** Starts the dashboard server and resolves once it is listening. */
 export async function startServer(opts: ServeOptions): Promise<DashboardServer> {
   const host = opts.host ?? '127.0.0.1';
@@ -349,7 +356,8 @@ export async function startServer(opts: ServeOptions): Promise<DashboardServer> 
     // Refused by the connection cap (limits.ts), which already answered 503.
     if (wasRefused(req.socket)) return;
     handle(req, res).catch((e: unknown) => {
-      log(`runwarden serve: ${req.method} ${req.url}: ${e instanceof Error ? e.message : String(e)}`);
+      log(`runwarden serve: ${req.method} ${req.url}: ${oneLine(e instanceof Error ? e.message : String(e))}`);
+      opts.onFailure?.();
       if (!res.headersSent) sendError(req, res, 500, 'internal', 'the server failed to answer this request');
       else res.end();
     });

@@ -35,6 +35,24 @@ function parseLoopSample(value: string): number {
   return Number(value);
 }
 
+/**
+ * `RUNWARDEN_TEST_SERVE_FAULTS` (`starts=N,threads=M`): the reader's first N
+ * starts fail and its first M threads crash (ModelOptions.failStarts,
+ * OffThreadOptions.failThreads), for the tests of how serve survives them;
+ * nothing when unset.
+ */
+function testFaults(value: string | undefined): { failStarts?: number; failThreads?: number } {
+  if (value === undefined || value === '') return {};
+  const got: { failStarts?: number; failThreads?: number } = {};
+  for (const part of value.split(',')) {
+    const m = /^(starts|threads)=(\d{1,3})$/.exec(part.trim());
+    if (m === null) throw new UserError(`RUNWARDEN_TEST_SERVE_FAULTS must be starts=N,threads=M, got "${value}"`);
+    if (m[1] === 'starts') got.failStarts = Number(m[2]);
+    else got.failThreads = Number(m[2]);
+  }
+  return got;
+}
+
 /** A root that exists must be a directory; a missing one is served empty (runs may appear). */
 function checkRoot(root: string): void {
   let st;
@@ -92,8 +110,11 @@ export function registerServe(program: Command): void {
       // Reads run on a worker thread, so one expensive run never stalls the server (serve/offthread.ts);
       // live: the kernel says what changed there, so an idle page reads nothing and a death reaches it in
       // milliseconds; a scrape reuses the model's list when it is no older than one live interval.
-      const metrics: RunwardenMetrics = new RunwardenMetrics((): Promise<ReportsList> => model.currentReports(LIVE_INTERVAL_MS), { loopSampleMs });
-      const model = new OffThreadModel(root, { observer: metrics.observer, live: true });
+      const faults = testFaults(process.env['RUNWARDEN_TEST_SERVE_FAULTS']);
+      // A scrape whose reader failed still answers (without the runs' series), says why and is counted.
+      const onSourceError = (e: unknown): void => err(`runwarden serve: GET /metrics: ${e instanceof Error ? e.message : String(e)}`);
+      const metrics: RunwardenMetrics = new RunwardenMetrics((): Promise<ReportsList> => model.currentReports(LIVE_INTERVAL_MS), { loopSampleMs, onSourceError });
+      const model = new OffThreadModel(root, { observer: metrics.observer, live: true, ...faults });
       let server;
       try {
         server = await startServer({
@@ -109,6 +130,7 @@ export function registerServe(program: Command): void {
             version: () => model.version,
           },
           intervalMs: LIVE_INTERVAL_MS,
+          onFailure: () => metrics.failed(),
         });
       } catch (e) {
         await model.close();

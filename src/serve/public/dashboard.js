@@ -343,14 +343,16 @@
     });
   }, 1000);
 
-  // A beat carries an error when the server could not read the root this time.
+  // A beat carries an error when the server could not read the runs this time: the page says so and shows
+  // no cards until a beat without one (cards it cannot vouch for would be a picture of another moment).
   /** @type {HeaderDoc | null} */
   var lastDoc = null;
   /** @param {Beat} b */
   function onBeat(b) {
     var note = RW.byId('root-note');
+    document.body.classList.toggle('is-error', !!b.error);
     if (b.error) {
-      note.textContent = RW.printable('The server cannot read the runs root right now (' + b.error + '); the cards show the last answer it had.');
+      note.textContent = RW.printable('The server cannot read the runs right now (' + b.error + '); no cards are shown until it can.');
       note.hidden = false;
     } else if (lastDoc) {
       renderHeader(lastDoc);
