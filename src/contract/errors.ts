@@ -273,7 +273,7 @@ export class StreamError extends RunwardenError {
 }
 
 /** Why a run could not be reported, grouped for the listing's closing line. */
-export type SkipKind = 'unreadable-stream' | 'unreadable-snapshot' | 'permission-denied' | 'not-a-directory' | 'symlink' | 'error';
+export type SkipKind = 'unreadable-stream' | 'unreadable-snapshot' | 'permission-denied' | 'not-a-directory' | 'symlink' | 'no-descriptors' | 'error';
 
 /** A run directory exists but no truthful report can be made for it (`ERUNUNREADABLE`). */
 export class RunUnreadableError extends RunwardenError {

@@ -43,6 +43,7 @@ import { classifyHead, HEAD_BYTES, markedPid } from '../contract/marker.js';
 import type { RunReport } from '../contract/types.js';
 import { monotonicMs } from '../kernel/clock.js';
 import { foreignHolder, readLockTable } from '../kernel/holders.js';
+import { descriptorLimit, OWN_DESCRIPTORS } from '../kernel/limits.js';
 import { closeFd, errnoCode, kindOfEntry, openDirNoFollow, runDirPath } from '../kernel/dirfd.js';
 import { closeQuietly, openForReadAt, readAt } from '../kernel/open.js';
 import { RunFilesReader, type RunDirFacts } from '../kernel/runfiles.js';
@@ -246,11 +247,48 @@ export type BatchResult = { ok: true; inspection: Inspection } | { ok: false; er
  */
 export function inspectBatch(runDirs: readonly string[], options: RunStatusOptions = {}): BatchResult[] {
   const results: BatchResult[] = new Array<BatchResult>(runDirs.length);
-  const waiting: { i: number; steps: Steps; close: () => void }[] = [];
-  for (let i = 0; i < runDirs.length; i++) {
+  // Which run is being stepped, and the runs whose probe met the descriptor limit (an unknown that a retry can settle).
+  let current = -1;
+  const probeLacked = new Set<number>();
+  const onProbe = options.onProbe;
+  const batchOptions: RunStatusOptions = {
+    ...options,
+    onProbe: (seconds, answer) => {
+      if (answer.liveness === 'unknown' && answer.detail !== undefined && OUT_OF_DESCRIPTORS.test(answer.detail)) probeLacked.add(current);
+      onProbe?.(seconds, answer);
+    },
+  };
+  const held = heldInspections();
+  let waiting: { i: number; steps: Steps; close: () => void }[] = [];
+  /** Reads the lock table once for every inspection waiting, and finishes each (closing what it holds). */
+  const finishWaiting = (): void => {
+    if (waiting.length === 0) return;
+    let table: string | undefined;
+    try {
+      table = readLockTable();
+    } catch {
+      // Each inspection then reads it itself, and says why it could not.
+      table = undefined;
+    }
+    for (const w of waiting) {
+      current = w.i;
+      try {
+        let step = w.steps.next(table);
+        while (step.done !== true) step = w.steps.next(undefined);
+        results[w.i] = { ok: true, inspection: step.value };
+      } catch (error) {
+        results[w.i] = { ok: false, error };
+      } finally {
+        w.close();
+      }
+    }
+    waiting = [];
+  };
+  const begin = (i: number): void => {
+    current = i;
     let opened: { steps: Steps; close: () => void } | undefined;
     try {
-      opened = openInspection(runDirs[i] as string, options);
+      opened = openInspection(runDirs[i] as string, batchOptions);
       const step = opened.steps.next();
       if (step.done === true) {
         results[i] = { ok: true, inspection: step.value };
@@ -263,27 +301,51 @@ export function inspectBatch(runDirs: readonly string[], options: RunStatusOptio
     } finally {
       opened?.close();
     }
+  };
+  for (let i = 0; i < runDirs.length; i++) {
+    // Never more descriptors held open than the limit leaves room for.
+    if (waiting.length >= held) finishWaiting();
+    begin(i);
   }
-  if (waiting.length === 0) return results;
-  let table: string | undefined;
-  try {
-    table = readLockTable();
-  } catch {
-    // Each inspection then reads it itself, and says why it could not.
-    table = undefined;
-  }
-  for (const w of waiting) {
-    try {
-      let step = w.steps.next(table);
-      while (step.done !== true) step = w.steps.next(undefined);
-      results[w.i] = { ok: true, inspection: step.value };
-    } catch (error) {
-      results[w.i] = { ok: false, error };
-    } finally {
-      w.close();
+  finishWaiting();
+  // A run that met the descriptor limit is read again, alone, now that the batch holds nothing; one that meets
+  // it again is reported as such, never as an unreadable run or an unknown lock of its own.
+  for (let i = 0; i < runDirs.length; i++) {
+    if (!lackedDescriptors(results[i] as BatchResult) && !probeLacked.has(i)) continue;
+    probeLacked.delete(i);
+    begin(i);
+    finishWaiting();
+    if (lackedDescriptors(results[i] as BatchResult) || probeLacked.has(i)) {
+      const runId = basename(resolve(runDirs[i] as string));
+      results[i] = { ok: false, error: new RunUnreadableError(runId, 'cannot be read now: this process has no file descriptor to spare (EMFILE); raise its limit (ulimit -n)', 'no-descriptors') };
     }
   }
   return results;
+}
+
+/** An errno name that says the process (EMFILE) or the system (ENFILE) has no descriptor to give. */
+const OUT_OF_DESCRIPTORS = /\b(EMFILE|ENFILE)\b/;
+
+/** Whether a result failed for want of descriptors: by the kernel's code, or a message that carries it. */
+function lackedDescriptors(r: BatchResult): boolean {
+  if (r.ok) return false;
+  const e = r.error as { code?: unknown; errno?: unknown; message?: unknown } | null;
+  if (e === null || typeof e !== 'object') return false;
+  if (e.code === 'EMFILE' || e.code === 'ENFILE' || e.errno === 'EMFILE' || e.errno === 'ENFILE') return true;
+  return e instanceof RunUnreadableError && e.kind !== 'no-descriptors' && OUT_OF_DESCRIPTORS.test(e.message);
+}
+
+/**
+ * How many inspections a batch keeps waiting at once (each holds its run
+ * directory and its stream open: two descriptors): a quarter of what the soft
+ * RLIMIT_NOFILE leaves after the process's own (kernel/limits.ts
+ * OWN_DESCRIPTORS), so a listing on two threads, with its probes and reads,
+ * stays within the limit; at least one.
+ */
+function heldInspections(): number {
+  const soft = descriptorLimit()?.soft;
+  if (soft === undefined || !Number.isFinite(soft)) return Infinity;
+  return Math.max(1, Math.floor((soft - OWN_DESCRIPTORS) / 8));
 }
 
 /**

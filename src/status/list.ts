@@ -221,8 +221,10 @@ function visitRuns(root: string, options: ListRunsOptions, onRun: (report: RunRe
     try {
       report = inspect(i, name);
     } catch (err) {
-      if (full || byReport) continue;
-      skipped.push(inspectionSkip(name, err));
+      const skip = inspectionSkip(name, err);
+      // A run not read for want of descriptors is never dropped, whatever the selection: the listing is incomplete.
+      if ((full || byReport) && skip.kind !== 'no-descriptors') continue;
+      skipped.push(skip);
       continue;
     }
     if (!selectsReport(sel, report)) continue;

@@ -13,7 +13,7 @@ import type { SkipKind } from '../../contract/errors.js';
 import { STATUS_WORD, type RunReport, type Status } from '../../contract/types.js';
 import { forEachRun, writeRunsDocument, type RunList, type SkippedEntry } from '../../status/list.js';
 import { threadsCap, writeRunsDocumentThreaded } from '../../status/list-threads.js';
-import { err, UserError, writeStdoutSync } from '../io.js';
+import { err, Exit, UserError, writeStdoutSync } from '../io.js';
 import { asUsage, asUsageAsync, once, rootFrom, selectionFrom } from '../target.js';
 import { dim, formatCost, paint, printable, quietOnClosedPipe, STATE_COLOR, statusWord, useColor } from '../term.js';
 
@@ -31,8 +31,24 @@ const SKIP_LABEL: Record<SkipKind, string> = {
   'permission-denied': 'permission denied',
   'not-a-directory': 'not a directory',
   symlink: 'symlink',
+  'no-descriptors': 'no file descriptor to spare',
   error: 'unexpected error',
 };
+
+/**
+ * A listing lists every run or fails: runs that could not be read for want
+ * of file descriptors (EMFILE, after a retry alone) are named in one line on
+ * stderr and the command exits 1, whatever else it printed. Answers whether
+ * it did.
+ */
+export function failUnread(skipped: readonly SkippedEntry[]): boolean {
+  const lacking = skipped.filter((s) => s.kind === 'no-descriptors').map((s) => s.run_id);
+  if (lacking.length === 0) return false;
+  const shown = lacking.slice(0, 5).map((id) => printable(id)).join(', ') + (lacking.length > 5 ? `, and ${lacking.length - 5} more` : '');
+  err(`runwarden: ${lacking.length} ${lacking.length === 1 ? 'run' : 'runs'} could not be read: this process has no file descriptor to spare (EMFILE): ${shown}; raise its limit (ulimit -n) and list again`);
+  process.exitCode = Exit.Error;
+  return true;
+}
 
 const ORDER: (Status | null)[] = ['PLANNING', 'RUNNING', 'ABANDONED', 'PAUSED', 'PASS', 'FAIL', null];
 const WORD: Record<string, string> = { ...STATUS_WORD, null: 'without a status yet' };
@@ -230,6 +246,7 @@ export function registerRuns(program: Command): void {
         if (listed.missing) process.stderr.write(`runwarden: note: ${listed.root} does not exist; no runs\n`);
         put('\n');
         flush();
+        failUnread(listed.skipped);
         return;
       }
       // The table, printed a page of rows at a time as the reports arrive (RunsTable).
@@ -239,5 +256,6 @@ export function registerRuns(program: Command): void {
       const listed = asUsage(() => forEachRun(root, select === undefined ? {} : { select }, (r) => table.add(r)));
       table.end(listed, { showSkipped: opts.showSkipped === true, filtered: select !== undefined });
       flush();
+      failUnread(listed.skipped);
     });
 }
