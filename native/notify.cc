@@ -36,6 +36,8 @@
 // the environment goes on ending and Node unloads a worker's addons.
 #include "notify.h"
 
+#include "addon_js.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -398,13 +400,15 @@ void ThrowArg(Napi::Env env, const char* code, const char* msg) {
 Napi::Value Add(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   Notifier* n = Of(info);
-  if (info.Length() < 2 || !info[0].IsString() || !info[1].IsNumber()) {
-    ThrowArg(env, "ERR_INVALID_ARG_TYPE", "add(path, mask): a string and a number");
+  if (info.Length() < 2 || !(info[0].IsString() || info[0].IsBuffer()) || !info[1].IsNumber()) {
+    ThrowArg(env, "ERR_INVALID_ARG_TYPE", "add(path, mask): a string or a Buffer, and a number");
     return env.Undefined();
   }
-  std::string path = info[0].As<Napi::String>().Utf8Value();
-  if (path.empty() || path.size() >= PATH_MAX || strlen(path.c_str()) != path.size()) {
-    ThrowArg(env, "ERR_INVALID_ARG_VALUE", "add(path, mask): path is empty, too long or contains a NUL byte");
+  // A Buffer is the path's exact bytes: a directory whose name is not UTF-8 is watched by that name.
+  char path[PATH_MAX + 1];
+  if (!js::PathArg(env, info[0], path)) return env.Undefined();
+  if (path[0] == '\0') {
+    ThrowArg(env, "ERR_INVALID_ARG_VALUE", "add(path, mask): path is empty");
     return env.Undefined();
   }
   double m = info[1].As<Napi::Number>().DoubleValue();
@@ -414,7 +418,7 @@ Napi::Value Add(const Napi::CallbackInfo& info) {
   }
   if (n->closed) return Napi::Number::New(env, -EBADF);
   int wd = -1;
-  int err = NotifyAdd(n->state, path.c_str(), static_cast<uint32_t>(m), &wd);
+  int err = NotifyAdd(n->state, path, static_cast<uint32_t>(m), &wd);
   return Napi::Number::New(env, err != 0 ? -err : wd);
 }
 

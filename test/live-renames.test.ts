@@ -110,3 +110,26 @@ describe('renames inside a followed root', () => {
     await expectRuns(e, want);
   });
 });
+
+describe('a run named by bytes that are not UTF-8', () => {
+  it('is watched by its exact bytes: an append and an exchange are told with polling and the safety pass out of reach', async (ctx) => {
+    needs(ctx, 'linux: inotify tells each name of an exchange');
+    const root = tempDir('rw-renames-');
+    const ff = Buffer.concat([Buffer.from(root + '/'), Buffer.of(0xff)]);
+    const file = (dir: Buffer, f: string): Buffer => Buffer.concat([dir, Buffer.from('/' + f)]);
+    mkdirSync(ff);
+    writeFileSync(file(ff, 'events.jsonl'), encodeEvents([eventObject({ event: 'run_started', command: ['x'] })]));
+    writeFileSync(file(ff, 'resume.lock'), 'oh-my-graph-lock 1\n4242\n');
+    makeRun(root, 'plain', false);
+    const e = new LiveEngine({ root, safetyMs: 1e9, pollMs: 1e9, openRecheckMs: 1e9 });
+    engines.push(e);
+    await e.start();
+    await expectRuns(e, ['\\xff:ABANDONED', 'plain:ABANDONED']);
+    expect(e.stats.unwatched).toBe(0);
+    writeFileSync(file(ff, 'events.jsonl'), encodeEvents([eventObject({ event: 'run_started', command: ['x'] }), eventObject({ event: 'run_finished', outcome: 'completed', exit_code: 0 })]));
+    await expectRuns(e, ['\\xff:FAIL', 'plain:ABANDONED']);
+    execFileSync('python3', ['-c', 'import ctypes,sys\nl=ctypes.CDLL(None,use_errno=True)\nif l.renameat2(-100,bytes.fromhex(sys.argv[1]),-100,bytes.fromhex(sys.argv[2]),2)!=0: sys.exit(ctypes.get_errno())', ff.toString('hex'), Buffer.from(join(root, 'plain')).toString('hex')]);
+    await expectRuns(e, ['\\xff:ABANDONED', 'plain:FAIL']);
+    expect(e.stats.unwatched).toBe(0);
+  });
+});

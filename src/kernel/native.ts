@@ -216,7 +216,7 @@ export interface NativeNotifyEvent {
 /** An open notifier: its descriptor is polled by libuv on this thread's loop. */
 export interface NativeNotifier {
   /** A watch descriptor (>= 0), or -errno (ENOSPC at max_user_watches, ENOENT, ...). */
-  add(path: string, mask: number): number;
+  add(path: string | Buffer, mask: number): number;
   /** 0, or -errno. */
   remove(wd: number): number;
   close(): void;

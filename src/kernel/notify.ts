@@ -24,6 +24,7 @@
  *   a notifier that failed are reported once to the owner, who must then
  *   look again at everything (overflow) or poll (failure).
  */
+import type { KernelPath } from './dirfd.js';
 import { errnoName } from './errno.js';
 import { native, type NativeExitNotifier, type NativeNotifier, type NativeNotifyEvent } from './native.js';
 import { watchDescriptorShare } from './limits.js';
@@ -151,14 +152,23 @@ export interface DirWatcherStats {
 
 interface Entry {
   wd: number;
-  /** With kqueue: the name it was first watched by (its key in `byDir`); inotify keeps none. */
-  dir?: string;
+  /** With kqueue: the path it was first watched by (its key in `byDir` is {@link pathKey} of it); inotify keeps none. */
+  dir?: KernelPath;
   /**
    * The watches on it: one kept as itself, more as a Set. Almost every
    * directory has exactly one (a run's engine), and a Set per directory
    * cost about 150 bytes at 100,000 runs.
    */
   watches: DirWatchOf | Set<DirWatchOf> | undefined;
+}
+
+/**
+ * A path as a map key: a string as itself, a Buffer (a path that is not
+ * UTF-8: callers pass every UTF-8 path as a string) as its bytes in latin1,
+ * which no UTF-8 string path equals once it holds a byte above 0x7f.
+ */
+function pathKey(path: KernelPath): string {
+  return typeof path === 'string' ? path : path.toString('latin1');
 }
 
 /** The watches of `e`, copied (a listener may close its watch while it is told). */
@@ -279,7 +289,8 @@ export class DirWatcher {
         this.stats.filesOverBudget++;
         continue;
       }
-      const id = this.notifier.add(`${w.entry.dir ?? ''}/${name}`, this.fileMask);
+      const dir = w.entry.dir ?? '';
+      const id = this.notifier.add(typeof dir === 'string' ? `${dir}/${name}` : Buffer.concat([dir, Buffer.from(`/${name}`, 'utf8')]), this.fileMask);
       if (id < 0) continue; // not there (yet), or refused: the directory's own events still come
       had.set(name, id);
       this.fileWds.set(id, { watch: w, name });
@@ -356,16 +367,18 @@ export class DirWatcher {
   }
 
   /**
-   * Watches directory `dir` (not following a symlink). Answers the watch, or
-   * the errno name the kernel refused it with (`ENOSPC` when the watch limit
-   * is reached, `ENOENT`, `ENOTDIR`, ...).
+   * Watches directory `dir` (not following a symlink at its last component):
+   * a string, or a Buffer of the path's exact bytes where they are not UTF-8
+   * (every UTF-8 path is given as a string). Answers the watch, or the errno
+   * name the kernel refused it with (`ENOSPC` when the watch limit is
+   * reached, `ENOENT`, `ENOTDIR`, ...).
    */
-  watch(dir: string, listener: DirListener): WatchAnswer;
+  watch(dir: KernelPath, listener: DirListener): WatchAnswer;
   /** As above, `listener` called with `context` too: one function for many directories, no closure per directory. */
-  watch<C>(dir: string, listener: (event: DirEvent, context: C) => void, context: C): WatchAnswer;
-  watch(dir: string, listener: (event: DirEvent, context: unknown) => void, context?: unknown): WatchAnswer {
+  watch<C>(dir: KernelPath, listener: (event: DirEvent, context: C) => void, context: C): WatchAnswer;
+  watch(dir: KernelPath, listener: (event: DirEvent, context: unknown) => void, context?: unknown): WatchAnswer {
     if (this.closed || this.broken) return { ok: false, code: 'EBADF' };
-    let entry = this.byDir?.get(dir);
+    let entry = this.byDir?.get(pathKey(dir));
     if (entry === undefined) {
       if (this.byWd.size >= this.maxDescriptors) {
         this.stats.overBudget++;
@@ -382,7 +395,7 @@ export class DirWatcher {
         }
         entry = this.byDir === undefined ? { wd, watches: undefined } : { wd, dir, watches: undefined };
         this.byWd.set(wd, entry);
-        this.byDir?.set(dir, entry);
+        this.byDir?.set(pathKey(dir), entry);
         this.stats.watches = this.byWd.size;
       }
     }
@@ -419,7 +432,7 @@ export class DirWatcher {
   /** Drops an entry from the maps by its descriptor and name, not by a walk of every directory watched (which made each removal O(runs)). */
   private forget(entry: Entry): void {
     if (this.byWd.get(entry.wd) === entry) this.byWd.delete(entry.wd);
-    if (entry.dir !== undefined && this.byDir?.get(entry.dir) === entry) this.byDir.delete(entry.dir);
+    if (entry.dir !== undefined && this.byDir?.get(pathKey(entry.dir)) === entry) this.byDir.delete(pathKey(entry.dir));
     this.stats.watches = this.byWd.size;
   }
 }

@@ -18,8 +18,7 @@
  * - Watched before listed, so an entry made in between is told, not lost.
  *   Runs are watched newest first: when the kernel's watch budget runs out
  *   (`max_user_watches`), the runs left to polling are the oldest. A run
- *   whose name is not UTF-8 cannot be watched (the notifier takes UTF-8
- *   paths) and is polled like any run without a watch.
+ *   whose name is not UTF-8 is watched by its exact bytes.
  * - Told, not looking (kernel/notify.ts): a leg's `resume.lock` closing its
  *   last writable descriptor (the leg died or released, CONTRACT §4.1) marks
  *   the run to be probed at once; an append to `events.jsonl` to be read at
@@ -45,10 +44,10 @@
  */
 import { realpathSync } from 'node:fs';
 import { EVENTS_FILE, LOCK_FILE, STATE_FILE } from '../contract/files.js';
-import { showName } from '../contract/names.js';
+import { nameBytes, showName } from '../contract/names.js';
 import { systemFacts } from '../kernel/system.js';
 import { notifyBackend, openDirWatcher, sharedDirWatcher, type DirEvent, type DirWatch, type DirWatcher } from '../kernel/notify.js';
-import { kindOfEntry, runDirPath } from '../kernel/dirfd.js';
+import { kindOfEntry, runDirPath, type KernelPath } from '../kernel/dirfd.js';
 import { rootEntries, shownName } from '../status/list.js';
 import type { EngineCore } from './core.js';
 import { RootRelistGate } from './relist.js';
@@ -84,16 +83,16 @@ export interface WatchingHost {
 }
 
 /**
- * The path the notifier watches for a run directory: the exact bytes as a
- * UTF-8 string, or undefined when they are not UTF-8 (the notifier takes
- * only strings).
+ * The path the notifier watches for a run directory: its exact bytes, as a
+ * string where they are UTF-8 and as a Buffer where they are not
+ * (kernel/notify.ts DirWatcher.watch takes either).
  */
-function watchPath(dir: string): string | undefined {
+function watchPath(dir: string): KernelPath {
   if (!dir.includes('\\')) return dir; // no escape: the path is its bytes
   const exact = runDirPath(dir);
   if (typeof exact === 'string') return exact;
   const text = exact.toString('utf8');
-  return Buffer.from(text, 'utf8').equals(exact) ? text : undefined;
+  return Buffer.from(text, 'utf8').equals(exact) ? text : exact;
 }
 
 /** The root's and the runs' watches, and the root's listing (see the module comment). */
@@ -275,9 +274,12 @@ export class Watching {
       return;
     }
     if (e.name === '' || (e.kind !== 'appeared' && e.kind !== 'vanished')) return;
-    // The notifier's names are UTF-8 with an invalid byte replaced: such a name is read from a listing, not guessed.
+    // The notifier's names are UTF-8 with an invalid byte replaced: such a name is read from a listing, not
+    // guessed, and each run followed under a name it may stand for is followed afresh (an exchange keeps both
+    // names, which a listing alone cannot tell).
     if (e.name.includes('\ufffd')) {
       this.scanRoot();
+      for (const r of [...core.runsByDir.values()]) if (r.id.includes('\\') && nameBytes(r.id).toString('utf8') === e.name) this.renamed(r.dir, r.id, r);
       return;
     }
     const id = PLAIN.test(e.name) ? e.name : showName(Buffer.from(e.name, 'utf8'));
@@ -389,7 +391,6 @@ export class Watching {
     const core = this.core;
     if (this.watcher === undefined) return;
     const path = watchPath(r.dir);
-    if (path === undefined) return; // not UTF-8: polled
     core.stats.unwatched--;
     // One listener for every run, the run as its context (no closure per run).
     const a = this.watcher.watch(path, this.runListener, r);
