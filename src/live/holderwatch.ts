@@ -27,8 +27,9 @@
  *   watchBudgets) is found by the engine's `openRecheckMs` re-probe; passing
  *   the budget is said once, and such runs are counted
  *   ({@link HolderWatch.unwatchedHolders}).
- * - Once a holder is watched, the lock is probed once more, so a death
- *   between the probe that found it held and the watch is not missed.
+ * - Once a holder is watched, or none could be found, the lock is probed
+ *   once more, so a death between the probe that found it held and the
+ *   watch (or the search that found nobody) is not missed.
  * - Every watch is closed when its run settles, is dropped, or the engine
  *   closes.
  */
@@ -127,9 +128,13 @@ export class HolderWatch {
       }
     }
     // None. Never an exit told: nothing to follow (a holder this process
-    // cannot see). After one: a few follow-up probes, then the re-probe interval.
+    // cannot see, or one that died between the probe that found the lock
+    // held and this search, which the table then no longer names: one more
+    // probe tells them apart). After one: a few follow-up probes, then the
+    // re-probe interval.
     if (r.exitedPid === undefined || r.followUps >= HOLDER_FOLLOW_UP_MS.length) {
       r.sought = true;
+      if (r.exitedPid === undefined) this.probeAgain(r);
       return;
     }
     if (r.followUp !== undefined) return;
@@ -182,6 +187,11 @@ export class HolderWatch {
   private watched(r: RunState, watch: DirWatch): void {
     r.holder = watch;
     this.core.stats.holderWatches++;
+    this.probeAgain(r);
+  }
+
+  /** Probes `r`'s lock once more; a lock no longer held marks the run to be derived again now. */
+  private probeAgain(r: RunState): void {
     this.core.stats.probes++;
     if (probeLock(lockOf(r)).liveness !== 'held') {
       r.dirtyProbe = true;
