@@ -55,6 +55,15 @@ function utf8SequenceLength(buf: Uint8Array, i: number): number {
 }
 
 /**
+ * Whether `text` is its own shown name, read either way: ASCII without a
+ * backslash, so its characters are its bytes and no escape is in it. The
+ * one test of that, for the paths that skip the escaping rule's work.
+ */
+export function isPlainName(text: string): boolean {
+  return /^[\x00-\x5b\x5d-\x7f]*$/.test(text);
+}
+
+/**
  * The shown form of a name given as bytes: valid UTF-8 as itself, every
  * other byte as `\xHH`, a backslash as `\\`. Injective: two different names
  * never show the same.

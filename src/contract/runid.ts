@@ -6,7 +6,7 @@
 import { homedir } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
 import { RunIdError } from './errors.js';
-import { nameBytes } from './names.js';
+import { isPlainName, nameBytes } from './names.js';
 
 /**
  * Descending byte order of names ("newest first"). Run ids are shown names
@@ -26,7 +26,7 @@ export function compareNewestFirst(a: string, b: string): number {
  * {@link compareNewestFirst}.
  */
 export function nameOrderKey(shown: string): string {
-  return /^[\x00-\x5b\x5d-\x7f]*$/.test(shown) ? shown : nameBytes(shown).toString('latin1');
+  return isPlainName(shown) ? shown : nameBytes(shown).toString('latin1');
 }
 
 /**

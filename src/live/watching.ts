@@ -44,7 +44,7 @@
  */
 import { realpathSync } from 'node:fs';
 import { EVENTS_FILE, LOCK_FILE, STATE_FILE } from '../contract/files.js';
-import { nameBytes, showName } from '../contract/names.js';
+import { isPlainName, nameBytes, showName } from '../contract/names.js';
 import { systemFacts } from '../kernel/system.js';
 import { notifyBackend, openDirWatcher, sharedDirWatcher, type DirEvent, type DirWatch, type DirWatcher } from '../kernel/notify.js';
 import { kindOfEntry, runDirPath, type KernelPath } from '../kernel/dirfd.js';
@@ -54,9 +54,6 @@ import { RootRelistGate } from './relist.js';
 import { RootFollower, rootIdentity } from './rootwatch.js';
 import type { RunState } from './runstate.js';
 import type { LiveRootFacts } from './types.js';
-
-/** Names that are their own shown name: ASCII without a backslash. */
-const PLAIN = /^[\x00-\x5b\x5d-\x7f]*$/;
 
 /**
  * The path of the directory `root` resolves to now, links followed, as the
@@ -282,7 +279,7 @@ export class Watching {
       for (const r of [...core.runsByDir.values()]) if (r.id.includes('\\') && nameBytes(r.id).toString('utf8') === e.name) this.renamed(r.dir, r.id, r);
       return;
     }
-    const id = PLAIN.test(e.name) ? e.name : showName(Buffer.from(e.name, 'utf8'));
+    const id = isPlainName(e.name) ? e.name : showName(Buffer.from(e.name, 'utf8'));
     const root = this.root as string;
     const dir = root.endsWith('/') ? root + id : `${root}/${id}`;
     const r = core.runsByDir.get(dir);

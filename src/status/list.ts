@@ -4,7 +4,7 @@
  */
 import { join, resolve } from 'node:path';
 import { RunIdError, RunUnreadableError, type SkipKind } from '../contract/errors.js';
-import { showName } from '../contract/names.js';
+import { isPlainName, showName } from '../contract/names.js';
 import { errnoCode } from '../kernel/dirfd.js';
 import { readDirSorted } from '../kernel/listdir.js';
 import { loadAddon } from '../kernel/native.js';
@@ -129,12 +129,9 @@ export function rootEntries(abs: string): RootEntries | undefined {
   return { names: listed.names.reverse(), kinds: [...listed.kinds].reverse().join('') };
 }
 
-/** Bytes that a shown name (contract/names.ts) keeps as they are: ASCII but the backslash. */
-const PLAIN = /^[\x00-\x5b\x5d-\x7f]*$/;
-
 /** The shown name (contract/names.ts) of the name whose bytes are the latin1 string `raw`. */
 export function shownName(raw: string): string {
-  return PLAIN.test(raw) ? raw : showName(Buffer.from(raw, 'latin1'));
+  return isPlainName(raw) ? raw : showName(Buffer.from(raw, 'latin1'));
 }
 
 /** Why a root entry of kind `kind` (see {@link RootEntries}) is skipped (a symlink is never followed), or undefined for a directory: the one wording of these skips. */
