@@ -21,12 +21,15 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, 
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { Exit } from '../src/cli/io.js';
 import { probeLock } from '../src/index.js';
 import { CLI, ROOT } from './helpers/lock-procs.js';
 import { anchors, brokenLink, githubSlug, images, markLines, relativeLinks } from './helpers/markdown.js';
 
 const MAX_README_LINES = 250;
 const MAX_LINE = 200;
+/** README's lines a reader sees before scrolling. */
+const FIRST_SCREEN = 30;
 
 /** README.md and every docs/*.md (not docs/api/), as repository-relative paths. */
 function pages(): string[] {
@@ -38,6 +41,16 @@ describe('README and docs/', () => {
   it(`README.md is under ${MAX_README_LINES} lines`, () => {
     const n = readFileSync(join(ROOT, 'README.md'), 'utf8').replace(/\n$/, '').split('\n').length;
     expect(n).toBeLessThan(MAX_README_LINES);
+  });
+
+  it("README's first screen gives the npm user's two commands and the contributor's, with what compiling needs", () => {
+    const first = readFileSync(join(ROOT, 'README.md'), 'utf8').split('\n').slice(0, FIRST_SCREEN).join('\n');
+    const blocks = [...first.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1].split('\n').filter(Boolean).map((l) => l.replace(/\s+#.*$/, '')));
+    expect(blocks).toEqual([
+      ['npm install runwarden', 'npx runwarden demo'],
+      ['npm ci && npx runwarden demo', 'npm ci && npm test'],
+    ]);
+    for (const need of ['`python3`', '`make`', 'C++ compiler', 'Xcode']) expect(first, need).toContain(need);
   });
 
   it(`no line is longer than ${MAX_LINE} characters outside code blocks`, () => {
@@ -116,6 +129,42 @@ describe('docs/cli.md against the CLI itself', () => {
       if (!readme.includes(`| \`runwarden ${c}`)) missing.push(`README: runwarden ${c}`);
     }
     expect(missing).toEqual([]);
+  });
+});
+
+describe('exit statuses and defaults: README, docs/cli.md and --help agree with the code', () => {
+  const help = (args: string[]): string => {
+    const r = spawnSync(process.execPath, [CLI, ...args, '--help'], { encoding: 'utf8', timeout: 60_000, env: { ...process.env, NO_COLOR: '1' } });
+    expect(r.status, r.stderr).toBe(0);
+    return r.stdout;
+  };
+  /** The numbers of an "Exit status: 0 ok, 1 …" sentence, wrapped or not. */
+  const sentence = (text: string): number[] => {
+    const at = text.replace(/\s+/g, ' ').match(/Exit status: ([^.]*)\./)?.[1] ?? '';
+    return [...at.matchAll(/(?:^|, )(\d+) /g)].map((m) => Number(m[1]));
+  };
+
+  it('top-level --help, README and the exit-status table of docs/cli.md name every exit code of the CLI', () => {
+    const code = Object.values(Exit).sort((a, b) => a - b);
+    const cli = readFileSync(join(ROOT, 'docs', 'cli.md'), 'utf8');
+    const table = cli.slice(cli.indexOf('**Exit status**'));
+    const rows = [...table.slice(0, table.indexOf('\n\n', table.indexOf('|'))).matchAll(/^\| (\d+) \|/gm)].map((m) => Number(m[1]));
+    expect(rows).toEqual(code);
+    expect(sentence(readFileSync(join(ROOT, 'README.md'), 'utf8'))).toEqual(code);
+    expect(sentence(help([]))).toEqual(code);
+    // The reader (positive control): a sentence that leaves 130 out is read without it.
+    expect(sentence('Exit status: 0 ok, 1 unexpected error,\n2 usage error, 75 run locked (exec).')).toEqual([0, 1, 2, 75]);
+  });
+
+  it('no option in any --help states its default twice', () => {
+    const twice: string[] = [];
+    for (const c of ['runs', 'status', 'probe', 'watch', 'exec', 'serve', 'metrics', 'demo']) {
+      // An option's entry: from its flags to the next line that starts with flags.
+      for (const entry of help([c]).split('\nOptions:\n')[1].split(/\n(?= {2}-)/)) {
+        if ((entry.match(/\(default\b/g) ?? []).length > 1) twice.push(`${c}: ${entry.replace(/\s+/g, ' ').trim()}`);
+      }
+    }
+    expect(twice).toEqual([]);
   });
 });
 
