@@ -28,6 +28,8 @@ import { anchors, brokenLink, githubSlug, images, markLines, relativeLinks } fro
 
 const MAX_README_LINES = 250;
 const MAX_LINE = 200;
+/** The runs root the examples of README.md and docs/library.md share, under the system temp directory. */
+const SCRATCH_ROOT = 'runwarden-examples';
 /** README's lines a reader sees before scrolling. */
 const FIRST_SCREEN = 30;
 
@@ -283,10 +285,15 @@ async function startLeg(root: string, run: string): Promise<{ go: () => void; do
   return { go: () => writeFileSync(go, ''), done };
 }
 
-/** Runs compiled example `js` with OMG_HOME=`home`; releases `leg` when its output shows `until` (or when it ends). */
-function runExample(js: string, home: string, leg: { go: () => void } | undefined, until: string | undefined): Promise<{ status: number | null; stdout: string; stderr: string }> {
+/**
+ * Runs compiled example `js` with its temp directory `tmp` (where the examples' scratch root goes), an empty
+ * `home` as HOME and no OMG_HOME, so an example that wrote into the default runs root would write under `home`;
+ * releases `leg` when its output shows `until` (or when it ends).
+ */
+function runExample(js: string, tmp: string, home: string, leg: { go: () => void } | undefined, until: string | undefined): Promise<{ status: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [js], { cwd: dirname(js), env: { ...process.env, OMG_HOME: home }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const { OMG_HOME: _unset, ...env } = process.env;
+    const child = spawn(process.execPath, [js], { cwd: dirname(js), env: { ...env, TMPDIR: tmp, HOME: home }, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     let released = false;
@@ -324,16 +331,18 @@ describe('the examples', () => {
     // The package as a consumer resolves it: through its package.json exports to dist/.
     symlinkSync(ROOT, join(project, 'node_modules', 'runwarden'), 'dir');
     writeFileSync(join(project, 'package.json'), JSON.stringify({ type: 'module', private: true }));
+    // The settings docs/library.md tells a consumer to use, and only where the examples' files are found here.
+    const lines = markLines(readFileSync(join(ROOT, 'docs', 'library.md'), 'utf8'));
+    const at = lines.findIndex((l) => l.text === '<!-- docs-test: tsconfig -->');
+    expect(at, 'docs/library.md states the tsconfig a consumer needs').toBeGreaterThan(0);
+    const end = lines.findIndex((l, i) => i > at + 1 && l.text === '```');
+    const stated = JSON.parse(lines.slice(at + 2, end).map((l) => l.text).join('\n')) as { compilerOptions: Record<string, unknown> };
+    expect(Object.keys(stated.compilerOptions).sort()).toEqual(['lib', 'module', 'strict', 'target', 'types']);
     writeFileSync(
       join(project, 'tsconfig.json'),
       JSON.stringify({
         compilerOptions: {
-          strict: true,
-          target: 'ES2022',
-          module: 'nodenext',
-          moduleResolution: 'nodenext',
-          lib: ['ES2022', 'ESNext.Disposable'],
-          types: ['node'],
+          ...stated.compilerOptions,
           typeRoots: [join(ROOT, 'node_modules', '@types')],
           outDir: 'out',
           rootDir: '.',
@@ -349,29 +358,35 @@ describe('the examples', () => {
     expect(errors.filter((l) => !l.startsWith('control.ts')), 'examples type-check').toEqual([]);
     expect(errors.filter((l) => l.startsWith('control.ts')).length, 'the control is refused').toBe(1);
     expect(errors.join('\n')).toMatch(/control\.ts\(2,\d+\): error TS2322: Type '[^']+' is not assignable to type 'number'/);
+    // The stated `types` matter: without Node's types the same examples do not compile (no node: modules).
+    writeFileSync(join(project, 'tsconfig.notypes.json'), JSON.stringify({ extends: './tsconfig.json', compilerOptions: { types: [] } }));
+    const bare = spawnSync(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.notypes.json', '--noEmit'], { cwd: project, encoding: 'utf8', timeout: 600_000 });
+    expect(bare.stdout).toMatch(/error TS2307: Cannot find module 'node:\w+'/);
   }, 600_000);
 
-  it('run in document order against a temp runs root and print what the page says they print', async () => {
+  it('run in document order in their scratch root, never the user\'s, and print what the page says they print', async () => {
     expect(existsSync(join(project, 'out')), 'compiled by the test above').toBe(true);
-    const homes = new Map<string, string>();
+    const tmps = new Map<string, string>();
+    const home = mkdtempSync(join(work, 'home-'));
     for (const [i, e] of found.entries()) {
-      // One runs root per page: the library's examples build on each other's runs, as the page says.
-      let home = homes.get(e.file);
-      if (home === undefined) {
-        home = mkdtempSync(join(work, 'home-'));
-        mkdirSync(join(home, 'runs'));
-        homes.set(e.file, home);
+      // One temp directory per page: the library's examples build on each other's runs, as the page says.
+      let tmp = tmps.get(e.file);
+      if (tmp === undefined) {
+        tmp = mkdtempSync(join(work, 'tmp-'));
+        tmps.set(e.file, tmp);
       }
       const js = join(project, 'out', `${String(i).padStart(2, '0')}-${e.file.replace(/\W+/g, '_')}.js`);
-      const leg = e.leg ? await startLeg(join(home, 'runs'), e.leg.run) : undefined;
-      const r = await runExample(js, home, leg, e.leg?.until);
+      const leg = e.leg ? await startLeg(join(tmp, SCRATCH_ROOT), e.leg.run) : undefined;
+      const r = await runExample(js, tmp, home, leg, e.leg?.until);
       if (leg) {
         leg.go();
         expect(await leg.done, `${e.at}: the exec leg ends with its command's status`).toBe(0);
       }
       expect(r.status, `${e.at} exits 0; stderr: ${r.stderr}`).toBe(0);
       expect(norm(r.stdout), `${e.at} prints its "It prints" block`).toBe(norm(e.prints as string));
+      expect(readdirSync(home), `${e.at} wrote nothing under HOME (the default runs root is ~/.oh-my-graph/runs)`).toEqual([]);
     }
+    for (const [file, tmp] of tmps) expect(readdirSync(tmp), `${file}: its examples' runs are in the scratch root`).toEqual([SCRATCH_ROOT]);
   }, 900_000);
 });
 
