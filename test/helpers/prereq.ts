@@ -22,7 +22,9 @@
  * is skipped with "linux only: <reason>" (or "x86-64 linux only: …") even when
  * strict, because no installation on that machine could make it run. A test
  * says so with `needs(ctx, 'linux: <reason>')`; the prerequisites below that
- * exist only on linux say it by themselves.
+ * exist only on linux say it by themselves. A test of what only darwin does
+ * (on a Mac or in the XNU model) says `needs(ctx, 'darwin: <reason>')`, and
+ * is skipped with "darwin only: <reason>" on linux.
  *
  * The XNU model (scripts/darwin-model.mjs: the darwin sources built for linux against a model of
  * darwin's interfaces, loaded through RUNWARDEN_ADDON, as `npm run test:darwin-model` does) is
@@ -63,7 +65,9 @@ export type Prereq =
   /** A runtime in scripts/runtime.sh's cache (test/helpers/runtimes.ts). */
   | Runtime
   /** A test that only means something on linux; after the colon, why (e.g. `linux: /proc/locks`). */
-  | `linux: ${string}`;
+  | `linux: ${string}`
+  /** A test that only means something on darwin, a Mac or the XNU model; after the colon, why (e.g. `darwin: the settled sweep`). */
+  | `darwin: ${string}`;
 
 /** What the reporter gets for a test that lacked something. */
 export interface PrereqRecord {
@@ -173,7 +177,7 @@ function runtime(r: Runtime): Check {
   return { present: () => runtimePath(r) !== undefined, onlyOn: ['linux-x64'], missing: `needs ${r}: run ${fetchCommand(r)}` };
 }
 
-const CHECKS: Record<Exclude<Prereq, 'zig' | `linux: ${string}`>, Check> = {
+const CHECKS: Record<Exclude<Prereq, 'zig' | `linux: ${string}` | `darwin: ${string}`>, Check> = {
   bun: runtime('bun'),
   deno: runtime('deno'),
   'node-20': runtime('node-20'),
@@ -253,6 +257,7 @@ const ZIG: Check = {
 
 function checkOf(p: Prereq): Check {
   if (p.startsWith('linux:')) return { present: () => true, onlyOn: ['linux'], missing: p.replace(/^linux:\s*/, 'linux only: ') };
+  if (p.startsWith('darwin:')) return { present: () => true, onlyOn: ['darwin'], missing: p.replace(/^darwin:\s*/, 'darwin only: ') };
   if (p === 'zig') return ZIG;
   return CHECKS[p as keyof typeof CHECKS];
 }
@@ -280,7 +285,7 @@ function possibleHere(c: Check): boolean {
 
 /** Why `c` cannot exist on this host: "linux only: …" (its own reason when it has one). */
 function impossibleHere(c: Check): string {
-  if (/^(x86-64 )?linux only: /.test(c.missing)) return c.missing;
+  if (/^(?:(?:x86-64 )?linux|darwin) only: /.test(c.missing)) return c.missing;
   const where = (c.onlyOn ?? []).map((h) => (h === 'linux-x64' ? 'x86-64 linux' : h)).join(' or ');
   return `${where} only: ${c.missing}`;
 }
