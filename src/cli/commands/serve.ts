@@ -8,7 +8,7 @@
  */
 import { statSync } from 'node:fs';
 import type { Command } from 'commander';
-import { METRICS_LOOP_SAMPLE_MS } from '../../serve/limits.js';
+import { METRICS_LOOP_SAMPLE_MS, safetyMsFromEnv } from '../../serve/limits.js';
 import type { RunwardenMetrics } from '../../serve/metrics.js';
 import type { ReportsList } from '../../serve/model.js';
 import { Exit, UserError, err, out } from '../io.js';
@@ -85,6 +85,11 @@ export function registerServe(program: Command): void {
       const port = opts.port === undefined ? DEFAULT_PORT : parsePort(opts.port);
       const loopSampleMs = opts.loopSampleMs === undefined ? METRICS_LOOP_SAMPLE_MS : parseLoopSample(opts.loopSampleMs);
       const host = opts.host ?? DEFAULT_HOST;
+      try {
+        safetyMsFromEnv();
+      } catch (e) {
+        throw new UserError((e as Error).message);
+      }
       if (host.trim() === '') throw new UserError('--host must not be empty');
       // Loaded here, not at the top: every other command starts without the server, the worker
       // and prom-client, whose load is a noticeable part of a short command's start-up.
