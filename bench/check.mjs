@@ -13,7 +13,8 @@
  * outside it is STALE. Facts (outcomes, counts, times against a target the
  * product states in absolute terms) are judged by FACT_JUDGES, each of which
  * states its tolerance and, where the headline has one, the target it holds
- * the value to.
+ * the value to; a stored time is held, both ways, to the fresh run's own
+ * spread (the repetitions' min–max, or a run's median to its slowest kill).
  *
  * The whole check measures every headline at its own scale: the probe, peers,
  * pollers and watch groups take a minute or two; long-leg and open-leg-floor
@@ -158,14 +159,19 @@ const GROUPS = {
       return { ratios, comparable: true, detail: `${reps} repetitions × ${o.chunkMs} ms chunks, floor ${floor.compiler}` };
     },
   },
-  /** bench/peers.js as `npm run bench` runs it (proper-lockfile's stale window 2 s, a 4 s stop): the kill, stop and recycled-pid outcomes. */
+  /**
+   * bench/peers.js as `npm run bench` runs it (proper-lockfile's stale window 2 s, a 4 s stop): the kill, stop and
+   * recycled-pid outcomes, repeated (--reps, default 3) so that the times have a spread to judge a stored one by.
+   */
   peers: {
     provides: ['peers-kill', 'peers-stop', 'peers-recycled'],
-    async run() {
+    async run(o) {
       const { runPeers } = await import('./peers.js');
-      log('peers: kill -9, SIGSTOP past the stale window, a recycled pid (bench/peers.js)');
-      const peers = await runPeers({ staleMs: 2000, stopMs: 4000 });
-      return { facts: { peers }, comparable: true, detail: 'proper-lockfile stale window 2 s, stop 4 s' };
+      const reps = o.reps ?? 3;
+      log(`peers: kill -9, SIGSTOP past the stale window, a recycled pid, ${reps} times (bench/peers.js)`);
+      const runs = [];
+      for (let i = 0; i < reps; i++) runs.push(await runPeers({ staleMs: 2000, stopMs: 4000 }));
+      return { facts: { peers: runs }, comparable: true, detail: `proper-lockfile stale window 2 s, stop 4 s, ${reps} repetitions` };
     },
   },
   /** bench/pollers.js in `npm run bench -- --quick`'s cells (P = 1, 4, 16; 2 × 150 ms windows): wrong answers and refused legs. */
@@ -184,9 +190,9 @@ const GROUPS = {
     async run() {
       log('watch: 50 kill -9s, each to `runwarden watch`\'s exit (bench/live.mjs --watch-only)');
       const r = spawnSync(process.execPath, [join(benchDir, 'live.mjs'), '--watch-only', '--kills', '50'], { encoding: 'utf8', maxBuffer: 1 << 24 });
-      const m = /death-to-exit over (\d+) kills: p50 ([\d.]+) ms, p99 ([\d.]+) ms/.exec(r.stdout ?? '');
+      const m = /death-to-exit over (\d+) kills: p50 ([\d.]+) ms, p99 ([\d.]+) ms, max ([\d.]+) ms/.exec(r.stdout ?? '');
       if (r.status !== 0 || m === null) throw new CannotMeasure(`bench/live.mjs --watch-only failed (exit ${r.status}): ${(r.stderr ?? '').slice(-300)}`);
-      return { facts: { watch: { n: Number(m[1]), p50: Number(m[2]), p99: Number(m[3]) } }, comparable: true, detail: '50 kills, bench/live.mjs --watch-only' };
+      return { facts: { watch: { n: Number(m[1]), p50: Number(m[2]), p99: Number(m[3]), max: Number(m[4]) } }, comparable: true, detail: '50 kills, bench/live.mjs --watch-only' };
     },
   },
   /**
@@ -367,8 +373,10 @@ const SCRIPT_GROUPS = {
       if (row === undefined) throw new CannotMeasure('serve-scale wrote no size');
       if (row.failure !== undefined && row.failure !== null) throw new CannotMeasure(`serve-scale at ${row.n} runs: no complete page: ${row.failure}`);
       const comparable = doc.targets === true && doc.quick === false && doc.latencyOnly === false && row.n === 100_000;
+      // One first page per run, against each of the run's listings of the same root: their spread is the ratio's.
+      const listings = Array.isArray(row.listingsMs) && row.listingsMs.length > 0 ? row.listingsMs : [row.listMs];
       return {
-        ratios: { 'dashboard-first-page': [row.firstPageMs / row.listMs] },
+        ratios: { 'dashboard-first-page': listings.map((l) => row.firstPageMs / l) },
         facts: { serve: row },
         comparable,
         detail: `${row.n} runs, first page ${(row.firstPageMs / 1000).toFixed(2)} s vs runs --json ${(row.listMs / 1000).toFixed(2)} s (one ratio per run), ${row.kills} kills${comparable ? '' : ' (reduced: not comparable)'}`,
@@ -407,8 +415,16 @@ const pct = (xs, p) => {
   return s[Math.min(s.length - 1, Math.ceil((p / 100) * s.length) - 1)];
 };
 
-/** Whether `now` lies within a factor `f` of `was`, either way. */
-const within = (now, was, f) => now <= was * f && now >= was / f;
+/**
+ * Whether a stored latency figure (a p99, in ms, one decimal) agrees with a fresh run's latencies: it lies within
+ * that run's own measured spread, from its median to its slowest (rounded as stored). Two-sided, as a ratio's
+ * repetitions are: a stored figure below the fresh median or above the fresh maximum is stale, and a noisy run
+ * widens the band by itself.
+ */
+const inSpread = (was, { p50, max }) => was !== undefined && was >= Math.round(p50 * 10) / 10 && was <= Math.round(max * 10) / 10;
+
+/** Whether a stored time (ms, one decimal) lies within [min, max] of the fresh repetitions' times (rounded as stored). */
+const inReps = (was, xs) => was !== undefined && xs.length > 0 && xs.every((x) => x !== undefined) && was >= Math.round(Math.min(...xs) * 10) / 10 && was <= Math.round(Math.max(...xs) * 10) / 10;
 
 /** The first number after `label` in a fact's text (commas as thousands separators), or undefined. */
 function numberAfter(text, label) {
@@ -424,30 +440,35 @@ function numberAfter(text, label) {
  */
 const FACT_JUDGES = {
   'peers-kill': {
-    tolerance: 'runwarden reports the kill within 5× the stored time; proper-lockfile (its stale window) takes at least ten times as long',
+    tolerance: "the stored runwarden time lies within [min, max] of the repetitions' times, and proper-lockfile (its stale window) takes at least ten times the slowest of them",
     judge(stored, { peers }) {
-      const rw = peers.scenarios.kill.firstGone.runwarden;
-      const pl = peers.scenarios.kill.firstGone['proper-lockfile'];
+      const rw = peers.map((p) => p.scenarios.kill.firstGone.runwarden);
+      const pl = peers.map((p) => p.scenarios.kill.firstGone['proper-lockfile']);
       const was = numberAfter(stored, 'runwarden');
-      const holds = rw !== undefined && was !== undefined && rw <= 5 * was && (pl === undefined || pl >= 10 * rw);
-      return { now: `runwarden ${rw === undefined ? 'never' : `${rw.toFixed(1)} ms`}; proper-lockfile ${pl === undefined ? 'never' : `${Math.round(pl)} ms`}`, holds };
+      const slowest = Math.max(...rw.map((x) => x ?? Infinity));
+      const holds = inReps(was, rw) && pl.every((x) => x === undefined || x >= 10 * slowest);
+      return { now: `runwarden ${rw.map((x) => (x === undefined ? 'never' : `${x.toFixed(1)} ms`)).join(' / ')}; proper-lockfile ${pl.map((x) => (x === undefined ? 'never' : `${Math.round(x)} ms`)).join(' / ')}`, holds };
     },
   },
   'peers-stop': {
-    tolerance: 'runwarden never says a stopped holder is dead; proper-lockfile does (and grants the lock again, when the stored fact says so)',
+    tolerance: 'runwarden never says a stopped holder is dead; proper-lockfile does (and grants the lock again, when the stored fact says so), in every repetition',
     judge(stored, { peers }) {
+      const all = peers.map((p) => FACT_JUDGES['peers-stop'].once(stored, p));
+      return { now: all.map((x) => x.now).join(' / '), holds: all.every((x) => x.holds) };
+    },
+    once(stored, peers) {
       const { firstGone, secondLocker } = peers.scenarios.stop;
       const holds = firstGone.runwarden === undefined && firstGone['proper-lockfile'] !== undefined && (!stored.includes('granted') || secondLocker['proper-lockfile'] === 'granted');
       return { now: `runwarden ${firstGone.runwarden === undefined ? 'alive throughout' : 'said dead'}; proper-lockfile ${firstGone['proper-lockfile'] === undefined ? 'alive throughout' : `dead after ${Math.round(firstGone['proper-lockfile'])} ms, second owner ${secondLocker['proper-lockfile']}`}`, holds };
     },
   },
   'peers-recycled': {
-    tolerance: 'runwarden reports the holder gone within 5× the stored time; a pid check is fooled throughout',
+    tolerance: "the stored time runwarden takes to report the holder gone lies within [min, max] of the repetitions' times; a pid check is fooled throughout, every time",
     judge(stored, { peers }) {
-      const { firstGone } = peers.scenarios.recycled;
+      const gone = peers.map((p) => p.scenarios.recycled.firstGone);
       const was = numberAfter(stored, 'gone after');
-      const holds = firstGone.runwarden !== undefined && was !== undefined && firstGone.runwarden <= 5 * was && firstGone.pid === undefined;
-      return { now: `runwarden ${firstGone.runwarden === undefined ? 'never said gone' : `gone after ${firstGone.runwarden.toFixed(1)} ms`}; a pid check ${firstGone.pid === undefined ? 'fooled throughout' : 'not fooled'}`, holds };
+      const holds = inReps(was, gone.map((g) => g.runwarden)) && gone.every((g) => g.pid === undefined);
+      return { now: `runwarden gone after ${gone.map((g) => (g.runwarden === undefined ? 'never' : `${g.runwarden.toFixed(1)} ms`)).join(' / ')}; a pid check ${gone.every((g) => g.pid === undefined) ? 'fooled throughout' : 'not fooled'}`, holds };
     },
   },
   pollers: {
@@ -462,18 +483,20 @@ const FACT_JUDGES = {
     },
   },
   'watch-death': {
-    tolerance: '`watch`\'s p99 from a kill -9 to its exit stays under the 100 ms target the headline states, and within 5× the stored p99',
+    tolerance: "`watch`'s p99 from a kill -9 to its exit stays under the 100 ms target the headline states, and the stored p99 lies within the fresh run's spread, from its median to its slowest kill",
     judge(stored, { watch }) {
       const was = numberAfter(stored, 'p99');
-      return { now: `p50 ${watch.p50} ms, p99 ${watch.p99} ms over ${watch.n} kills`, holds: was !== undefined && watch.p99 < 100 && watch.p99 <= 5 * was };
+      return { now: `p50 ${watch.p50} ms, p99 ${watch.p99} ms, max ${watch.max} ms over ${watch.n} kills`, holds: watch.p99 < 100 && inSpread(was, watch) };
     },
   },
   'dashboard-kill': {
-    tolerance: 'the in-page p99 from a kill -9 to the DOM (at least 50 kills) stays under the 100 ms target the headline states, and within 3× of the stored p99 either way',
+    tolerance: "the in-page p99 from a kill -9 to the DOM (at least 50 kills) stays under the 100 ms target the headline states, and the stored p99 lies within the fresh run's spread, from its median to its slowest kill",
     judge(stored, { serve }) {
       const was = numberAfter(stored, 'p99');
-      const p99 = serve.deathMs.length > 0 ? pct(serve.deathMs, 99) : NaN;
-      return { now: `p99 ${p99.toFixed(0)} ms at ${serve.n.toLocaleString('en-US')} runs, ${serve.deathMs.length} kills`, holds: was !== undefined && serve.deathMs.length >= 50 && p99 < 100 && within(p99, was, 3) };
+      const n = serve.deathMs.length;
+      const p99 = n > 0 ? pct(serve.deathMs, 99) : NaN;
+      const spread = { p50: n > 0 ? pct(serve.deathMs, 50) : NaN, max: n > 0 ? Math.max(...serve.deathMs) : NaN };
+      return { now: `p99 ${p99.toFixed(0)} ms (p50 ${spread.p50.toFixed(0)}, max ${spread.max.toFixed(0)}) at ${serve.n.toLocaleString('en-US')} runs, ${n} kills`, holds: n >= 50 && p99 < 100 && inSpread(was, spread) };
     },
   },
   'dashboard-memory': {
@@ -488,7 +511,7 @@ const FACT_JUDGES = {
     },
   },
   'holder-death': {
-    tolerance: "`watch`'s exit p99 under its 100 ms target and the page's (SSE patch) p99 under its 1 s target, each within 3× of the stored p99 either way; `/metrics` counts every death within the stored number of scrapes once the page showed it",
+    tolerance: "`watch`'s exit p99 under its 100 ms target and the page's (SSE patch) p99 under its 1 s target, each stored p99 within the fresh run's spread (its median to its slowest kill); `/metrics` counts every death within the stored number of scrapes once the page showed it",
     judge(stored, { live }) {
       const { watch, page } = live;
       const wasWatch = numberAfter(stored, 'exit p99');
@@ -496,8 +519,8 @@ const FACT_JUDGES = {
       const wasScrapes = numberAfter(stored, '/metrics` within');
       const holds =
         wasWatch !== undefined && wasPage !== undefined && wasScrapes !== undefined &&
-        watch.p99 < 100 && within(watch.p99, wasWatch, 3) &&
-        page.p99 < 1000 && within(page.p99, wasPage, 3) &&
+        watch.p99 < 100 && inSpread(wasWatch, watch) &&
+        page.p99 < 1000 && inSpread(wasPage, page) &&
         page.maxScrapesAfterPage <= wasScrapes && page.metrics.n === page.n;
       return { now: `\`watch\` exit p99 ${watch.p99.toFixed(1)} ms; page (SSE patch) p99 ${page.p99.toFixed(1)} ms; \`/metrics\` within ${page.maxScrapesAfterPage} scrape(s) in ${page.metrics.n} of ${page.n}`, holds };
     },

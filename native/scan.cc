@@ -20,11 +20,16 @@
 //    extensions, so the same source compiles to SSE2 on x86-64 and NEON on
 //    arm64.
 // Either filter only proposes positions; a match is then checked byte by byte.
+// lastMatch takes the widest path the CPU has; a caller may name a narrower one
+// (searchPaths() lists them), so a test runs every path this CPU has on the
+// same cases.
 
 #include "scan.h"
 
 #include <stdint.h>
 #include <string.h>
+
+#include <string>
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
 #if !defined(__APPLE__)
@@ -362,27 +367,80 @@ bool CpuHasVbmi() {
 #endif
 }
 #endif
-int64_t LastMatch(const uint8_t* h, size_t hlen, size_t end, const Needle* ns, size_t count, size_t maxlen, bool hasShort) {
-#if defined(RW_VBMI)
-  static const bool vbmi = CpuHasVbmi();
-  if (vbmi) return LastMatchVbmi(h, hlen, end, ns, count);
 #endif
-  static const bool avx2 = CpuHasAvx2();
-  return avx2 ? LastMatch32(h, hlen, end, ns, count) : LastMatch16(h, hlen, end, ns, count, maxlen, hasShort);
-}
+
+// The search paths, widest first. Which of them this process can take is
+// decided once, from the CPU; the widest is the one lastMatch takes unless a
+// caller names another (a test that runs every path on the same cases).
+enum class Path { kVbmi, kAvx2, k16 };
+
+// The 16-byte path's name: what the vector extensions compile to here.
+#if defined(__x86_64__)
+constexpr const char* kName16 = "sse2";
+#elif defined(__aarch64__)
+constexpr const char* kName16 = "neon";
 #else
-int64_t LastMatch(const uint8_t* h, size_t hlen, size_t end, const Needle* ns, size_t count, size_t maxlen, bool hasShort) {
-  return LastMatch16(h, hlen, end, ns, count, maxlen, hasShort);
-}
+constexpr const char* kName16 = "vector16";
 #endif
+
+const char* PathName(Path p) {
+  switch (p) {
+    case Path::kVbmi:
+      return "avx512vbmi";
+    case Path::kAvx2:
+      return "avx2";
+    case Path::k16:
+      break;
+  }
+  return kName16;
+}
+
+// The paths this process can take, widest first, and how many.
+struct Paths {
+  Path list[3];
+  size_t count;
+};
+
+Paths Available() {
+  Paths out{{Path::k16, Path::k16, Path::k16}, 0};
+#if defined(RW_VBMI)
+  if (CpuHasVbmi()) out.list[out.count++] = Path::kVbmi;
+#endif
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  if (CpuHasAvx2()) out.list[out.count++] = Path::kAvx2;
+#endif
+  out.list[out.count++] = Path::k16;
+  return out;
+}
+
+const Paths& AvailablePaths() {
+  static const Paths paths = Available();
+  return paths;
+}
+
+int64_t LastMatchOn(Path p, const uint8_t* h, size_t hlen, size_t end, const Needle* ns, size_t count, size_t maxlen, bool hasShort) {
+  switch (p) {
+#if defined(RW_VBMI)
+    case Path::kVbmi:
+      return LastMatchVbmi(h, hlen, end, ns, count);
+#endif
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    case Path::kAvx2:
+      return LastMatch32(h, hlen, end, ns, count);
+#endif
+    default:
+      return LastMatch16(h, hlen, end, ns, count, maxlen, hasShort);
+  }
+}
 
 // lastMatch(haystack, end, needles): the greatest index below `end` at which
 // one of `needles` begins in `haystack`, or -1. `needles` packs the patterns as
 // [length byte][bytes]... (1 to 8 patterns of 1 to 64 bytes).
 Napi::Value LastMatchJs(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  if (info.Length() != 3 || !info[0].IsTypedArray() || !info[1].IsNumber() || !info[2].IsTypedArray()) {
-    Napi::TypeError e = Napi::TypeError::New(env, "lastMatch(haystack: Uint8Array, end: number, needles: Uint8Array)");
+  if (info.Length() < 3 || info.Length() > 4 || !info[0].IsTypedArray() || !info[1].IsNumber() || !info[2].IsTypedArray() ||
+      (info.Length() == 4 && !info[3].IsString())) {
+    Napi::TypeError e = Napi::TypeError::New(env, "lastMatch(haystack: Uint8Array, end: number, needles: Uint8Array, path?: string)");
     e.Set("code", Napi::String::New(env, "ERR_INVALID_ARG_TYPE"));
     e.ThrowAsJavaScriptException();
     return env.Undefined();
@@ -417,9 +475,33 @@ Napi::Value LastMatchJs(const Napi::CallbackInfo& info) {
     count++;
     at += 1 + len;
   }
+  const Paths& paths = AvailablePaths();
+  Path path = paths.list[0];
+  if (info.Length() == 4) {
+    const std::string name = info[3].As<Napi::String>().Utf8Value();
+    size_t k = 0;
+    while (k < paths.count && name != PathName(paths.list[k])) k++;
+    if (k == paths.count) {
+      Napi::RangeError e = Napi::RangeError::New(env, "lastMatch: no search path \"" + name + "\" in this process (searchPaths() lists them)");
+      e.Set("code", Napi::String::New(env, "ERR_OUT_OF_RANGE"));
+      e.ThrowAsJavaScriptException();
+      return env.Undefined();
+    }
+    path = paths.list[k];
+  }
   if (count == 0) return Napi::Number::New(env, -1);
-  const int64_t r = LastMatch(hay.Data(), hlen, static_cast<size_t>(endArg), ns, count, maxlen, hasShort);
+  const int64_t r = LastMatchOn(path, hay.Data(), hlen, static_cast<size_t>(endArg), ns, count, maxlen, hasShort);
   return Napi::Number::New(env, static_cast<double>(r));
+}
+
+// searchPaths(): the names of the search paths this process can take, widest
+// first; the first is the one lastMatch takes when none is named.
+Napi::Value SearchPathsJs(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const Paths& paths = AvailablePaths();
+  Napi::Array out = Napi::Array::New(env, paths.count);
+  for (size_t k = 0; k < paths.count; k++) out.Set(static_cast<uint32_t>(k), Napi::String::New(env, PathName(paths.list[k])));
+  return out;
 }
 
 }  // namespace
@@ -427,5 +509,6 @@ Napi::Value LastMatchJs(const Napi::CallbackInfo& info) {
 namespace rw {
 void RegisterScan(Napi::Env env, Napi::Object exports) {
   exports.Set("lastMatch", Napi::Function::New(env, LastMatchJs, "lastMatch"));
+  exports.Set("searchPaths", Napi::Function::New(env, SearchPathsJs, "searchPaths"));
 }
 }  // namespace rw

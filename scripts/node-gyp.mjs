@@ -55,20 +55,21 @@ export function localNodedir() {
 /**
  * What a node-gyp compile needs that this machine lacks, as phrases for a
  * message: python3, make, a C++ compiler (CXX, else what make and gyp use by
- * default: g++ on linux, c++/clang++ on darwin).
+ * default: g++ on linux, c++/clang++ on darwin), each with where to get it on
+ * `platform`: Xcode's command line tools bring all three on a Mac, Debian's
+ * packages elsewhere.
  */
-export function missingToolchain() {
+export function missingToolchain(platform = process.platform) {
+  const mac = platform === 'darwin';
+  const get = (debian) => (mac ? 'macOS: xcode-select --install' : `Debian: apt-get install ${debian}`);
   const missing = [];
   const python = process.env.npm_config_python || process.env.PYTHON;
-  if (!(python && existsSync(python)) && !which('python3')) missing.push('python3 (Debian: apt-get install python3)');
-  if (!which('make')) missing.push('make (Debian: apt-get install make)');
+  if (!(python && existsSync(python)) && !which('python3')) missing.push(`python3 (${get('python3')})`);
+  if (!which('make')) missing.push(`make (${get('make')})`);
   const cxx = process.env.CXX;
-  const compilers = cxx ? [cxx.split(/\s+/)[0]] : process.platform === 'darwin' ? ['c++', 'clang++'] : ['g++'];
+  const compilers = cxx ? [cxx.split(/\s+/)[0]] : mac ? ['c++', 'clang++'] : ['g++'];
   if (!compilers.some((c) => which(c) || existsSync(c))) {
-    missing.push(
-      `a C++ compiler (${compilers.join(' or ')}${cxx ? ', from CXX' : ''}; ` +
-        (process.platform === 'darwin' ? 'macOS: xcode-select --install)' : 'Debian: apt-get install g++)'),
-    );
+    missing.push(`a C++ compiler (${compilers.join(' or ')}${cxx ? ', from CXX' : ''}; ${get('g++')})`);
   }
   return missing;
 }

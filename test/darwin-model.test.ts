@@ -15,6 +15,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildDarwinModel } from '../scripts/darwin-model.mjs';
+import { eventLine } from './helpers/events.js';
 import { ROOT } from './helpers/lock-procs.js';
 
 const SLOW = 300_000;
@@ -244,6 +245,7 @@ describe('the holder census on darwin (libproc) in the model', () => {
     // names no flock holder, so the census is all the engine has. Every re-check is at 600 s and kqueue
     // has no close-after-write: ABANDONED within the 30 s this waits can only come from the sleep's
     // NOTE_EXIT. With the reader watched instead, nothing tells, and the run stays RUNNING.
+    const stream = eventLine({ event: 'run_started' }, { ts: '2026-12-01T10:00:00Z' }) + eventLine({ event: 'node_started', node_id: 'work' }, { ts: '2026-12-01T10:00:00Z' });
     const r = onModel(`
       const cp = await import('node:child_process');
       const fs = await import('node:fs');
@@ -255,8 +257,7 @@ describe('the holder census on darwin (libproc) in the model', () => {
       const child = await started(taker);
       await new Promise((res) => (taker.exitCode !== null ? res() : taker.once('exit', res)));
       fs.writeFileSync(dir + '/resume.lock', 'oh-my-graph-lock 1\\n' + taker.pid + '\\n');
-      const line = (o) => JSON.stringify({ schema: 3, ts: '2026-12-01T10:00:00Z', run_id: 'r', ...o }) + '\\n';
-      fs.writeFileSync(dir + '/events.jsonl', line({ event: 'run_started' }) + line({ event: 'node_started', node_id: 'work' }));
+      fs.writeFileSync(dir + '/events.jsonl', ${JSON.stringify(stream)});
       const e = new K.LiveEngine({ root: ${JSON.stringify(root)}, safetyMs: 600000, openRecheckMs: 600000 });
       await e.start();
       const until = async (f, ms) => { const end = Date.now() + ms; while (!f() && Date.now() < end) await new Promise((res) => setTimeout(res, 10)); return f(); };

@@ -33,7 +33,8 @@ const RULES: Rule[] = [
   { name: "a helper's event object encoded by hand (use encodeEvents)", re: /JSON\.stringify\(\s*(?:ev|event\w*|line)\s*\(/g },
   {
     name: "a JSON-lines encoder (JSON.stringify(x) + '\\n'; use encodeEvents)",
-    re: /JSON\.stringify\([^\n]*\)\s*\+\s*(['"`])\\n\1/g,
+    // One backslash, or two where the encoder is written inside a template that a child process runs.
+    re: /JSON\.stringify\([^\n]*\)\s*\+\s*(['"`])\\{1,2}n\1/g,
     // A child process's report to its parent is a message on stdout, and a pretty-printed document is one
     // document (a CLI's --json output): neither is an events.jsonl line.
     unless: /\bstdout\.write\(|,\s*null,\s*\d+\)/,
@@ -81,6 +82,9 @@ describe('one of each test harness, in test/helpers/', () => {
       `JSON.stringify({\n  schema: 3,\n  event: 'node_failed',\n})`,
       `appendFileSync(p, JSON.stringify(ev(id, 'node_passed')) + '\\n');`,
       `[a, b].map((e) => JSON.stringify(e) + '\\n').join('')`,
+      // The same encoder inside a child's script, where the newline is written \\n.
+      "const line = (o) => JSON.stringify({ schema: 3, ts: 'T', run_id: 'r', ...o }) + '\\\\n';",
+      "  [x, y].map((o) => JSON.stringify(o) + \"\\\\n\")",
       'const at = `{"schema":3,"event":"node_passed","extra":${nest(64)}}`;',
       'const block = `{"ts":"${t}","event":"tick"}\\n`;',
       `const huge = '{"schema":3,"event":"x","pad":"' + 'z'.repeat(9) + '"}';`,
@@ -103,6 +107,7 @@ describe('one of each test harness, in test/helpers/', () => {
       `const finish = '{"schema":3,"\\\\u0065vent":"run_finished","outcome":"paused"}\\n';`,
       `writeFileSync(p, '{"schema":3,"run_id":"run-l","event":"run_fini');`,
       `process.stdout.write(JSON.stringify({ type: 'stats', stats: engine.stats }) + '\\n');`,
+      "const out = (v) => process.stdout.write(JSON.stringify(v) + '\\\\n');",
       "const tag = Math.random().toString(36).slice(2);",
       'expect(JSON.stringify(a)).toBe(JSON.stringify(b));',
       "expect(one.stdout).toBe(JSON.stringify(runsDocument(listRuns(root)), null, 2) + '\\n');",

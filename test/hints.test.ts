@@ -142,7 +142,7 @@ describe('exec legs: the orphan evidence from exec.pgid', () => {
       scan = processesMarked(mark);
     }
     expect(scan).toMatchObject({ kind: 'scanned' });
-    if (scan.kind !== 'scanned') return;
+    if (scan.kind !== 'scanned') throw new Error(`no census: ${scan.kind}`); // unreachable past the expect; narrows the type
     expect(scan.pids).toEqual([c.pid]);
     expect(processesMarked(legMark(1n, 2n, 424243))).toMatchObject({ kind: 'scanned', pids: [] });
     // The reader itself is never evidence, even when it carries the mark. Setting process.env here

@@ -10,15 +10,17 @@
  * holder's run stays RUNNING for ever. Here serve must keep room for its own
  * work, find every killed holder's run ABANDONED by the re-probe (5 s,
  * CONTRACT §5.5 rule 5), count the holders it re-probes without an exit watch
- * in `/metrics`, and say once on stderr that it passed the budget.
+ * in `/metrics` (exactly those beyond the 32 exit watches its share allows),
+ * and say once on stderr that it passed the budget. Its safety pass is set to
+ * an hour, so the re-probe alone can be what finds the deaths.
  *
  * The numbers are the contract's, written here: of the soft limit, 192
  * descriptors are kept for the process's own work and the watches take at
  * most half of the rest, never more than their fixed budgets (1,024 exit
- * watches, 256 kqueue directory watches).
+ * watches, 160 kqueue directory watches).
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { lstatSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { cleanupTemp, killAll, ROOT, tempDir, track, until } from './helpers/lock-procs.js';
@@ -40,6 +42,13 @@ const KILLED = 10;
 const ROOM = 64;
 /** The re-probe interval of held runs whose holder is not watched (CONTRACT §5.5 rule 5: 5 s), times 12: only a bound on a wait for what would never happen. */
 const FOUND_MS = 60_000;
+/**
+ * serve's safety pass, set far beyond this test (RUNWARDEN_SERVE_SAFETY_MS, an hour): at its default 30 s it
+ * would find the deaths within {@link FOUND_MS} by itself, with the re-probe broken.
+ */
+const SAFETY_MS = 3_600_000;
+/** Exit watches under the limit, from the contract's rule (§5.7): half of what the soft limit leaves after 192; linux has one kind of descriptor-holding watch. */
+const EXIT_WATCHES = (LIMIT - 192) / 2;
 
 /** The kernel's flock table: "major:minor:inode" of every file with an exclusive FLOCK, as /proc/locks names it. */
 function exclusiveFlocks(): Set<string> {
@@ -56,6 +65,33 @@ function lockId(path: string): string {
   const major = (dev >> 8n) & 0xfffn;
   const minor = (dev & 0xffn) | ((dev >> 12n) & 0xfff00n);
   return `${major.toString(16).padStart(2, '0')}:${minor.toString(16).padStart(2, '0')}:${ino}`;
+}
+
+/** The processes `pid` holds a pidfd of (its exit watches): the kernel's own account, /proc/<pid>/fdinfo's `Pid:` of each pidfd. */
+function pidfdTargets(pid: number): number[] {
+  const out: number[] = [];
+  let fds: string[];
+  try {
+    fds = readdirSync(`/proc/${pid}/fd`);
+  } catch {
+    return out;
+  }
+  for (const fd of fds) {
+    try {
+      if (readlinkSync(`/proc/${pid}/fd/${fd}`) !== 'anon_inode:[pidfd]') continue;
+      const m = /^Pid:\s+(-?\d+)$/m.exec(readFileSync(`/proc/${pid}/fdinfo/${fd}`, 'utf8'));
+      if (m !== null) out.push(Number(m[1]));
+    } catch {
+      /* closed meanwhile */
+    }
+  }
+  return out.sort((x, y) => x - y);
+}
+
+/** runwarden_holders_unwatched in serve's /metrics (NaN when absent), and the text. */
+async function holdersUnwatched(port: number): Promise<{ n: number; text: string }> {
+  const text = (await raw(port, 'GET', '/metrics')).body;
+  return { n: Number(/^runwarden_holders_unwatched (\d+)$/m.exec(text)?.[1]), text };
 }
 
 function openDescriptors(pid: number): number {
@@ -176,7 +212,7 @@ describe('descriptor budgets under RLIMIT_NOFILE', () => {
       return lockIds.every((l) => held.has(l));
     }, 120_000, 50);
 
-    const serve: ServeProcess = await startServeCli(root, [], 120_000, ['sh', '-c', `ulimit -n ${LIMIT} && exec "$0" "$@"`]);
+    const serve: ServeProcess = await startServeCli(root, [], 120_000, ['sh', '-c', `ulimit -n ${LIMIT} && RUNWARDEN_SERVE_SAFETY_MS=${SAFETY_MS} exec "$0" "$@"`]);
     const pid = serve.proc.pid as number;
     let most = 0;
     const sampler = setInterval(() => (most = Math.max(most, openDescriptors(pid))), 20);
@@ -185,8 +221,22 @@ describe('descriptor budgets under RLIMIT_NOFILE', () => {
         const c = await cards(serve.port);
         return ids.every((id) => c.get(id) === 'running');
       });
+      // Exactly the share's worth of holders watched (32 pidfds, each on one of the holders), the other 268 counted.
+      let unwatched = NaN;
+      await waitFor(`runwarden_holders_unwatched ${RUNS - EXIT_WATCHES}`, FOUND_MS, async () => {
+        unwatched = (await holdersUnwatched(serve.port)).n;
+        return unwatched === RUNS - EXIT_WATCHES;
+      }).catch((e: unknown) => {
+        throw new Error(`${(e as Error).message}: last ${unwatched}`, { cause: e });
+      });
+      const watched = pidfdTargets(pid);
+      const holderPids = new Set(holders.map((h) => h.pid as number));
+      expect(watched.length, `serve's pidfds: ${watched.join(' ')}`).toBe(EXIT_WATCHES);
+      expect(watched.filter((p) => !holderPids.has(p))).toEqual([]);
 
-      const victims = Array.from({ length: KILLED }, (_, k) => Math.floor((k * RUNS) / KILLED) + 7);
+      // The holders killed are ones serve does not watch, spread over the root: only the re-probe can find them.
+      const unwatchedAt = holders.flatMap((h, i) => (watched.includes(h.pid as number) ? [] : [i]));
+      const victims = Array.from({ length: KILLED }, (_, k) => unwatchedAt[Math.floor((k * unwatchedAt.length) / KILLED) + 3]);
       for (const v of victims) process.kill(-(holders[v].pid as number), 'SIGKILL');
       const dead = new Set(victims.map((v) => ids[v]));
       let last = new Map<string, string>();
@@ -202,11 +252,11 @@ describe('descriptor budgets under RLIMIT_NOFILE', () => {
       // Never a false dead: every run whose holder lives is still RUNNING.
       for (const id of ids) if (!dead.has(id)) expect(last.get(id), id).toBe('running');
 
-      const metrics = (await raw(serve.port, 'GET', '/metrics')).body;
-      const unwatched = Number(/^runwarden_holders_unwatched (\d+)$/m.exec(metrics)?.[1]);
-      expect(unwatched).toBeGreaterThan(0);
-      expect(unwatched).toBeLessThanOrEqual(RUNS - KILLED);
-      expect(metrics).toMatch(/^# HELP runwarden_holders_unwatched \S/m);
+      // The 32 watched holders all live: every other live holder is counted, 290 - 32 = 258, and the same 32 are watched.
+      const after = await holdersUnwatched(serve.port);
+      expect(after.n).toBe(RUNS - KILLED - EXIT_WATCHES);
+      expect(after.text).toMatch(/^# HELP runwarden_holders_unwatched \S/m);
+      expect(pidfdTargets(pid)).toEqual(watched);
 
       const lines = serve.stderr().split('\n').filter((l) => /exit watch/.test(l));
       expect(lines, serve.stderr()).toHaveLength(1);

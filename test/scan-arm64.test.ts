@@ -23,7 +23,7 @@ const NODEDIR = process.env['npm_config_nodedir'] || '/usr';
 const work = mkdtempSync(join(tmpdir(), 'rw-scan-arm64-'));
 afterAll(() => removeTree(work));
 
-/** An addon of scan.cc alone: its one export, `lastMatch`. */
+/** An addon of scan.cc alone: its exports, `lastMatch` and `searchPaths`. */
 const MODULE = `
 #include <napi.h>
 #include "scan.h"
@@ -40,15 +40,16 @@ import { readFileSync } from 'node:fs';
 const m = { exports: {} };
 process.dlopen(m, process.argv[2]);
 const cases = JSON.parse(readFileSync(process.argv[3], 'utf8'));
+const paths = m.exports.searchPaths();
 const answers = cases.map((c) => {
   const outer = Buffer.from(c.outer, 'base64');
-  return m.exports.lastMatch(outer.subarray(c.off, c.off + c.len), c.end, Buffer.from(c.packed, 'base64'));
+  return m.exports.lastMatch(outer.subarray(c.off, c.off + c.len), c.end, Buffer.from(c.packed, 'base64'), 'neon');
 });
-process.stdout.write(JSON.stringify({ arch: process.arch, answers }));
+process.stdout.write(JSON.stringify({ arch: process.arch, paths, answers }));
 `;
 
 describe("lastMatch's portable path (arm64, under qemu)", () => {
-  it('answers every case as a byte-by-byte search does', (ctx: TestContext) => {
+  it('on the neon path: answers every case as a byte-by-byte search does', (ctx: TestContext) => {
     needs(ctx, 'cc-arm64', 'qemu-arm64', 'node-arm64');
     const napi = resolve(createRequire(join(ROOT, 'package.json')).resolve('node-addon-api/package.json'), '..');
     writeFileSync(join(work, 'module.cc'), MODULE);
@@ -65,8 +66,11 @@ describe("lastMatch's portable path (arm64, under qemu)", () => {
     const root = arm64NodeRoot();
     const run = spawnSync('qemu-aarch64-static', ['-L', root, join(root, 'usr', 'bin', 'node'), join(work, 'runner.mjs'), addon, join(work, 'cases.json')], { encoding: 'utf8', timeout: 240_000 });
     expect(run.status, `${run.stderr}${run.error ?? ''}`).toBe(0);
-    const said = JSON.parse(run.stdout) as { arch: string; answers: number[] };
+    const said = JSON.parse(run.stdout) as { arch: string; paths: string[]; answers: number[] };
     expect(said.arch).toBe('arm64');
+    // arm64 has the 16-byte path alone, compiled to NEON, and the answers below came from it by name.
+    expect(said.paths).toEqual(['neon']);
+    console.log(`lastMatch ran on the ${said.paths[0]} path (linux-arm64 under qemu): ${cases.length} long cases`);
     expect(said.answers).toHaveLength(cases.length);
     cases.forEach((c, i) => expect(said.answers[i], c.label).toBe(c.want));
     // The cases are not all misses.

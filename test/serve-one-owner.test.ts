@@ -10,7 +10,10 @@
  * is then killed with SIGKILL, must end the same on every surface too.
  *
  * The references are the CLI's own documents (`runs --json`, `runwarden
- * metrics`), read fresh at each poll; the printing rule of the metrics text is
+ * metrics`), read fresh at each poll: `/api/runs`, the dashboard's cards and
+ * its `order` are compared with the `runs --json` list id by id, in order;
+ * the metrics' series by their labels. A held run reads RUNNING on every
+ * surface while its holder lives, and ABANDONED once it is killed. the printing rule of the metrics text is
  * written here from the contract's words (§1.1 rule 7), not imported.
  */
 import { execFile, spawn } from 'node:child_process';
@@ -109,20 +112,27 @@ async function disagreement(root: string, port: number): Promise<string> {
   ]);
   const ref = JSON.parse(reference) as { runs: { run_id: string; status: string | null }[]; skipped: { run_id: string }[] };
   const want = new Map(ref.runs.map((r) => [r.run_id, r.status ?? 'none']));
+  // The reference list, id by id in its order (newest first), each with its status: a run shown twice, one
+  // missing, one out of place or a card without a report all differ from it.
+  const wantList = JSON.stringify(ref.runs.map((r) => [r.run_id, r.status ?? 'none']));
   const problems: string[] = [];
+  if (ref.skipped.length > 0) problems.push(`runs --json skips runs this test never makes unreadable: ${JSON.stringify(ref.skipped)}`);
+  const sameList = (what: string, got: unknown[]): void => {
+    const a = JSON.stringify(got);
+    if (a !== wantList) problems.push(`${what}: ${a} != ${wantList}`);
+  };
   const same = (what: string, got: Map<string, string>, expected: Map<string, string>): void => {
     const a = JSON.stringify([...got].sort());
     const b = JSON.stringify([...expected].sort());
     if (a !== b) problems.push(`${what}: ${a} != ${b}`);
   };
   if (api.status !== 200) problems.push(`/api/runs answered ${api.status}`);
-  else same('/api/runs', new Map((api.body.runs as { run_id: string; status: string | null }[]).map((r) => [r.run_id, r.status ?? 'none'])), want);
+  else sameList('/api/runs', (api.body.runs as { run_id: string; status: string | null }[]).map((r) => [r.run_id, r.status ?? 'none']));
   if (dash.status !== 200) problems.push(`/api/dashboard answered ${dash.status}`);
   else {
     const cards = dash.body.runs as { run_id: string; report: { status: string | null } | null }[];
-    const order = dash.body.order as string[];
-    if (new Set(order).size !== order.length) problems.push(`/api/dashboard lists a run twice: ${JSON.stringify(order)}`);
-    same('/api/dashboard', new Map(cards.filter((c) => c.report !== null).map((c) => [c.run_id, c.report?.status ?? 'none'])), want);
+    sameList('/api/dashboard cards', cards.map((c) => [c.run_id, c.report === null ? 'no report' : (c.report.status ?? 'none')]));
+    sameList('/api/dashboard order', (dash.body.order as string[]).map((id) => [id, want.get(id) ?? 'not in runs --json']));
   }
   const expectedInfo = new Map([...want].filter(([, s]) => IN_FLIGHT_OR_ABANDONED.has(s)).map(([id, s]) => [printed(id), s]));
   try {
@@ -217,6 +227,11 @@ describe('serve: one run, one id, one status on every surface', () => {
         expect(flockHolders(lock).exclusive.length).toBeGreaterThan(0);
         holders.push(proc);
       }
+      // While held, every surface says RUNNING, as runs --json does (a holder that stays alive is never a death).
+      const running = (ref: Map<string, string>): string =>
+        ['held-plain', 'held\\\\slash'].every((id) => ref.get(id) === 'RUNNING') ? '' : `not RUNNING while held: ${JSON.stringify([...ref])}`;
+      await agree(root, serve.port, running);
+      for (const name of names) expect(flockHolders(join(root, name, 'resume.lock')).exclusive.length, `${name} still held`).toBeGreaterThan(0);
       // About three seconds, a little more or less each round.
       await new Promise((r) => setTimeout(r, 2500 + 250 * round));
       for (const proc of holders) {

@@ -3,8 +3,11 @@ import { execFileSync } from 'node:child_process';
 import { closeSync, mkdirSync, openSync, ftruncateSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { readSnapshot, SNAPSHOT_MAX_BYTES, type SnapshotRead } from '../src/read/snapshot.js';
+import { readSnapshot, type SnapshotRead } from '../src/read/snapshot.js';
 import { cleanup, snapshot, tempDir } from './helpers/reading-fixtures.js';
+
+/** CONTRACT §3.1 (runwarden addition 13), written here rather than taken from src/: a snapshot over 16 MiB is unreadable. */
+const SNAPSHOT_MAX_BYTES = 16 * 1024 * 1024;
 
 afterAll(cleanup);
 const dir = tempDir('rw-snap-');

@@ -21,7 +21,6 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { MAX_LINE_BYTES } from '../src/contract/events.js';
 import { readLastLeg, type TailFacts } from '../src/read/tail.js';
 import { readStream } from '../src/read/stream.js';
 import { StreamError } from '../src/contract/errors.js';
@@ -30,6 +29,9 @@ import { cleanup, tempDir } from './helpers/reading-fixtures.js';
 import { eventJson } from './helpers/events.js';
 import { mulberry32 } from './helpers/random.js';
 import { referenceLastLeg } from './helpers/tail-reference.js';
+
+/** CONTRACT §2.2 rule 2, written here rather than taken from src/: the 1 MiB line cap. */
+const MAX_LINE_BYTES = 1_048_576;
 
 afterAll(cleanup);
 

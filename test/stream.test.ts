@@ -7,13 +7,16 @@ import { execFileSync } from 'node:child_process';
 import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { MAX_LINE_BYTES, parseEventLine } from '../src/contract/events.js';
+import { parseEventLine } from '../src/contract/events.js';
 import { readLastLeg } from '../src/read/tail.js';
 import { readStream } from '../src/read/stream.js';
 import { StreamError } from '../src/contract/errors.js';
 import { StreamFold } from '../src/contract/fold.js';
 import { cleanup, ev, tempDir } from './helpers/reading-fixtures.js';
 import { encodeEvents, eventJsonOfBytes } from './helpers/events.js';
+
+/** CONTRACT §2.2 rule 2, written here rather than taken from src/: a line of content over 1 MiB (1,048,576 bytes) makes the stream unreadable. */
+const MAX_LINE_BYTES = 1_048_576;
 
 afterAll(cleanup);
 

@@ -18,6 +18,7 @@ import { native } from '../src/kernel/native.js';
 import { mulberry32 } from './helpers/random.js';
 import { byteByByte, searchCases } from './helpers/search-cases.js';
 import { cleanup, ev, makeRun, runId, tempDir } from './helpers/reading-fixtures.js';
+import { lacking, needs, testedPlatform, type Prereq } from './helpers/prereq.js';
 
 afterAll(cleanup);
 
@@ -157,31 +158,61 @@ describe('a long last leg is searched, not parsed', () => {
   });
 });
 
+/**
+ * Every path of the addon's byte search this CPU has, each run by name on the same cases and held to a
+ * byte-by-byte search: AVX-512 VBMI (64 bytes a step), AVX2 (32) and the 16-byte path, SSE2 here (NEON, the
+ * arm64 one, runs in test/scan-arm64.test.ts under qemu). A path this CPU lacks (by /proc/cpuinfo) is skipped
+ * with that reason through the prerequisite helper; the test names the path it ran.
+ */
+const PATHS: Array<{ path: string; needs: Prereq }> = [
+  { path: 'avx512vbmi', needs: 'avx512vbmi' },
+  { path: 'avx2', needs: 'avx2' },
+  { path: 'sse2', needs: 'sse2' },
+];
+
 describe("the addon's lastMatch", () => {
-  it('finds the last start of any needle below end, as a byte-by-byte search does', () => {
-    const needles = ['n_st', 'n_fi', 'te_pa', '\\u'];
-    const packed = Buffer.concat(needles.flatMap((x) => [Buffer.from([x.length]), Buffer.from(x)]));
-    const r = mulberry32(7);
-    const rand = (k: number): number => Math.floor(r() * k);
-    const alphabet = 'n_stfiepa\\ux';
-    for (let t = 0; t < 3000; t++) {
-      const len = rand(120);
-      let text = '';
-      for (let i = 0; i < len; i++) text += alphabet[rand(alphabet.length)];
-      const hay = Buffer.from(text, 'latin1');
-      const end = rand(len + 1);
-      const want = byteByByte(hay, end, needles.map((x) => Buffer.from(x, 'latin1')));
-      expect(native().lastMatch(hay, end, packed), `${text} end ${end}`).toBe(want);
-    }
-    expect(() => native().lastMatch(Buffer.from('abc'), 4, packed)).toThrow(RangeError);
+  it('takes the widest path this CPU has, and has every path /proc/cpuinfo says it can (no more)', () => {
+    const paths = native().searchPaths();
+    console.log(`lastMatch paths in this process: ${paths.join(', ')}; lastMatch takes ${paths[0]}`);
+    // What the CPU says, beside what the addon found: a detection that missed a path would leave it untested.
+    const expected = PATHS.filter((p) => lacking(p.needs).length === 0).map((p) => p.path);
+    expect(paths).toEqual(testedPlatform() === 'darwin' ? expected.filter((p) => p !== 'avx512vbmi') : expected);
+    const packed = Buffer.from([1, 0x78]);
+    expect(() => native().lastMatch(Buffer.from('x'), 1, packed, 'no-such-path')).toThrow(RangeError);
+    expect(native().lastMatch(Buffer.from('axbx'), 4, packed, paths[0])).toBe(3);
   });
 
-  it('agrees with a byte-by-byte search on long buffers, any needle set, any alignment, and bytes of 128 or more', () => {
-    const cases = searchCases(20261204, 400);
-    for (const c of cases) expect(native().lastMatch(c.outer.subarray(c.off, c.off + c.len), c.end, c.packed), c.label).toBe(c.want);
-    // The cases are not all misses.
-    expect(cases.filter((c) => c.want >= 0).length).toBeGreaterThan(800);
-  });
+  for (const { path, needs: need } of PATHS) {
+    it(`on the ${path} path: the last start of any needle below end, as a byte-by-byte search finds it`, (ctx) => {
+      needs(ctx, need);
+      expect(native().searchPaths()).toContain(path);
+      const needles = ['n_st', 'n_fi', 'te_pa', '\\u'];
+      const packed = Buffer.concat(needles.flatMap((x) => [Buffer.from([x.length]), Buffer.from(x)]));
+      const r = mulberry32(7);
+      const rand = (k: number): number => Math.floor(r() * k);
+      const alphabet = 'n_stfiepa\\ux';
+      for (let t = 0; t < 3000; t++) {
+        const len = rand(120);
+        let text = '';
+        for (let i = 0; i < len; i++) text += alphabet[rand(alphabet.length)];
+        const hay = Buffer.from(text, 'latin1');
+        const end = rand(len + 1);
+        const want = byteByByte(hay, end, needles.map((x) => Buffer.from(x, 'latin1')));
+        expect(native().lastMatch(hay, end, packed, path), `${path}: ${text} end ${end}`).toBe(want);
+      }
+      expect(() => native().lastMatch(Buffer.from('abc'), 4, packed, path)).toThrow(RangeError);
+      console.log(`lastMatch ran on the ${path} path: 3000 short haystacks`);
+    });
+
+    it(`on the ${path} path: long buffers, any needle set, any alignment, bytes of 128 or more, as a byte-by-byte search`, (ctx) => {
+      needs(ctx, need);
+      const cases = searchCases(20261204, 400);
+      for (const c of cases) expect(native().lastMatch(c.outer.subarray(c.off, c.off + c.len), c.end, c.packed, path), `${path}: ${c.label}`).toBe(c.want);
+      // The cases are not all misses.
+      expect(cases.filter((c) => c.want >= 0).length).toBeGreaterThan(800);
+      console.log(`lastMatch ran on the ${path} path: ${cases.length} long cases`);
+    });
+  }
 });
 
 describe('the confirm re-read', () => {

@@ -25,9 +25,11 @@
  * STALE when it lies outside that spread (stored < min or stored > max),
  * FRESH otherwise. A run's own spread is the only yardstick that moves with
  * the machine's noise: a noisy run widens it and calls less stale. An entry
- * whose bench yields few repetitions (one first page per run) or a quantity
- * that barely varies between them (a peak RSS) states a `tolerance` t: the
- * spread is then [min × (1 − t), max × (1 + t)].
+ * whose quantity barely varies between repetitions (a peak RSS) states a
+ * `tolerance` t: the spread is then [min × (1 − t), max × (1 + t)]. A fact's
+ * times are judged the same way by bench/check.mjs: a stored time within the
+ * fresh repetitions' [min, max], a stored p99 within the fresh run's median
+ * to its slowest, both sides.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';

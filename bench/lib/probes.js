@@ -75,7 +75,7 @@ function composed(opName) {
 
 /** The same steps as the real probe, from node:fs + the addon's flock, with LOCK_SH. */
 export const probeComposedShared = composed('Shared');
-/** The rejected design: the same, with LOCK_EX|LOCK_NB. Exists only in the bench. */
+/** The design runwarden does not use: the same, with LOCK_EX|LOCK_NB. Exists only in the bench, to compare. */
 export const probeExclusive = composed('Exclusive');
 
 /**

@@ -30,7 +30,7 @@ export function buildProgram(): Command {
         "Liveness comes from the kernel: a leg holds an exclusive flock(2) on its run's resume.lock, " +
         'and readers probe it with a shared, non-blocking lock and never write.\n\n' +
         'Runs root: --root DIR, else $OMG_HOME/runs, else ~/.oh-my-graph/runs.\n' +
-        'Exit status: 0 ok, 1 unexpected error, 2 usage error, 3 run abandoned (watch), 75 run locked (exec).',
+        'Exit status: 0 ok, 1 unexpected error, 2 usage error, 3 run abandoned (watch), 75 run locked (exec), 130 interrupted.',
     )
     .version(version(), '-V, --version')
     .showHelpAfterError('(run with --help for usage)')

@@ -140,7 +140,13 @@ export interface NativeBinding {
    * `haystack`, or -1. `needles` packs 1 to 8 patterns of 1 to 64 bytes as
    * [length byte][bytes]…. A byte search, nothing more (the tail reader's).
    */
-  lastMatch(haystack: Uint8Array, end: number, needles: Uint8Array): number;
+  lastMatch(haystack: Uint8Array, end: number, needles: Uint8Array, path?: string): number;
+  /**
+   * The byte search's paths this process can take (native/scan.cc), widest first: `avx512vbmi`, `avx2`, then the
+   * 16-byte one, named for what it compiles to (`sse2` on x86-64, `neon` on arm64). `lastMatch` takes the first
+   * unless given another of these by name (a RangeError for one this process lacks).
+   */
+  searchPaths(): string[];
   /**
    * Registers the two entry names a run directory's files are read by, the
    * buffers that receive their bytes and the `out` array that receives the

@@ -21,6 +21,24 @@ import type { Server, ServerOptions } from 'node:http';
 import type { Socket } from 'node:net';
 import { descriptorLimit, OWN_DESCRIPTORS, watchDescriptorShare } from '../kernel/limits.js';
 
+/** The variable that sets the interval of serve's safety pass (docs/cli.md, "Environment variables"). */
+export const SAFETY_MS_VARIABLE = 'RUNWARDEN_SERVE_SAFETY_MS';
+
+/**
+ * The interval (ms) of the live view's safety pass from {@link SAFETY_MS_VARIABLE}, or undefined when
+ * it is unset or empty (the engine's default, 30 s). A test that measures what the 5 s re-probe or an
+ * exit watch finds sets it beyond its own horizon, so the safety pass cannot be what found it.
+ * Throws a RangeError naming the variable for anything but a whole number of ms from 1,000 to
+ * 2,147,483,647 (the longest timer Node keeps).
+ */
+export function safetyMsFromEnv(env: NodeJS.ProcessEnv = process.env): number | undefined {
+  const raw = env[SAFETY_MS_VARIABLE];
+  if (raw === undefined || raw === '') return undefined;
+  const ms = /^\d{1,10}$/.test(raw) ? Number(raw) : NaN;
+  if (!(ms >= 1000 && ms <= 2_147_483_647)) throw new RangeError(`${SAFETY_MS_VARIABLE} must be a whole number of milliseconds from 1000 to 2147483647, not ${JSON.stringify(raw)}`);
+  return ms;
+}
+
 /** Most connections open at once; the next is refused with 503. */
 export const MAX_CONNECTIONS = 128;
 /**

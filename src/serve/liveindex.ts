@@ -47,6 +47,7 @@ import { compactReport } from '../status/compact.js';
 import { forEachRunThreaded } from '../status/list-threads.js';
 import { CardMaker, SECTION_PAGE, unreadableCard } from './cards.js';
 import type { ModelOptions, ReportsList } from './reports.js';
+import { safetyMsFromEnv } from './limits.js';
 import { CARD_STATES, cardState, dashboardDoc, sectionOf, type CardState, type DashboardDoc, type RunCard, type RunPage, type Section } from './view.js';
 
 /**
@@ -277,7 +278,7 @@ export class LiveIndex {
   private startEngine(): void {
     // settledForget and seed: the engine keeps nothing of a settled run's stream, and takes the
     // reports of the first listing instead of reading every run a second time.
-    this.engine = new LiveEngine({ root: this.root, ref: false, announceFiles: true, settledForget: true, seed: () => this.firstListing() });
+    this.engine = new LiveEngine({ root: this.root, ref: false, announceFiles: true, settledForget: true, seed: () => this.firstListing(), safetyMs: safetyMsFromEnv() });
     this.engine.subscribe((c) => {
       if (c.type === 'notice') {
         process.stderr.write(`runwarden serve: ${c.message}\n`);

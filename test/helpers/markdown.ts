@@ -153,11 +153,14 @@ export function images(md: string): Image[] {
     .map(({ alt, target, line }) => ({ alt, target, line }));
 }
 
-/** Why a link of `fromFile` does not resolve (a file outside the repository or missing, or no such anchor there), or undefined when it does. */
-export function brokenLink(fromFile: string, link: Link): string | undefined {
+/**
+ * Why a link of `fromFile` does not resolve (a file outside `root` or missing, or no such anchor there), or
+ * undefined when it does. `root` is the repository, or an unpacked package whose pages must resolve inside it.
+ */
+export function brokenLink(fromFile: string, link: Link, root: string = REPO): string | undefined {
   const file = link.path === '' ? fromFile : resolve(dirname(fromFile), decodeURIComponent(link.path));
-  const inRepo = relative(REPO, file);
-  if (inRepo.startsWith('..')) return `${link.target}: ${file} is outside the repository`;
+  const inRepo = relative(root, file);
+  if (inRepo.startsWith('..')) return `${link.target}: ${file} is outside ${root === REPO ? 'the repository' : root}`;
   if (!existsSync(file)) return `${link.target}: no file ${inRepo}`;
   if (link.anchor === undefined) return undefined;
   if (!file.endsWith('.md') || !statSync(file).isFile()) return `${link.target}: an anchor into a file that is not Markdown`;

@@ -22,7 +22,9 @@
  * is skipped with "linux only: <reason>" (or "x86-64 linux only: …") even when
  * strict, because no installation on that machine could make it run. A test
  * says so with `needs(ctx, 'linux: <reason>')`; the prerequisites below that
- * exist only on linux say it by themselves.
+ * exist only on linux say it by themselves. A test of what only darwin does
+ * (on a Mac or in the XNU model) says `needs(ctx, 'darwin: <reason>')`, and
+ * is skipped with "darwin only: <reason>" on linux.
  *
  * The XNU model (scripts/darwin-model.mjs: the darwin sources built for linux against a model of
  * darwin's interfaces, loaded through RUNWARDEN_ADDON, as `npm run test:darwin-model` does) is
@@ -60,10 +62,17 @@ export type Prereq =
   | 'userns'
   | 'rsync'
   | 'zig'
+  /** An x86-64 CPU's instructions, from /proc/cpuinfo: the byte search's wider paths (native/scan.cc). */
+  | 'avx512vbmi'
+  | 'avx2'
+  /** SSE2: every x86-64 CPU (the byte search's 16-byte path there; arm64's is NEON). */
+  | 'sse2'
   /** A runtime in scripts/runtime.sh's cache (test/helpers/runtimes.ts). */
   | Runtime
   /** A test that only means something on linux; after the colon, why (e.g. `linux: /proc/locks`). */
-  | `linux: ${string}`;
+  | `linux: ${string}`
+  /** A test that only means something on darwin, a Mac or the XNU model; after the colon, why (e.g. `darwin: the settled sweep`). */
+  | `darwin: ${string}`;
 
 /** What the reporter gets for a test that lacked something. */
 export interface PrereqRecord {
@@ -168,12 +177,41 @@ function tool(name: string, pkg: string): Check {
   return { present: () => onPath(name) !== undefined, missing: `needs ${name}: apt-get install ${pkg}`, pkg };
 }
 
+/** The flags of this machine's first CPU in /proc/cpuinfo (empty where there is none). */
+function cpuFlags(): Set<string> {
+  try {
+    const m = /^flags\s*:\s*(.*)$/m.exec(readFileSync('/proc/cpuinfo', 'utf8'));
+    return new Set(m === null ? [] : m[1].split(/\s+/));
+  } catch {
+    return new Set();
+  }
+}
+
+/**
+ * x86-64 instructions a test runs (the byte search's paths): there where /proc/cpuinfo lists every flag. Only
+ * x86-64 can have them; the AVX-512 VBMI path is built for linux only (native/scan.cc), so on darwin, and in the
+ * XNU model, it cannot exist.
+ */
+function cpu(name: string, flags: string[], onlyOn: string[]): Check {
+  return {
+    present: () => flags.every((f) => cpuFlags().has(f)),
+    onlyOn,
+    get missing(): string {
+      const lacks = flags.filter((f) => !cpuFlags().has(f));
+      return lacks.length === 0 ? `needs a CPU with ${name}` : `needs a CPU with ${name} (/proc/cpuinfo lacks ${lacks.join(', ')})`;
+    },
+  };
+}
+
 /** A runtime scripts/runtime.sh fetches from npm, which has it for x86-64 linux only. */
 function runtime(r: Runtime): Check {
   return { present: () => runtimePath(r) !== undefined, onlyOn: ['linux-x64'], missing: `needs ${r}: run ${fetchCommand(r)}` };
 }
 
-const CHECKS: Record<Exclude<Prereq, 'zig' | `linux: ${string}`>, Check> = {
+const CHECKS: Record<Exclude<Prereq, 'zig' | `linux: ${string}` | `darwin: ${string}`>, Check> = {
+  avx512vbmi: cpu('AVX-512 VBMI', ['avx512f', 'avx512bw', 'avx512vbmi'], ['linux-x64']),
+  avx2: cpu('AVX2', ['avx2'], ['linux-x64', 'darwin-x64']),
+  sse2: cpu('SSE2', ['sse2'], ['linux-x64', 'darwin-x64']),
   bun: runtime('bun'),
   deno: runtime('deno'),
   'node-20': runtime('node-20'),
@@ -253,6 +291,7 @@ const ZIG: Check = {
 
 function checkOf(p: Prereq): Check {
   if (p.startsWith('linux:')) return { present: () => true, onlyOn: ['linux'], missing: p.replace(/^linux:\s*/, 'linux only: ') };
+  if (p.startsWith('darwin:')) return { present: () => true, onlyOn: ['darwin'], missing: p.replace(/^darwin:\s*/, 'darwin only: ') };
   if (p === 'zig') return ZIG;
   return CHECKS[p as keyof typeof CHECKS];
 }
@@ -280,7 +319,7 @@ function possibleHere(c: Check): boolean {
 
 /** Why `c` cannot exist on this host: "linux only: …" (its own reason when it has one). */
 function impossibleHere(c: Check): string {
-  if (/^(x86-64 )?linux only: /.test(c.missing)) return c.missing;
+  if (/^(?:(?:x86-64 )?linux|darwin) only: /.test(c.missing)) return c.missing;
   const where = (c.onlyOn ?? []).map((h) => (h === 'linux-x64' ? 'x86-64 linux' : h)).join(' or ');
   return `${where} only: ${c.missing}`;
 }

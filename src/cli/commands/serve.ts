@@ -8,7 +8,7 @@
  */
 import { statSync } from 'node:fs';
 import type { Command } from 'commander';
-import { METRICS_LOOP_SAMPLE_MS } from '../../serve/limits.js';
+import { METRICS_LOOP_SAMPLE_MS, safetyMsFromEnv } from '../../serve/limits.js';
 import type { RunwardenMetrics } from '../../serve/metrics.js';
 import type { ReportsList } from '../../serve/model.js';
 import { Exit, UserError, err, out } from '../io.js';
@@ -20,6 +20,8 @@ const LIVE_INTERVAL_MS = 1000;
 
 /** The port used when --port is not given. */
 export const DEFAULT_PORT = 7341;
+/** The address serve binds without `--host`: loopback, so the runs are not exposed to the network. */
+const DEFAULT_HOST = '127.0.0.1';
 
 function parsePort(value: string): number {
   if (!/^\d{1,5}$/.test(value) || Number(value) > 65535) {
@@ -88,18 +90,25 @@ export function registerServe(program: Command): void {
     )
     .option('--root <dir>', 'runs root (default: $OMG_HOME/runs, else ~/.oh-my-graph/runs)')
     .option('--port <n>', `port to listen on; 0 picks a free one (default ${DEFAULT_PORT})`)
-    .option('--host <addr>', 'address to bind (default 127.0.0.1; anything else exposes your runs to the network)', '127.0.0.1')
+    // The default is applied in the action, not given to commander, which would print it a second time.
+    .option('--host <addr>', `address to bind (default ${DEFAULT_HOST}; anything else exposes your runs to the network)`)
     .option(
       '--loop-sample-ms <ms>',
       `how often /metrics' nodejs_eventloop_lag_* sample the event loop (default ${METRICS_LOOP_SAMPLE_MS}; ` +
         'a stall shorter than this may show shortened; 10, prom-client\'s default, costs about 1 % of a core)',
     )
-    .action(async (opts: { root?: string; port?: string; host: string; loopSampleMs?: string }) => {
+    .action(async (opts: { root?: string; port?: string; host?: string; loopSampleMs?: string }) => {
       const root = rootFrom(opts.root);
       checkRoot(root);
       const port = opts.port === undefined ? DEFAULT_PORT : parsePort(opts.port);
       const loopSampleMs = opts.loopSampleMs === undefined ? METRICS_LOOP_SAMPLE_MS : parseLoopSample(opts.loopSampleMs);
-      if (opts.host.trim() === '') throw new UserError('--host must not be empty');
+      const host = opts.host ?? DEFAULT_HOST;
+      try {
+        safetyMsFromEnv();
+      } catch (e) {
+        throw new UserError((e as Error).message);
+      }
+      if (host.trim() === '') throw new UserError('--host must not be empty');
       // Loaded here, not at the top: every other command starts without the server, the worker
       // and prom-client, whose load is a noticeable part of a short command's start-up.
       const [{ RunwardenMetrics }, { OffThreadModel }, { isLoopbackHost, startServer }] = await Promise.all([
@@ -119,7 +128,7 @@ export function registerServe(program: Command): void {
       try {
         server = await startServer({
           root,
-          host: opts.host,
+          host,
           port,
           sources: {
             runsJson: (select) => model.runsDocument(select),
@@ -135,8 +144,8 @@ export function registerServe(program: Command): void {
       } catch (e) {
         await model.close();
         const code = (e as NodeJS.ErrnoException).code;
-        if (code === 'EADDRINUSE') throw new UserError(`port ${port} on ${opts.host} is in use; pick another with --port, or --port 0 for any free port`);
-        if (code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND' || code === 'EAI_AGAIN') throw new UserError(`cannot bind ${opts.host}: not an address of this machine`);
+        if (code === 'EADDRINUSE') throw new UserError(`port ${port} on ${host} is in use; pick another with --port, or --port 0 for any free port`);
+        if (code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND' || code === 'EAI_AGAIN') throw new UserError(`cannot bind ${host}: not an address of this machine`);
         if (code === 'EACCES') throw new UserError(`not allowed to listen on port ${port} (ports below 1024 need privileges)`);
         throw e;
       }
@@ -154,7 +163,7 @@ export function registerServe(program: Command): void {
       out(`runwarden serve: ${server.url}`);
       out(`  root: ${printable(root)} (read-only)`);
       out('  Ctrl-C to stop');
-      if (!isLoopbackHost(opts.host)) err(`runwarden: warning: listening on ${opts.host}; anyone who can reach it can read every run under ${printable(root)}`);
+      if (!isLoopbackHost(host)) err(`runwarden: warning: listening on ${host}; anyone who can reach it can read every run under ${printable(root)}`);
       const signal = await stopped;
       await server.close();
       await model.close();
