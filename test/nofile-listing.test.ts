@@ -71,27 +71,33 @@ describe('a listing under a low descriptor limit', () => {
         expect(doc.runs.map((x) => x.run_id)).toEqual(ids);
         expect(doc.skipped).toEqual([]);
         expect(r.stderr).toBe('');
-        return;
-      }
-      expect(r.code).toBe(1);
-      const lines = r.stderr.trimEnd().split('\n');
-      expect(lines).toHaveLength(1);
-      expect(lines[0]).toMatch(/^runwarden: .*EMFILE/);
-      if (r.stdout !== '') {
-        // The document accounts for every run: listed, or named as not read.
-        const doc = JSON.parse(r.stdout) as { runs: { run_id: string }[]; skipped: { run_id: string; kind?: string }[] };
-        const unread = doc.skipped.map((s) => s.run_id);
-        expect([...doc.runs.map((x) => x.run_id), ...unread].sort()).toEqual([...ids].sort());
-        for (const id of unread.slice(0, 5)) expect(lines[0]).toContain(id);
+      } else {
+        expect(r.code).toBe(1);
+        const lines = r.stderr.trimEnd().split('\n');
+        expect(lines).toHaveLength(1);
+        expect(lines[0]).toMatch(/^runwarden: .*EMFILE/);
+        if (r.stdout !== '') {
+          // The document accounts for every run: listed, or named as not read.
+          const doc = JSON.parse(r.stdout) as { runs: { run_id: string }[]; skipped: { run_id: string; kind?: string }[] };
+          const unread = doc.skipped.map((s) => s.run_id);
+          expect([...doc.runs.map((x) => x.run_id), ...unread].sort()).toEqual([...ids].sort());
+          for (const id of unread.slice(0, 5)) expect(lines[0]).toContain(id);
+        }
       }
     });
   }
 
-  it('at 32 descriptors, every command says EMFILE in one line and exits 1', () => {
+  it('at 32 descriptors, every command either does its work or says EMFILE in one line and exits 1', () => {
+    // Node needs more than 32 to load the CLI's modules at all; Bun does not. Either way, never a stack trace.
     for (const args of [['runs', '--root', root], ['status', 'r000', '--root', root], ['probe', join(root, 'r000')], ['metrics', '--root', root], ['--help']]) {
       const r = cli(32, args);
-      expect(r.code, `${args.join(' ')}: ${r.stderr}`).toBe(1);
-      expect(r.stderr).toMatch(/^runwarden: [^\n]*EMFILE[^\n]*\n$/);
+      if (r.code === 0) {
+        expect(r.stderr, args.join(' ')).not.toMatch(/EMFILE|^\s+at /m);
+        if (args[0] === 'runs') expect(r.stdout.trimEnd().split('\n').at(-1)).toBe(`${RUNS} runs shown (${RUNS} abandoned); none skipped.`);
+      } else {
+        expect(r.code, `${args.join(' ')}: ${r.stderr}`).toBe(1);
+        expect(r.stderr).toMatch(/^runwarden: [^\n]*EMFILE[^\n]*\n$/);
+      }
     }
   });
 
