@@ -303,6 +303,33 @@ double MsOfFiletime(int64_t t) {
   return static_cast<double>(sec) * 1e3 + static_cast<double>(rem * 100) / 1e6;
 }
 
+namespace {
+// Whether the volume a handle's file lies on is reached over the network by
+// its name: a UNC path (\\?\UNC\server\share\...), or a drive letter that
+// GetDriveTypeW calls DRIVE_REMOTE (a mapped network drive:
+// learn.microsoft.com/windows/win32/api/fileapi/nf-fileapi-getdrivetypew).
+// The name comes from GetFinalPathNameByHandleW
+// (learn.microsoft.com/windows/win32/api/fileapi/nf-fileapi-getfinalpathnamebyhandlew),
+// so it is the file's, whatever path reached it. A handle with no DOS name
+// (a volume mounted on a folder only) is judged by its device alone.
+bool RemoteByName(HANDLE h) {
+  std::wstring path(MAX_PATH, L'\0');
+  const DWORD flags = FILE_NAME_NORMALIZED | VOLUME_NAME_DOS;
+  DWORD n = GetFinalPathNameByHandleW(h, &path[0], static_cast<DWORD>(path.size()), flags);
+  if (n >= path.size() && n <= kMaxWidePath + 1) {  // too small: n is the size it needs
+    path.assign(n, L'\0');
+    n = GetFinalPathNameByHandleW(h, &path[0], static_cast<DWORD>(path.size()), flags);
+  }
+  if (n == 0 || n >= path.size()) return false;
+  path.resize(n);
+  if (path.rfind(L"\\\\?\\UNC\\", 0) == 0 || (path.size() >= 2 && IsSlash(path[0]) && IsSlash(path[1]) && path[2] != L'?')) return true;
+  size_t at = path.rfind(L"\\\\?\\", 0) == 0 ? 4 : 0;
+  if (path.size() < at + 2 || path[at + 1] != L':') return false;
+  const wchar_t root[4] = {path[at], L':', L'\\', L'\0'};
+  return GetDriveTypeW(root) == DRIVE_REMOTE;
+}
+}  // namespace
+
 int FsNameOf(HANDLE h, char (&name)[32]) {
   wchar_t fs[MAX_PATH + 1];
   if (!GetVolumeInformationByHandleW(h, nullptr, 0, nullptr, nullptr, nullptr, fs, MAX_PATH + 1)) {
@@ -312,7 +339,7 @@ int FsNameOf(HANDLE h, char (&name)[32]) {
   FsDeviceInformation dev = {0, 0};
   NTSTATUS st = NtQueryVolumeInformationFile(h, &io, &dev, sizeof dev, static_cast<FS_INFORMATION_CLASS>(kFileFsDeviceInformation));
   if (st < 0) return ErrnoOfStatus(st);
-  const bool remote = dev.DeviceType == kFileDeviceNetworkFileSystem || (dev.Characteristics & kFileRemoteDevice) != 0;
+  const bool remote = dev.DeviceType == kFileDeviceNetworkFileSystem || (dev.Characteristics & kFileRemoteDevice) != 0 || RemoteByName(h);
   std::string utf8 = Utf8(fs, wcslen(fs));
   std::string full = (remote ? "remote:" : "") + utf8;
   size_t n = full.size() < sizeof name - 1 ? full.size() : sizeof name - 1;
