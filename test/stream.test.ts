@@ -14,6 +14,7 @@ import { StreamError } from '../src/contract/errors.js';
 import { StreamFold } from '../src/contract/fold.js';
 import { cleanup, ev, tempDir } from './helpers/reading-fixtures.js';
 import { encodeEvents, eventJsonOfBytes } from './helpers/events.js';
+import { needs } from './helpers/prereq.js';
 
 afterAll(cleanup);
 
@@ -173,7 +174,8 @@ describe('reading rules', () => {
     expect(() => readStream(file(pad(MAX_LINE_BYTES + 1)))).toThrow(/corrupt or foreign/);
   });
 
-  it('a FIFO, a directory or a symlink in place of the stream is refused at once', () => {
+  it('a FIFO, a directory or a symlink in place of the stream is refused at once', (ctx) => {
+    needs(ctx, 'posix: a FIFO (mkfifo)');
     const fifo = join(dir, 'fifo.jsonl');
     execFileSync('mkfifo', [fifo]);
     expect(code(() => readStream(fifo))).toBe('ENOTREGULAR');
