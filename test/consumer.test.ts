@@ -103,7 +103,7 @@ function pack(): Packed {
   });
   symlinkSync(join(ROOT, 'node_modules'), join(checkout, 'node_modules'), 'dir');
   const out = ok(
-    run('npm', ['pack', '--json', '--pack-destination', dest], { cwd: checkout, env: { ...process.env, RUNWARDEN_PREBUILD_ARCH: arches.join(','), RUNWARDEN_PREBUILD_DARWIN: darwin ? 'yes' : 'no', RUNWARDEN_PREBUILD_MUSL: darwin ? 'yes' : 'no' } }),
+    run('npm', ['pack', '--json', '--pack-destination', dest], { cwd: checkout, env: { ...process.env, RUNWARDEN_PREBUILD_ARCH: arches.join(','), RUNWARDEN_PREBUILD_DARWIN: darwin ? 'yes' : 'no', RUNWARDEN_PREBUILD_MUSL: darwin ? 'yes' : 'no', RUNWARDEN_PREBUILD_WIN: darwin ? 'yes' : 'no' } }),
     'npm pack',
   );
   const info = JSON.parse(out.slice(out.indexOf('['))) as Array<{ filename: string; files: Array<{ path: string }> }>;
@@ -454,6 +454,8 @@ describe('the packed tarball', () => {
     for (const arch of p.darwin ? Object.keys(DARWIN_TARGETS) : []) expect(f.has(`prebuilds/darwin-${arch}/runwarden.node`), `darwin-${arch}`).toBe(true);
     // zig builds the musl prebuilds too, one per linux architecture packed.
     for (const arch of p.darwin ? p.arches : []) expect(f.has(`prebuilds/linuxmusl-${arch}/runwarden.node`), `linuxmusl-${arch}`).toBe(true);
+    // And the two Windows ones (test/win-build.test.ts checks what they are).
+    for (const arch of p.darwin ? ['x64', 'arm64'] : []) expect(f.has(`prebuilds/win32-${arch}/runwarden.node`), `win32-${arch}`).toBe(true);
     for (const must of ['LICENSE', 'README.md', 'package.json', 'binding.gyp', 'scripts/install.mjs', 'scripts/node-gyp.mjs', 'dist/index.js', 'dist/index.d.ts', 'bin/runwarden.js']) {
       expect(f.has(must), must).toBe(true);
     }
@@ -497,12 +499,12 @@ describe('the packed tarball', () => {
     console.log(`tarball ${size} bytes, ${p.files.length} files`);
   }, SLOW);
 
-  it('passes the release gate (scripts/release-gate.mjs): all six prebuilds, each passing its checks', (ctx: TestContext) => {
+  it('passes the release gate (scripts/release-gate.mjs): all eight prebuilds, each passing its checks', (ctx: TestContext) => {
     needs(ctx, 'zig', 'cc-arm64');
     const p = pack();
     const r = run(process.execPath, [join(ROOT, 'scripts', 'release-gate.mjs'), '--tarball', p.tarball]);
     expect({ status: r.status, stderr: r.stderr }).toEqual({ status: 0, stderr: '' });
-    expect(r.stdout.match(/^release-gate: [a-z0-9-]+: ok$/gm)).toHaveLength(6);
+    expect(r.stdout.match(/^release-gate: [a-z0-9-]+: ok$/gm)).toHaveLength(8);
   }, SLOW);
 
   it('installs offline with only runtime dependencies, none of them node-gyp', () => {

@@ -93,6 +93,9 @@ describe("a lock oh-my-graph's Windows build wrote (unlabelled: it takes no lock
     const shown = cli(['runs', '--root', root, '--json']);
     expect(shown.status, shown.stderr).toBe(0);
     expect(JSON.parse(shown.stdout).runs.map((r: { status: string }) => r.status)).toEqual(['RUNNING']);
+    const status = cli(['status', id, '--root', root, '--json']);
+    expect(status.status, status.stderr).toBe(0);
+    expect(JSON.parse(status.stdout)).toMatchObject({ run_id: id, status: 'RUNNING', reason: 'unlabeled-lock' });
   });
 });
 
@@ -129,6 +132,9 @@ describe('Windows paths', () => {
     const r = cli(['runs', '--root', root, '--json']);
     expect(r.status, r.stderr).toBe(0);
     expect(JSON.parse(r.stdout).runs.map((x: { status: string }) => x.status)).toEqual(['ABANDONED']);
+    const m = cli(['metrics', '--root', root]);
+    expect(m.status, m.stderr).toBe(0);
+    expect(m.stdout).toMatch(/^runwarden_runs\{status="ABANDONED"\} 1$/m);
   });
 });
 
