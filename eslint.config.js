@@ -83,7 +83,7 @@ export default defineConfig(
   },
   {
     // Typed by their declaration files (scripts/*.d.mts), so no program holds the .mjs files themselves.
-    files: ['scripts/darwin.mjs', 'scripts/darwin-model.mjs', 'scripts/test-bun.mjs'],
+    files: ['scripts/darwin.mjs', 'scripts/darwin-model.mjs', 'scripts/test-bun.mjs', 'scripts/win.mjs', 'scripts/prebuild-check.mjs'],
     ...tseslint.configs.disableTypeChecked,
   },
 );

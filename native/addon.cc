@@ -25,11 +25,7 @@
 
 #include <errno.h>
 #include <limits.h>
-#include <math.h>
-#include <signal.h>
 #include <string.h>
-#include <sys/resource.h>
-#include <sys/types.h>
 
 #include <string>
 
@@ -118,14 +114,14 @@ void ThrowUsage(Napi::Env env, const char* code, const char* msg) {
 // false (with an exception pending) when it is not a string or is too long.
 // A Buffer is taken byte for byte, so a name that is not valid UTF-8 reaches
 // the kernel exactly as the directory listing gave it (names are bytes).
-bool PathArg(Napi::Env env, napi_value v, char (&buf)[PATH_MAX + 1]) {
+bool PathArg(Napi::Env env, napi_value v, char (&buf)[RW_PATH_MAX + 1]) {
   size_t len = 0;
   bool is_buffer = false;
   napi_is_buffer(env, v, &is_buffer);
   if (is_buffer) {
     void* data = nullptr;
     napi_get_buffer_info(env, v, &data, &len);
-    if (len >= PATH_MAX) {
+    if (len >= RW_PATH_MAX) {
       ThrowUsage(env, "ENAMETOOLONG", "path is too long");
       return false;
     }
@@ -135,7 +131,7 @@ bool PathArg(Napi::Env env, napi_value v, char (&buf)[PATH_MAX + 1]) {
     ThrowUsage(env, "ERR_INVALID_ARG_TYPE", "path must be a string or a Buffer");
     return false;
   }
-  if (len >= PATH_MAX) {
+  if (len >= RW_PATH_MAX) {
     ThrowUsage(env, "ENAMETOOLONG", "path is too long");
     return false;
   }
@@ -244,7 +240,7 @@ Napi::Value Flock(const Napi::CallbackInfo& info) {
 // unsigned number; darwin: f_fstypename). Throws NativeError.
 Napi::Value FsTypeOf(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  char path[PATH_MAX + 1];
+  char path[RW_PATH_MAX + 1];
   if (info.Length() < 1 || !PathArg(env, info[0], path)) return env.Undefined();
   FsType type;
   int err = rw::FsTypeOfPath(path, &type);
@@ -255,14 +251,9 @@ Napi::Value FsTypeOf(const Napi::CallbackInfo& info) {
   return FsTypeValue(env, type);
 }
 
-// Classifies kill(target, 0): "gone" (ESRCH), "present" (success or EPERM: a
-// process exists that we may not signal), "unknown" (anything else).
-Napi::Value ClassifyKill(Napi::Env env, pid_t target) {
-  if (kill(target, 0) == 0) return Napi::String::New(env, "present");
-  int err = errno;
-  if (err == ESRCH) return Napi::String::New(env, "gone");
-  if (err == EPERM) return Napi::String::New(env, "present");
-  return Napi::String::New(env, "unknown");
+// A presence as JavaScript reads it: "gone", "present" or "unknown".
+Napi::Value PresenceValue(Napi::Env env, rw::Presence p) {
+  return Napi::String::New(env, p == rw::Presence::kGone ? "gone" : p == rw::Presence::kPresent ? "present" : "unknown");
 }
 
 // releaseFreeMemory(): the allocator's free memory back to the kernel
@@ -271,27 +262,27 @@ Napi::Value ReleaseFreeMemoryJs(const Napi::CallbackInfo& info) {
   return Napi::Boolean::New(info.Env(), rw::ReleaseFreeMemory());
 }
 
-// descriptorLimit() -> {soft, hard}: this process's RLIMIT_NOFILE (getrlimit(2),
-// POSIX; the same call on linux and darwin, whose getrlimit(2) manual page
-// documents RLIMIT_NOFILE as "the maximum number of open files for this
-// process"). RLIM_INFINITY is answered as Infinity. What share of it the
-// watches may take is decided in src/kernel/limits.ts.
+// descriptorLimit() -> {soft, hard}: this process's descriptor limit
+// (platform.h DescriptorLimit: POSIX getrlimit RLIMIT_NOFILE). An unlimited
+// one is answered as Infinity. What share of it the watches may take is
+// decided in src/kernel/limits.ts.
 Napi::Value DescriptorLimit(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  struct rlimit rl;
-  if (getrlimit(RLIMIT_NOFILE, &rl) != 0) {
-    ThrowErrno(env, errno, "getrlimit", nullptr);
+  double soft = 0, hard = 0;
+  int err = rw::DescriptorLimit(&soft, &hard);
+  if (err != 0) {
+    ThrowErrno(env, err, "getrlimit", nullptr);
     return env.Undefined();
   }
-  auto value = [](rlim_t v) { return v == RLIM_INFINITY ? static_cast<double>(INFINITY) : static_cast<double>(v); };
   Napi::Object o = Napi::Object::New(env);
-  o.Set("soft", Napi::Number::New(env, value(rl.rlim_cur)));
-  o.Set("hard", Napi::Number::New(env, value(rl.rlim_max)));
+  o.Set("soft", Napi::Number::New(env, soft));
+  o.Set("hard", Napi::Number::New(env, hard));
   return o;
 }
 
-// pidProbe(pid): refuses pid <= 0 before any syscall, since kill(0, …) and
-// kill(-n, …) address groups, not a process.
+// pidProbe(pid): whether process `pid` exists (platform.h ProcessPresence).
+// Refuses pid <= 0 before any syscall, since kill(0, …) and kill(-n, …)
+// address groups, not a process.
 Napi::Value PidProbe(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   int64_t pid = 0;
@@ -300,11 +291,12 @@ Napi::Value PidProbe(const Napi::CallbackInfo& info) {
     ThrowUsage(env, "ERR_OUT_OF_RANGE", "pid must be a positive integer");
     return env.Undefined();
   }
-  return ClassifyKill(env, static_cast<pid_t>(pid));
+  return PresenceValue(env, rw::ProcessPresence(static_cast<int>(pid)));
 }
 
-// groupProbe(pgid): kill(-pgid, 0). Refuses pgid <= 1: kill(-1, …) means
-// every process, and 0 means the caller's own group.
+// groupProbe(pgid): kill(-pgid, 0) (platform.h GroupPresence; "unknown" on
+// Windows, which has no process groups). Refuses pgid <= 1: kill(-1, …)
+// means every process, and 0 means the caller's own group.
 Napi::Value GroupProbe(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   int64_t pgid = 0;
@@ -313,7 +305,7 @@ Napi::Value GroupProbe(const Napi::CallbackInfo& info) {
     ThrowUsage(env, "ERR_OUT_OF_RANGE", "pgid must be an integer greater than 1");
     return env.Undefined();
   }
-  return ClassifyKill(env, static_cast<pid_t>(-pgid));
+  return PresenceValue(env, rw::GroupPresence(static_cast<int>(pgid)));
 }
 
 // probeSetup(localTypes, head, out): registers the list and the two buffers
@@ -363,7 +355,7 @@ Napi::Value ProbeFacts(const Napi::CallbackInfo& info) {
     ThrowUsage(env, "ERR_INVALID_STATE", "probeSetup() must be called before probeFacts()");
     return env.Undefined();
   }
-  char lock_path[PATH_MAX + 1];
+  char lock_path[RW_PATH_MAX + 1];
   if (info.Length() < 1 || !PathArg(env, info[0], lock_path)) return env.Undefined();
   const LocalTypes* list = &probe->local_types;
   LocalTypes override_list;
@@ -389,7 +381,7 @@ Napi::Value ProbeFactsAt(const Napi::CallbackInfo& info) {
     return env.Undefined();
   }
   int64_t dirfd = 0;
-  char name[PATH_MAX + 1];
+  char name[RW_PATH_MAX + 1];
   if (info.Length() < 2 || !IntArg(env, info[0], "dirfd", &dirfd) || !PathArg(env, info[1], name)) return env.Undefined();
   if (dirfd < 0 || name[0] == '\0' || strchr(name, '/') != nullptr) {
     ThrowUsage(env, "ERR_INVALID_ARG_VALUE", "probeFactsAt(dirfd, name): dirfd >= 0 and a name without '/'");
@@ -474,7 +466,7 @@ namespace rw {
 namespace js {
 void ThrowErrno(Napi::Env env, int err, const char* syscall, const char* detail) { ::ThrowErrno(env, err, syscall, detail); }
 void ThrowUsage(Napi::Env env, const char* code, const char* msg) { ::ThrowUsage(env, code, msg); }
-bool PathArg(Napi::Env env, napi_value v, char (&buf)[PATH_MAX + 1]) { return ::PathArg(env, v, buf); }
+bool PathArg(Napi::Env env, napi_value v, char (&buf)[RW_PATH_MAX + 1]) { return ::PathArg(env, v, buf); }
 bool IntArg(Napi::Env env, const Napi::Value& v, const char* name, int64_t* out) { return ::IntArg(env, v, name, out); }
 Napi::Value FsTypeValue(Napi::Env env, const FsType& type) { return ::FsTypeValue(env, type); }
 }  // namespace js

@@ -17,8 +17,8 @@ namespace rw {
 namespace js {
 void ThrowErrno(Napi::Env env, int err, const char* syscall, const char* detail);
 void ThrowUsage(Napi::Env env, const char* code, const char* msg);
-// A string (UTF-8) or a Buffer (its bytes, exactly); no NUL, shorter than PATH_MAX.
-bool PathArg(Napi::Env env, napi_value v, char (&buf)[PATH_MAX + 1]);
+// A string (UTF-8) or a Buffer (its bytes, exactly); no NUL, shorter than RW_PATH_MAX.
+bool PathArg(Napi::Env env, napi_value v, char (&buf)[RW_PATH_MAX + 1]);
 bool IntArg(Napi::Env env, const Napi::Value& v, const char* name, int64_t* out);
 Napi::Value FsTypeValue(Napi::Env env, const FsType& type);
 }  // namespace js

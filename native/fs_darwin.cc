@@ -24,6 +24,7 @@
 namespace rw {
 
 const char* const kPlatformName = "darwin";
+const char* const kLockPrimitive = "flock";
 const bool kHasFlock = true;
 const bool kFsTypeIsName = true;
 const int kProbeDirFlags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;

@@ -30,6 +30,7 @@ static inline int statx(int dirfd, const char* path, int flags, unsigned mask, s
 namespace rw {
 
 const char* const kPlatformName = "linux";
+const char* const kLockPrimitive = "flock";
 const bool kHasFlock = true;
 const bool kFsTypeIsName = false;
 // O_PATH descriptors serve as openat/statx dirfds and for fstatfs (linux >= 3.12).

@@ -10,6 +10,7 @@
 namespace rw {
 
 const char* const kPlatformName = "other";
+const char* const kLockPrimitive = "none";
 const bool kHasFlock = false;
 const bool kFsTypeIsName = false;
 const int kProbeDirFlags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;

@@ -142,7 +142,8 @@ Napi::Value OpenFilesOnDeviceJs(const Napi::CallbackInfo& info) {
 }  // namespace
 
 // Registers the identity calls, and the system's facts TypeScript decides by
-// instead of the platform's name (platform.h kHasProcFs, kHolderTable) with
+// instead of the platform's name (platform.h kHasProcFs, kHolderTable,
+// kLockPrimitive) with
 // the census behind `holderTable: "libproc"`.
 void RegisterIdentity(Napi::Env env, Napi::Object exports) {
   exports.Set("fileIdentities", Napi::Function::New(env, FileIdentities, "fileIdentities"));
@@ -150,6 +151,7 @@ void RegisterIdentity(Napi::Env env, Napi::Object exports) {
   Napi::Object system = Napi::Object::New(env);
   system.Set("procfs", Napi::Boolean::New(env, kHasProcFs));
   system.Set("holderTable", Napi::String::New(env, kHolderTable));
+  system.Set("lock", Napi::String::New(env, kLockPrimitive));
   system.Freeze();
   exports.Set("system", system);
   exports.Set("openFilesOnDevice", Napi::Function::New(env, OpenFilesOnDeviceJs, "openFilesOnDevice"));

@@ -12,12 +12,18 @@
 //                 model (native/xnu-model/); never run on a Mac.
 //   fs_other.cc   anything else: no flock, no filesystem type; every call
 //                 reports ENOSYS, and the TypeScript side answers unknown.
+//   fs_win.cc     Windows: LockFileEx, the volume's filesystem name,
+//                 process handles. Cross-compiled with zig; run under Wine
+//                 (native/win/ holds the rest of the Windows addon).
+//
+// process_posix.cc holds what every POSIX platform shares (kill, getrlimit).
 //
 // Every function returns 0 on success or an errno value; none of them throws,
 // allocates or touches N-API. Nothing here decides what a fact means.
 #ifndef RUNWARDEN_PLATFORM_H_
 #define RUNWARDEN_PLATFORM_H_
 
+#include <limits.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -25,10 +31,21 @@
 #include <string>
 #include <vector>
 
+// The longest path a call takes, in bytes: PATH_MAX, and on Windows the
+// 32,767 characters of the \\?\ form (MAX_PATH is 260).
+#if defined(_WIN32)
+#define RW_PATH_MAX 32767
+#else
+#define RW_PATH_MAX PATH_MAX
+#endif
+
 namespace rw {
 
-// The platform's name, as the addon exports it: "linux", "darwin" or "other".
+// The platform's name, as the addon exports it: "linux", "darwin", "win32" or "other".
 extern const char* const kPlatformName;
+// The lock the platform's legs take: "flock" (flock(2)), "LockFileEx"
+// (Windows) or "none".
+extern const char* const kLockPrimitive;
 // Whether flock(2) exists here. Without it no lock is ever taken or probed.
 extern const bool kHasFlock;
 // How this platform names a filesystem type: by a magic number (linux
@@ -130,6 +147,17 @@ struct OpenFile {
 // libproc proc_listpids, PROC_PIDLISTFDS, PROC_PIDFDVNODEPATHINFO. ENOSYS
 // where there is no such census here (linux reads /proc from TypeScript).
 int OpenFilesOnDevice(uint64_t dev, int except_pid, std::vector<OpenFile>* out, int* unreadable);
+
+// Whether a process (or, POSIX, a process group) exists: POSIX kill(pid, 0)
+// (ESRCH gone; success or EPERM present), Windows a handle from OpenProcess.
+// Windows has no process groups: GroupPresence answers kUnknown there.
+enum class Presence { kGone, kPresent, kUnknown };
+Presence ProcessPresence(int pid);
+Presence GroupPresence(int pgid);
+
+// The descriptors this process may have open, soft and hard (getrlimit
+// RLIMIT_NOFILE; infinity when unlimited). Returns 0 or an errno value.
+int DescriptorLimit(double* soft, double* hard);
 
 // Gives the memory the process's allocator holds free back to the kernel
 // (linux glibc: malloc_trim(0), which also releases the free pages inside

@@ -19,6 +19,14 @@
 //   (LC_CODE_SIGNATURE: arm64 macOS refuses to map unsigned code); every
 //   undefined symbol is N-API's or exported by macOS 11's libSystem (zig's
 //   .tbd stub of it); none is libuv's.
+//
+//   PE (Windows), layouts from the PE format specification
+//   (learn.microsoft.com/windows/win32/debug/pe-format): the COFF machine; a
+//   DLL; a PE32+ optional header; exports napi_register_module_v1; the DLLs it
+//   imports are node.exe, for N-API functions only, and kernel32, ntdll and
+//   msvcrt, which every Windows has, so no Visual C++ runtime is needed and no
+//   libuv symbol is imported. (The Windows addon finds three libuv functions of
+//   the host at run time, by name: native/win/win.h says why.)
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 
@@ -30,7 +38,12 @@ export const RELEASE_PREBUILDS = {
   'linuxmusl-arm64': { format: 'elf', libc: 'musl', machine: 0xb7, machineName: 'AArch64' },
   'darwin-x64': { format: 'macho', cputype: 0x01000007, cpuName: 'x86_64', tbdTarget: 'x86_64-macos' },
   'darwin-arm64': { format: 'macho', cputype: 0x0100000c, cpuName: 'arm64', tbdTarget: 'arm64-macos' },
+  'win32-x64': { format: 'pe', machine: 0x8664, machineName: 'x86-64 (AMD64)' },
+  'win32-arm64': { format: 'pe', machine: 0xaa64, machineName: 'ARM64' },
 };
+
+/** The DLLs a Windows prebuild may import besides node.exe: parts of every Windows (lower case). */
+export const WINDOWS_SYSTEM_DLLS = ['kernel32.dll', 'ntdll.dll', 'msvcrt.dll'];
 
 /** The newest glibc the glibc prebuilds may need (docs/install.md states it). */
 export const GLIBC_FLOOR = '2.34';
@@ -295,6 +308,89 @@ function checkMachO(target, t, buf, { zig } = {}) {
   return problems;
 }
 
+// --- PE -----------------------------------------------------------------------
+
+const IMAGE_FILE_DLL = 0x2000;
+const PE32_PLUS = 0x20b;
+
+/**
+ * A PE file's COFF machine, characteristics, optional-header magic, exported
+ * names and imports (each DLL with the names it imports; an import by
+ * ordinal is `#n`). Throws with the reason when `buf` is not one.
+ */
+export function parsePe(buf) {
+  if (buf.length < 64 || buf.readUInt16LE(0) !== 0x5a4d) throw new Error('not a PE file (no MZ header)');
+  const pe = buf.readUInt32LE(0x3c);
+  if (pe + 24 > buf.length || buf.readUInt32LE(pe) !== 0x00004550) throw new Error('not a PE file (no PE signature)');
+  const machine = buf.readUInt16LE(pe + 4);
+  const nsections = buf.readUInt16LE(pe + 6);
+  const optSize = buf.readUInt16LE(pe + 20);
+  const characteristics = buf.readUInt16LE(pe + 22);
+  const opt = pe + 24;
+  const magic = buf.readUInt16LE(opt);
+  if (magic !== PE32_PLUS) return { machine, characteristics, magic, exports: [], imports: [] };
+  const dirs = opt + 112;
+  const dir = (i) => ({ rva: buf.readUInt32LE(dirs + i * 8), size: buf.readUInt32LE(dirs + i * 8 + 4) });
+  const sections = [];
+  for (let i = 0; i < nsections; i++) {
+    const o = opt + optSize + i * 40;
+    sections.push({ va: buf.readUInt32LE(o + 12), vsize: buf.readUInt32LE(o + 8), raw: buf.readUInt32LE(o + 20), rawSize: buf.readUInt32LE(o + 16) });
+  }
+  const off = (rva) => {
+    const s = sections.find((x) => rva >= x.va && rva < x.va + Math.max(x.vsize, x.rawSize));
+    if (!s) throw new Error(`RVA 0x${rva.toString(16)} lies in no section`);
+    return s.raw + (rva - s.va);
+  };
+  const exports = [];
+  const ex = dir(0);
+  if (ex.rva !== 0) {
+    const e = off(ex.rva);
+    const count = buf.readUInt32LE(e + 24);
+    const names = off(buf.readUInt32LE(e + 32));
+    for (let i = 0; i < count; i++) exports.push(cstr(buf, off(buf.readUInt32LE(names + i * 4))));
+  }
+  const imports = [];
+  const im = dir(1);
+  if (im.rva !== 0) {
+    for (let d = off(im.rva); ; d += 20) {
+      const lookup = buf.readUInt32LE(d) || buf.readUInt32LE(d + 16);
+      const nameRva = buf.readUInt32LE(d + 12);
+      if (nameRva === 0) break;
+      const entry = { dll: cstr(buf, off(nameRva)), names: [] };
+      for (let t = off(lookup); ; t += 8) {
+        const v = buf.readBigUInt64LE(t);
+        if (v === 0n) break;
+        entry.names.push(v >> 63n ? `#${Number(v & 0xffffn)}` : cstr(buf, off(Number(v & 0x7fffffffn)) + 2));
+      }
+      imports.push(entry);
+    }
+  }
+  return { machine, characteristics, magic, exports, imports };
+}
+
+function checkPe(target, t, buf) {
+  const problems = [];
+  let p;
+  try {
+    p = parsePe(buf);
+  } catch (err) {
+    return [`${target}: ${err.message}`];
+  }
+  if (p.machine !== t.machine) problems.push(`${target}: PE machine 0x${p.machine.toString(16)}, not ${t.machineName} (0x${t.machine.toString(16)})`);
+  if ((p.characteristics & IMAGE_FILE_DLL) === 0) problems.push(`${target}: not a DLL (characteristics 0x${p.characteristics.toString(16)})`);
+  if (p.magic !== PE32_PLUS) problems.push(`${target}: optional header magic 0x${p.magic.toString(16)}, not PE32+`);
+  if (!p.exports.includes('napi_register_module_v1')) problems.push(`${target}: exports no napi_register_module_v1`);
+  const node = p.imports.filter((i) => i.dll.toLowerCase() === 'node.exe');
+  if (node.length === 0) problems.push(`${target}: imports nothing from node.exe: not a Node-API addon?`);
+  const notNapi = node.flatMap((i) => i.names).filter((n) => !NODE_API.test(n));
+  if (notNapi.length) problems.push(`${target}: imports from node.exe what is not N-API: ${notNapi.join(', ')}`);
+  const others = p.imports.map((i) => i.dll).filter((d) => d.toLowerCase() !== 'node.exe' && !WINDOWS_SYSTEM_DLLS.includes(d.toLowerCase()));
+  if (others.length) problems.push(`${target}: imports ${others.join(', ')} (only node.exe and ${WINDOWS_SYSTEM_DLLS.join(', ')} may be imported)`);
+  const uv = p.imports.flatMap((i) => i.names).filter((n) => LIBUV.test(n));
+  if (uv.length) problems.push(`${target}: imports libuv symbols: ${uv.join(', ')}`);
+  return problems;
+}
+
 /**
  * Every problem with the prebuild `file` for `target` (a RELEASE_PREBUILDS
  * key), as one line each; empty when it passes. `zig` (its executable's
@@ -305,5 +401,5 @@ export function checkPrebuild(target, file, opts = {}) {
   if (!t) return [`${target}: not a prebuild a release ships (known: ${Object.keys(RELEASE_PREBUILDS).join(', ')})`];
   if (!existsSync(file)) return [`${target}: ${file} is missing`];
   const buf = readFileSync(file);
-  return t.format === 'elf' ? checkElf(target, t, buf, opts) : checkMachO(target, t, buf, opts);
+  return t.format === 'elf' ? checkElf(target, t, buf, opts) : t.format === 'pe' ? checkPe(target, t, buf) : checkMachO(target, t, buf, opts);
 }

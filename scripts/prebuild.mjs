@@ -8,8 +8,8 @@
 // than the sources it ships with and never shadows a fresh build/Release in a
 // working tree (the loader tries prebuilds first).
 //
-//   node scripts/prebuild.mjs [--arch x64,arm64] [--darwin auto|yes|no] [--musl auto|yes|no] [--nodedir DIR]
-//     (or RUNWARDEN_PREBUILD_ARCH=x64, RUNWARDEN_PREBUILD_DARWIN=yes, RUNWARDEN_PREBUILD_MUSL=yes)
+//   node scripts/prebuild.mjs [--arch x64,arm64] [--darwin auto|yes|no] [--musl auto|yes|no] [--win auto|yes|no] [--nodedir DIR]
+//     (or RUNWARDEN_PREBUILD_ARCH=x64, RUNWARDEN_PREBUILD_DARWIN=yes, RUNWARDEN_PREBUILD_MUSL=yes, RUNWARDEN_PREBUILD_WIN=yes)
 //   node scripts/prebuild.mjs --clean
 //
 // --darwin: `auto` (the default) builds both darwin prebuilds when zig is there
@@ -17,13 +17,15 @@
 // the package will have none; `yes` fails without zig (a release: run
 // scripts/zig.sh first); `no` builds none. --musl: the same for
 // prebuilds/linuxmusl-{x64,arm64} (zig too: scripts/musl.mjs), for each --arch.
-// Under `npm publish` both are `yes` and both arches are built, whatever was
-// asked: a published package has every prebuild (scripts/release-gate.mjs
-// checks the tarball before that).
+// --win: the same for prebuilds/win32-{x64,arm64} (zig: scripts/win.mjs, both
+// arches whatever --arch says, as for darwin). Under `npm publish` all three are
+// `yes` and both arches are built, whatever was asked: a published package has
+// every prebuild (scripts/release-gate.mjs checks the tarball before that).
 //
 // Every prebuild is checked as it is made (scripts/prebuild-check.mjs: machine,
 // C library, symbols, no libuv; Mach-O CPU, macOS 11, libSystem only, install
-// name, arm64 signature), and a build that fails a check fails the script.
+// name, arm64 signature; PE machine, N-API-only imports from node.exe, system
+// DLLs only), and a build that fails a check fails the script.
 //
 // Each architecture builds in its own temporary copy of binding.gyp + native/, so
 // the developer's build/ is untouched. arm64 is cross-compiled with Debian's
@@ -42,6 +44,8 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { buildDarwin, DARWIN_TARGETS, findZig, machHeader } from './darwin.mjs';
 import { buildMusl, MUSL_TARGETS } from './musl.mjs';
+import { buildWin, WIN_TARGETS } from './win.mjs';
+import { parsePe } from './prebuild-check.mjs';
 import { checkPrebuild } from './prebuild-check.mjs';
 import { findNodeGyp, localNodedir, which } from './node-gyp.mjs';
 
@@ -167,6 +171,21 @@ function buildMuslAll(zig, headers, arches) {
   }
 }
 
+/** Both Windows prebuilds with zig, linked against node.exe's N-API only; the DLLs each imports are printed. */
+function buildWinAll(zig, headers) {
+  for (const arch of Object.keys(WIN_TARGETS)) {
+    const dest = join(out, `win32-${arch}`, 'runwarden.node');
+    process.stdout.write(`prebuild: win32-${arch} (cross, ${zig} c++ -target ${WIN_TARGETS[arch].triple})\n`);
+    const r = buildWin(zig, root, arch, headers, dest);
+    for (const c of r.compiled) if (!c.ok) process.stderr.write(`${c.source}:\n${c.output}\n`);
+    if (r.compiled.some((c) => !c.ok)) fail(`zig failed to compile ${r.compiled.filter((c) => !c.ok).map((c) => c.source).join(', ')} for win32-${arch}`);
+    if (!r.linked.ok) fail(`zig failed to link win32-${arch}:\n${r.linked.output}`);
+    const pe = parsePe(readFileSync(dest));
+    process.stdout.write(`prebuild: prebuilds/win32-${arch}/runwarden.node PE ${WIN_TARGETS[arch].machineName}, ${readFileSync(dest).length} bytes, imports ${pe.imports.map((i) => i.dll).join(', ')}\n`);
+    checked(`win32-${arch}`, dest, zig);
+  }
+}
+
 /** Fails the script when the prebuild just made does not pass its checks. */
 function checked(target, file, zig) {
   const z = zig ?? (() => {
@@ -188,12 +207,17 @@ const darwin = publishing ? 'yes' : (arg('--darwin') ?? process.env.RUNWARDEN_PR
 if (!['auto', 'yes', 'no'].includes(darwin)) fail(`--darwin ${darwin}: expected auto, yes or no`);
 const musl = publishing ? 'yes' : (arg('--musl') ?? process.env.RUNWARDEN_PREBUILD_MUSL ?? 'auto');
 if (!['auto', 'yes', 'no'].includes(musl)) fail(`--musl ${musl}: expected auto, yes or no`);
-const zig = darwin === 'no' && musl === 'no' ? undefined : findZig();
+const win = publishing ? 'yes' : (arg('--win') ?? process.env.RUNWARDEN_PREBUILD_WIN ?? 'auto');
+if (!['auto', 'yes', 'no'].includes(win)) fail(`--win ${win}: expected auto, yes or no`);
+const zig = darwin === 'no' && musl === 'no' && win === 'no' ? undefined : findZig();
 if (darwin === 'yes' && 'why' in zig) fail(`darwin prebuilds need zig: ${zig.why}`);
 if (musl === 'yes' && 'why' in zig) fail(`musl prebuilds need zig: ${zig.why}`);
+if (win === 'yes' && 'why' in zig) fail(`Windows prebuilds need zig: ${zig.why}`);
 rmSync(out, { recursive: true, force: true });
 for (const a of arches) build(a, gyp, headers);
 if (darwin !== 'no' && zig && 'zig' in zig) buildMac(zig.zig, headers);
 else if (darwin !== 'no' && zig) process.stderr.write(`prebuild: NO darwin prebuilds in this package: ${zig.why}\n`);
 if (musl !== 'no' && zig && 'zig' in zig) buildMuslAll(zig.zig, headers, arches);
 else if (musl !== 'no' && zig) process.stderr.write(`prebuild: NO musl prebuilds in this package: ${zig.why}\n`);
+if (win !== 'no' && zig && 'zig' in zig) buildWinAll(zig.zig, headers);
+else if (win !== 'no' && zig) process.stderr.write(`prebuild: NO Windows prebuilds in this package: ${zig.why}\n`);

@@ -2,9 +2,10 @@
 // The release gate (package.json prepublishOnly): refuses a publish unless the
 // package's tarball holds every prebuild a release ships (scripts/
 // prebuild-check.mjs RELEASE_PREBUILDS: linux x64/arm64 for glibc and for
-// musl, darwin x64/arm64), each passing its checks (ELF machine, glibc floor
-// or musl-only symbols; Mach-O CPU, macOS 11, libSystem only, install name,
-// arm64 code signature; no libuv symbol anywhere).
+// musl, darwin x64/arm64, win32 x64/arm64), each passing its checks (ELF
+// machine, glibc floor or musl-only symbols; Mach-O CPU, macOS 11, libSystem
+// only, install name, arm64 code signature; PE machine, N-API-only imports
+// from node.exe, system DLLs only; no libuv symbol anywhere).
 //
 //   node scripts/release-gate.mjs                  packs the package (prepack builds
 //                                                  every prebuild, which needs zig and
@@ -38,7 +39,7 @@ try {
   if (i !== -1) {
     tarball = resolve(process.argv[i + 1] ?? '');
   } else {
-    const env = { ...process.env, RUNWARDEN_PREBUILD_ARCH: 'x64,arm64', RUNWARDEN_PREBUILD_DARWIN: 'yes', RUNWARDEN_PREBUILD_MUSL: 'yes' };
+    const env = { ...process.env, RUNWARDEN_PREBUILD_ARCH: 'x64,arm64', RUNWARDEN_PREBUILD_DARWIN: 'yes', RUNWARDEN_PREBUILD_MUSL: 'yes', RUNWARDEN_PREBUILD_WIN: 'yes' };
     const r = spawnSync('npm', ['pack', '--json', '--pack-destination', work], { cwd: root, env, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'], maxBuffer: 64 << 20 });
     if (r.status !== 0) refuse([`npm pack failed (exit ${r.status ?? r.signal})`]);
     const info = JSON.parse(r.stdout.slice(r.stdout.indexOf('[')));

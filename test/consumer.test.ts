@@ -103,7 +103,7 @@ function pack(): Packed {
   });
   symlinkSync(join(ROOT, 'node_modules'), join(checkout, 'node_modules'), 'dir');
   const out = ok(
-    run('npm', ['pack', '--json', '--pack-destination', dest], { cwd: checkout, env: { ...process.env, RUNWARDEN_PREBUILD_ARCH: arches.join(','), RUNWARDEN_PREBUILD_DARWIN: darwin ? 'yes' : 'no', RUNWARDEN_PREBUILD_MUSL: darwin ? 'yes' : 'no' } }),
+    run('npm', ['pack', '--json', '--pack-destination', dest], { cwd: checkout, env: { ...process.env, RUNWARDEN_PREBUILD_ARCH: arches.join(','), RUNWARDEN_PREBUILD_DARWIN: darwin ? 'yes' : 'no', RUNWARDEN_PREBUILD_MUSL: darwin ? 'yes' : 'no', RUNWARDEN_PREBUILD_WIN: darwin ? 'yes' : 'no' } }),
     'npm pack',
   );
   const info = JSON.parse(out.slice(out.indexOf('['))) as Array<{ filename: string; files: Array<{ path: string }> }>;
@@ -502,32 +502,36 @@ describe('the packed tarball', () => {
     expect(pack().files).toContain('prebuilds/linux-arm64/runwarden.node');
   }, SLOW);
 
-  it('carries the darwin prebuilds, and a musl one for each linux architecture packed (zig builds both)', (ctx: TestContext) => {
+  it('carries the darwin and Windows prebuilds, and a musl one for each linux architecture packed (zig builds them all)', (ctx: TestContext) => {
     needs(ctx, 'zig');
     const p = pack();
-    const want = [...Object.keys(DARWIN_TARGETS).map((a) => `prebuilds/darwin-${a}/runwarden.node`), ...p.arches.map((a) => `prebuilds/linuxmusl-${a}/runwarden.node`)];
+    const want = [
+      ...Object.keys(DARWIN_TARGETS).map((a) => `prebuilds/darwin-${a}/runwarden.node`),
+      ...p.arches.map((a) => `prebuilds/linuxmusl-${a}/runwarden.node`),
+      ...['x64', 'arm64'].map((a) => `prebuilds/win32-${a}/runwarden.node`),
+    ];
     expect(p.files.filter((x) => want.includes(x))).toEqual(want.sort());
   }, SLOW);
 
-  it('with all six prebuilds, holds as many files as docs/install.md says, and is as large within a tenth', (ctx: TestContext) => {
+  it('with all eight prebuilds, holds as many files as docs/install.md says, and is as large within a tenth', (ctx: TestContext) => {
     needs(ctx, 'zig', 'cc-arm64');
     const p = pack();
     const text = readFileSync(join(ROOT, 'docs', 'install.md'), 'utf8').replace(/\s+/g, ' ');
-    const m = /`npm pack` with all six prebuilds, measured [^:]*: ([\d,]+) kB, (\d+) files/.exec(text);
-    expect(m, 'docs/install.md states the tarball with all six prebuilds').not.toBeNull();
+    const m = /`npm pack` with all eight prebuilds, measured [^:]*: ([\d,]+) kB, (\d+) files/.exec(text);
+    expect(m, 'docs/install.md states the tarball with all eight prebuilds').not.toBeNull();
     const [kB, files] = [Number((m as RegExpExecArray)[1].replace(/,/g, '')), Number((m as RegExpExecArray)[2])];
     const size = readFileSync(p.tarball).length / 1000;
-    expect(p.files.filter((x) => x.startsWith('prebuilds/'))).toHaveLength(6);
+    expect(p.files.filter((x) => x.startsWith('prebuilds/'))).toHaveLength(8);
     expect(p.files.length, 'files in the tarball').toBe(files);
     expect(Math.abs(size - kB) / kB, `${size.toFixed(0)} kB against the ${kB} kB stated`).toBeLessThanOrEqual(0.1);
   }, SLOW);
 
-  it('passes the release gate (scripts/release-gate.mjs): all six prebuilds, each passing its checks', (ctx: TestContext) => {
+  it('passes the release gate (scripts/release-gate.mjs): all eight prebuilds, each passing its checks', (ctx: TestContext) => {
     needs(ctx, 'zig', 'cc-arm64');
     const p = pack();
     const r = run(process.execPath, [join(ROOT, 'scripts', 'release-gate.mjs'), '--tarball', p.tarball]);
     expect({ status: r.status, stderr: r.stderr }).toEqual({ status: 0, stderr: '' });
-    expect(r.stdout.match(/^release-gate: [a-z0-9-]+: ok$/gm)).toHaveLength(6);
+    expect(r.stdout.match(/^release-gate: [a-z0-9-]+: ok$/gm)).toHaveLength(8);
   }, SLOW);
 
   it('installs offline with only runtime dependencies, none of them node-gyp', () => {

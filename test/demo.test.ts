@@ -15,6 +15,15 @@ const holders: number[] = [];
 
 /** Alive and not a zombie (an exited, unreaped process is not alive for this purpose). */
 function alive(pid: number): boolean {
+  if (process.platform === 'win32') {
+    // No /proc and no zombies: Node's kill(pid, 0) asks whether the process is still running.
+    try {
+      process.kill(pid, 0);
+      return true;
+    } catch {
+      return false;
+    }
+  }
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
@@ -98,7 +107,8 @@ describe('runwarden demo', () => {
 
   it('defaults to a fresh directory under the system temp directory, and prints it', () => {
     const tmp = tempDir('rw-demotmp-');
-    const r = runDemo(['--hold-seconds', '5'], { TMPDIR: tmp });
+    // The system temp directory: TMPDIR on POSIX, TEMP (or TMP) on Windows.
+    const r = runDemo(['--hold-seconds', '5'], { TMPDIR: tmp, TEMP: tmp, TMP: tmp });
     expect(r.status).toBe(0);
     const m = /^Created 9 demo runs under (.+)$/m.exec(r.stdout);
     expect(m?.[1]?.startsWith(join(tmp, 'runwarden-demo-'))).toBe(true);

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { CLI, cleanupTemp, killAll, tempDir, waitExit } from './helpers/lock-procs.js';
 import { startServeCli } from './helpers/serve-cli.js';
+import { needs } from './helpers/prereq.js';
 
 afterAll(async () => {
   await killAll();
@@ -74,7 +75,8 @@ describe('runwarden serve', () => {
     }
   });
 
-  it('prints the real port for --port 0, serves a missing root as empty, and stops cleanly', async () => {
+  it('prints the real port for --port 0, serves a missing root as empty, and stops cleanly', async (ctx) => {
+    needs(ctx, 'posix: stopping on SIGTERM (Windows has no signal to send; its kill is TerminateProcess)');
     const root = join(tempDir(), 'not-yet');
     const s = await startServeCli(root);
     expect(s.port).toBeGreaterThan(0);
@@ -86,7 +88,8 @@ describe('runwarden serve', () => {
     expect(s.proc.exitCode).toBe(0);
   });
 
-  it('exits 130 on Ctrl-C (SIGINT)', async () => {
+  it('exits 130 on Ctrl-C (SIGINT)', async (ctx) => {
+    needs(ctx, 'posix: a SIGINT sent to another process (Windows has no signal to send; its kill is TerminateProcess)');
     const s = await startServeCli(tempDir());
     s.proc.kill('SIGINT');
     await waitExit(s.proc);

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { readSnapshot, type SnapshotRead } from '../src/read/snapshot.js';
 import { cleanup, snapshot, tempDir } from './helpers/reading-fixtures.js';
+import { needs } from './helpers/prereq.js';
 
 /** CONTRACT §3.1 (runwarden addition 13), written here rather than taken from src/: a snapshot over 16 MiB is unreadable. */
 const SNAPSHOT_MAX_BYTES = 16 * 1024 * 1024;
@@ -79,7 +80,8 @@ describe('readSnapshot', () => {
     expect(error(read('\u0000\u0001garbage'))).toMatch(/not valid JSON/);
   });
 
-  it('a FIFO, a directory or a symlink is refused at once, without blocking', () => {
+  it('a FIFO, a directory or a symlink is refused at once, without blocking', (ctx) => {
+    needs(ctx, 'posix: a FIFO (mkfifo)');
     const fifo = join(dir, 'fifo.json');
     execFileSync('mkfifo', [fifo]);
     expect(error(readSnapshot(fifo))).toMatch(/state\.json is a fifo, not a regular file/);

@@ -14,6 +14,7 @@ import { StreamError } from '../src/contract/errors.js';
 import { StreamFold } from '../src/contract/fold.js';
 import { cleanup, ev, tempDir } from './helpers/reading-fixtures.js';
 import { encodeEvents, eventJsonOfBytes } from './helpers/events.js';
+import { needs } from './helpers/prereq.js';
 
 /** CONTRACT §2.2 rule 2, written here rather than taken from src/: a line of content over 1 MiB (1,048,576 bytes) makes the stream unreadable. */
 const MAX_LINE_BYTES = 1_048_576;
@@ -176,7 +177,8 @@ describe('reading rules', () => {
     expect(() => readStream(file(pad(MAX_LINE_BYTES + 1)))).toThrow(/corrupt or foreign/);
   });
 
-  it('a FIFO, a directory or a symlink in place of the stream is refused at once', () => {
+  it('a FIFO, a directory or a symlink in place of the stream is refused at once', (ctx) => {
+    needs(ctx, 'posix: a FIFO (mkfifo)');
     const fifo = join(dir, 'fifo.jsonl');
     execFileSync('mkfifo', [fifo]);
     expect(code(() => readStream(fifo))).toBe('ENOTREGULAR');

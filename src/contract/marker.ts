@@ -89,7 +89,36 @@ export function markedPid(head: Uint8Array, len: number): number | undefined {
   return parseLegacyPid(rest, rest.length, rest.length);
 }
 
-/** The exact bytes a holder writes once it holds the flock. */
-export function markedContent(pid: number): Buffer {
-  return Buffer.from(`${LOCK_MARKER}\n${pid}\n`, 'latin1');
+/**
+ * The lock label (CONTRACT §3.2, runwarden addition 64): the third line of a marked file whose
+ * writer took a LockFileEx lock, which runwarden's writer adds on Windows. A free Windows lock
+ * proves a dead leg only with it, because oh-my-graph's own Windows build writes the marker and
+ * takes no lock at all.
+ */
+export const LOCKFILEEX_LABEL = 'locked-by LockFileEx';
+
+/**
+ * The exact bytes a holder writes once it holds the lock: the marker and the pid, and the lock
+ * label when the lock taken is `LockFileEx` (Windows).
+ */
+export function markedContent(pid: number, lock: 'flock' | 'LockFileEx' = 'flock'): Buffer {
+  return Buffer.from(`${LOCK_MARKER}\n${pid}\n${lock === 'LockFileEx' ? `${LOCKFILEEX_LABEL}\n` : ''}`, 'latin1');
+}
+
+/**
+ * Whether the third line of a marked file's head is exactly the lock label (a trailing `\r`
+ * allowed, as for the marker line).
+ */
+export function hasLockLabel(head: Uint8Array, len: number): boolean {
+  const first = head.indexOf(NL);
+  if (first < 0 || first >= len) return false;
+  const second = head.indexOf(NL, first + 1);
+  if (second < 0 || second >= len) return false;
+  let end = head.indexOf(NL, second + 1);
+  if (end < 0 || end > len) end = len;
+  while (end > second + 1 && head[end - 1] === CR) end--;
+  const label = LOCKFILEEX_LABEL;
+  if (end - (second + 1) !== label.length) return false;
+  for (let i = 0; i < label.length; i++) if (head[second + 1 + i] !== label.charCodeAt(i)) return false;
+  return true;
 }

@@ -40,6 +40,8 @@ export type Liveness = 'held' | 'free' | 'unknown';
  *   device), `open-error`, `read-error`, `flock-error`, `fs-not-local`
  *   (filesystem not on the known-local list; file not opened), `fs-error`
  *   (statfs failed), `unsupported-platform` (no flock(2) here),
+ *   `unlabeled-lock` (Windows: a free lock whose file does not say its
+ *   writer took a Windows lock, as oh-my-graph's Windows build takes none),
  *   `lock-replaced` (the lock at the path was free, but a live process
  *   holds the file that was there before it was replaced; given by the
  *   status layer, never by probeLock itself).
@@ -61,6 +63,7 @@ export type ProbeReason =
   | 'fs-not-local'
   | 'fs-error'
   | 'unsupported-platform'
+  | 'unlabeled-lock'
   | 'lock-replaced';
 
 /** The reason a `held` answer gives. */
@@ -112,6 +115,7 @@ export const PROBE_REASONS: readonly ProbeReason[] = [
   'fs-not-local',
   'fs-error',
   'unsupported-platform',
+  'unlabeled-lock',
   'lock-replaced',
 ];
 

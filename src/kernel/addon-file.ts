@@ -34,6 +34,8 @@ const ELF_MACHINE: Readonly<Record<string, number>> = { x64: 62, arm64: 183, ia3
  * - darwin (Mach-O, 64-bit, or a universal file): the magic, the load
  *   commands inside the file, and every LC_SEGMENT_64's fileoff + filesize
  *   inside it (for a universal file, every slice inside it).
+ * - Windows (PE): the MZ and PE signatures, a DLL for this machine, the
+ *   headers and every section's raw data inside the file.
  *
  * Anything but a regular file (a FIFO, a device, a directory) is refused
  * before it is opened, so the check never blocks.
@@ -69,7 +71,7 @@ export function addonFileProblem(path: string, platform: NodeJS.Platform = proce
       got += n;
     }
     const buf = head.subarray(0, got);
-    return platform === 'darwin' ? machoProblem(buf, size) : elfProblem(buf, size);
+    return platform === 'darwin' ? machoProblem(buf, size) : platform === 'win32' ? peProblem(buf, size) : elfProblem(buf, size);
   } catch (e) {
     return `cannot read it (${(e as NodeJS.ErrnoException).code ?? String(e)})`;
   } finally {
@@ -118,6 +120,34 @@ function elfProblem(buf: Buffer, size: number): string | undefined {
     if (offset + filesz > size) return truncated(`its loadable segment ${loads}`, offset + filesz);
   }
   if (loads === 0) return 'it has no loadable segment';
+  return undefined;
+}
+
+/** PE machine (IMAGE_FILE_MACHINE_*) for each Node architecture Windows runs. */
+const PE_MACHINE: Readonly<Record<string, number>> = { x64: 0x8664, arm64: 0xaa64, ia32: 0x14c };
+
+/** {@link addonFileProblem} for PE (learn.microsoft.com/windows/win32/debug/pe-format): `buf` is the file's first bytes, `size` its whole size. */
+function peProblem(buf: Buffer, size: number): string | undefined {
+  const truncated = (what: string, end: number): string => `it is truncated: ${what} end at byte ${end}, past its size of ${size} bytes`;
+  if (buf.length < 64 || buf.readUInt16LE(0) !== 0x5a4d) return `it is not a Windows DLL (no MZ header; ${size} bytes)`;
+  const pe = buf.readUInt32LE(0x3c);
+  if (pe + 24 > size) return truncated('its PE header', pe + 24);
+  if (pe + 24 > buf.length) return `its PE header lies past the first ${HEADER_READ_MAX} bytes`;
+  if (buf.readUInt32LE(pe) !== 0x00004550) return 'it is not a Windows DLL (no PE signature)';
+  const machine = buf.readUInt16LE(pe + 4);
+  const want = PE_MACHINE[process.arch];
+  if (want !== undefined && machine !== want) return `it is built for PE machine 0x${machine.toString(16)}, not this ${process.arch} process (0x${want.toString(16)})`;
+  if ((buf.readUInt16LE(pe + 22) & 0x2000) === 0) return 'it is a PE file but not a DLL';
+  const sections = buf.readUInt16LE(pe + 6);
+  const table = pe + 24 + buf.readUInt16LE(pe + 20);
+  if (table + sections * 40 > size) return truncated('its section table', table + sections * 40);
+  if (table + sections * 40 > buf.length) return `its section table lies past the first ${HEADER_READ_MAX} bytes`;
+  if (sections === 0) return 'it has no section';
+  for (let i = 0; i < sections; i++) {
+    const o = table + i * 40;
+    const end = buf.readUInt32LE(o + 20) + buf.readUInt32LE(o + 16);
+    if (end > size) return truncated(`its section ${i + 1}`, end);
+  }
   return undefined;
 }
 

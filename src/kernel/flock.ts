@@ -10,11 +10,23 @@
  * through named functions like these (test/layout.test.ts checks it).
  */
 import type { KernelPath } from './dirfd.js';
+import { nativeLocalList } from './fsgate.js';
 import { native, type ProcessPresence } from './native.js';
+import { systemFacts } from './system.js';
 
 /** Whether this platform has flock(2) at all (the addon says; false on platforms of native/fs_other.cc). */
 export function hasFlock(): boolean {
   return native().hasFlock;
+}
+
+/** The lock a leg takes here: `flock`, `LockFileEx` (Windows) or `none` (kernel/system.ts). */
+export function lockPrimitive(): 'flock' | 'LockFileEx' | 'none' {
+  return systemFacts().lock;
+}
+
+/** The known-local filesystem list in the addon's form for this platform (kernel/fsgate.ts), or `override` in that form. */
+export function localFsList(kind: 'magic' | 'name', override?: readonly (number | string)[]): Uint32Array | string[] {
+  return nativeLocalList(kind, override, native().platform);
 }
 
 /** flock(fd, op), non-blocking, `op` one of `nativeConstants().flockOp`: true when granted, false when contended. Throws NativeError. */

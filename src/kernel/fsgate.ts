@@ -25,6 +25,13 @@ export const LINUX_LOCAL_FS: ReadonlyMap<number, string> = new Map([
 /** darwin statfs f_fstypename values of known-local filesystems. */
 export const DARWIN_LOCAL_FS: readonly string[] = ['apfs', 'hfs', 'ufs'];
 
+/**
+ * Windows filesystem names (GetVolumeInformationByHandleW) of known-local volumes, where
+ * LockFileEx is the local system's byte-range lock. A network volume (a share, a mapped drive)
+ * is named `remote:<name>` by the addon and so is never on the list.
+ */
+export const WINDOWS_LOCAL_FS: readonly string[] = ['NTFS', 'ReFS'];
+
 /** A few well-known non-local linux magics, for naming them in messages only. */
 const LINUX_NAMED_OTHER: ReadonlyMap<number, string> = new Map([
   [0x6969, 'nfs'],
@@ -40,11 +47,12 @@ const LINUX_NAMED_OTHER: ReadonlyMap<number, string> = new Map([
 
 /**
  * The list in the form the addon's probeFacts takes on this platform:
- * names (darwin) or magics (linux), as the addon's `constants.fsTypeKind` says.
+ * names (darwin, Windows) or magics (linux), as the addon's `constants.fsTypeKind` says;
+ * `platform` (the addon's) picks the names.
  */
-export function nativeLocalList(kind: 'magic' | 'name', override?: readonly (number | string)[]): Uint32Array | string[] {
+export function nativeLocalList(kind: 'magic' | 'name', override?: readonly (number | string)[], platform?: string): Uint32Array | string[] {
   if (kind === 'name') {
-    return override ? override.filter((t): t is string => typeof t === 'string') : [...DARWIN_LOCAL_FS];
+    return override ? override.filter((t): t is string => typeof t === 'string') : [...(platform === 'win32' ? WINDOWS_LOCAL_FS : DARWIN_LOCAL_FS)];
   }
   const types = override ? override.filter((t): t is number => typeof t === 'number') : [...LINUX_LOCAL_FS.keys()];
   return Uint32Array.from(types);

@@ -12,7 +12,8 @@
  *    loader says so rather than quietly loading some other file;
  * 2. the prebuilt binary shipped in the tarball for this platform
  *    (`prebuilds/<platform>-<arch>/runwarden.node`, linux x64 and arm64 with
- *    glibc, darwin arm64 and x64), if it loads and its constants match;
+ *    glibc or musl, darwin arm64 and x64, win32 x64 and arm64), if it loads
+ *    and its constants match;
  * 3. the compiled build, found by `bindings` (build/Release and the other
  *    places node-gyp may put it).
  *
@@ -82,13 +83,13 @@ export type ProcessPresence = 'gone' | 'present' | 'unknown';
 /** The addon's exports, exactly. */
 export interface NativeBinding {
   init(errorClass: typeof NativeError): void;
-  /** `op` from `constants.flockOp`. true = granted, false = contended (EWOULDBLOCK); throws NativeError otherwise. */
+  /** `op` from `constants.flockOp` (Windows: LockFileEx on the leg's byte). true = granted, false = contended (EWOULDBLOCK, ERROR_LOCK_VIOLATION); throws NativeError otherwise. */
   flock(fd: number, op: number): boolean;
-  /** linux: statfs f_type; darwin: f_fstypename. Throws NativeError. */
+  /** linux: statfs f_type; darwin: f_fstypename; Windows: the volume's filesystem name, `remote:` before a network one's. Throws NativeError. */
   fsType(dir: string | Buffer): number | string;
-  /** kill(pid, 0) classified; refuses pid <= 0 before the syscall. */
+  /** kill(pid, 0) classified (Windows: a handle from OpenProcess, waited on for 0 ms); refuses pid <= 0 before the syscall. */
   pidProbe(pid: number): ProcessPresence;
-  /** kill(-pgid, 0) classified; refuses pgid <= 1 before the syscall. */
+  /** kill(-pgid, 0) classified (Windows, which has no process groups: `unknown`); refuses pgid <= 1 before the syscall. */
   groupProbe(pgid: number): ProcessPresence;
   /** This process's RLIMIT_NOFILE (getrlimit(2)), soft and hard; RLIM_INFINITY is Infinity. Throws NativeError. Absent from an addon built from older sources. */
   descriptorLimit?(): { soft: number; hard: number };
@@ -182,15 +183,15 @@ export interface NativeBinding {
   readonly fileIdentityStride: number;
   /** Where runFiles puts each fact in `out`, by name. */
   readonly runFilesLayout: RunFilesLayout;
-  /** Change notification (native/notify.h): inotify on linux, kqueue on darwin (untested), none elsewhere. */
+  /** Change notification (native/notify.h): inotify on linux, kqueue on darwin (untested), none elsewhere (Windows: open legs are polled). */
   readonly notify: NativeNotify;
   readonly hasFlock: boolean;
-  readonly platform: 'linux' | 'darwin' | 'other';
+  readonly platform: 'linux' | 'darwin' | 'win32' | 'other';
   /**
    * What the system offers (native/platform.h kHasProcFs, kHolderTable), read by src/kernel/system.ts
    * instead of the platform's name. Absent from an older addon.
    */
-  readonly system?: { readonly procfs: boolean; readonly holderTable: 'proc-locks' | 'libproc' | 'none' };
+  readonly system?: { readonly procfs: boolean; readonly holderTable: 'proc-locks' | 'libproc' | 'none'; readonly lock?: 'flock' | 'LockFileEx' | 'none' };
   /**
    * Every descriptor of another inspectable process on a file of device `dev` (darwin: libproc), with
    * `unreadable` the processes that could not be inspected. Throws ENOSYS where there is no such census.
@@ -270,12 +271,13 @@ export const ADDON_ENV = 'RUNWARDEN_ADDON';
 
 /**
  * The platforms a prebuilt binary is shipped for: linux with glibc, linux
- * with musl (`linuxmusl-*`), and darwin (macOS 11 and later); the musl and
- * darwin ones are cross-compiled with zig (scripts/prebuild.mjs). A darwin
- * package built without zig has no darwin files; the loader then says the file
- * is not there and falls back as for any missing prebuild.
+ * with musl (`linuxmusl-*`), darwin (macOS 11 and later) and Windows (x64 and
+ * arm64, linked against node.exe's N-API only); the musl, darwin and Windows
+ * ones are cross-compiled with zig (scripts/prebuild.mjs). A package built
+ * without zig has none of those; the loader then says the file is not there
+ * and falls back as for any missing prebuild.
  */
-export const PREBUILD_TARGETS = ['linux-x64', 'linux-arm64', 'linuxmusl-x64', 'linuxmusl-arm64', 'darwin-arm64', 'darwin-x64'] as const;
+export const PREBUILD_TARGETS = ['linux-x64', 'linux-arm64', 'linuxmusl-x64', 'linuxmusl-arm64', 'darwin-arm64', 'darwin-x64', 'win32-x64', 'win32-arm64'] as const;
 
 /**
  * The package root (dist/kernel/native.js and src/kernel/native.ts both live

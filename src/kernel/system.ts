@@ -15,6 +15,8 @@
  * - `exitWatchHoldsDescriptor`: each watch of a process's exit holds a descriptor of this process
  *   (a pidfd, linux); kqueue EVFILT_PROC holds none (darwin kqueue(2): its identifier is the
  *   process ID, not a descriptor).
+ * - `lock`: the lock a leg takes: `flock` (flock(2), linux and darwin), `LockFileEx` (Windows: one
+ *   byte of the lock file, exclusive for a leg, shared and fail-immediately for a probe), or `none`.
  * - `entryWrites`: a directory watch tells writes to the files in it, by name (inotify IN_MODIFY).
  *   kqueue's directory NOTE_WRITE fires only when an entry is created, removed or renamed
  *   (kqueue(2)): an append to a file is told only by a watch on that file.
@@ -28,6 +30,7 @@ export interface SystemFacts {
   readonly watchHoldsDescriptor: boolean;
   readonly exitWatchHoldsDescriptor: boolean;
   readonly entryWrites: boolean;
+  readonly lock: 'flock' | 'LockFileEx' | 'none';
 }
 
 let facts: SystemFacts | undefined;
@@ -36,7 +39,7 @@ let facts: SystemFacts | undefined;
 export function systemFacts(): SystemFacts {
   if (facts !== undefined) return facts;
   const n = native();
-  const sys = n.system ?? { procfs: n.platform === 'linux', holderTable: n.platform === 'linux' ? 'proc-locks' : 'none' };
+  const sys: NonNullable<typeof n.system> = n.system ?? { procfs: n.platform === 'linux', holderTable: n.platform === 'linux' ? 'proc-locks' : 'none' };
   facts = Object.freeze({
     procfs: sys.procfs,
     closeWrite: n.notify.mask['closeWrite'] !== undefined,
@@ -44,6 +47,7 @@ export function systemFacts(): SystemFacts {
     watchHoldsDescriptor: n.notify.backend === 'kqueue',
     exitWatchHoldsDescriptor: n.notify.exitBackend === 'pidfd',
     entryWrites: n.notify.backend === 'inotify',
+    lock: sys.lock ?? (n.hasFlock ? 'flock' : 'none'),
   });
   return facts;
 }

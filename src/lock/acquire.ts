@@ -30,7 +30,7 @@ import { kindAt, kindOfStats, type FileKind } from '../kernel/filekind.js';
 import { monotonicMs } from '../kernel/clock.js';
 import { classifyHead, HEAD_BYTES, markedContent, markedPid, parseLegacyPid } from '../contract/marker.js';
 import { foreignHolder, openFilesOn, procDevice } from '../kernel/holders.js';
-import { flock, hasFlock, pidPresence } from '../kernel/flock.js';
+import { flock, hasFlock, lockPrimitive, pidPresence } from '../kernel/flock.js';
 import { nativeConstants } from '../kernel/native.js';
 import { systemFacts } from '../kernel/system.js';
 
@@ -627,7 +627,7 @@ function lockOnce(at: number, lockPath: string, pid: number, retryMs: number, lo
     // In this order a reused file never passes through an empty state, so a
     // reader that reads it mid-rewrite still finds the marker line and is
     // judged by the flock (held), not by an empty head (unknown).
-    const content = markedContent(pid);
+    const content = markedContent(pid, lockPrimitive() === 'LockFileEx' ? 'LockFileEx' : 'flock');
     const written = writeSync(fd, content, 0, content.length, 0);
     if (written !== content.length) throw new WriteError(`short write to "${lockPath}" (${written} of ${content.length} bytes)`, 'EWRITE', lockPath);
     ftruncateSync(fd, content.length);

@@ -13,6 +13,9 @@
  *   probe never contends with another probe.
  * - It never blocks: the open is non-blocking (a FIFO answers at once) and
  *   no-follow, the lock attempt is non-blocking.
+ * - On Windows the lock is LockFileEx (kernel/system.ts `lock`), and a free
+ *   one is `free` only on a file whose lock label says its writer took it
+ *   (contract/marker.ts hasLockLabel); otherwise `unknown`, `unlabeled-lock`.
  * - It never opens the file on a filesystem outside the known-local list:
  *   the run directory's filesystem is judged, and the lock file's own (a
  *   single file can be bind-mounted from a FUSE or network filesystem into a
@@ -31,9 +34,9 @@ import { basename, dirname } from 'node:path';
 import { kindOfEntry, runDirPath, runFilePath } from '../kernel/dirfd.js';
 import { errnoName } from '../kernel/errno.js';
 import { kindAt, kindOfMode } from '../kernel/filekind.js';
-import { describeFsType, nativeLocalList } from '../kernel/fsgate.js';
-import { classifyHead, HEAD_BYTES, parseLegacyPid } from '../contract/marker.js';
-import { fsTypeOf, hasFlock, pidPresence, probeFacts, probeFactsAt, probeSetup } from '../kernel/flock.js';
+import { describeFsType } from '../kernel/fsgate.js';
+import { classifyHead, hasLockLabel, HEAD_BYTES, parseLegacyPid } from '../contract/marker.js';
+import { fsTypeOf, hasFlock, localFsList, lockPrimitive, pidPresence, probeFacts, probeFactsAt, probeSetup } from '../kernel/flock.js';
 import { nativeConstants, type NativeConstants } from '../kernel/native.js';
 import type { FreeReason, Liveness, LivenessAnswer, ProbeReason, UnknownReason } from '../contract/types.js';
 
@@ -102,7 +105,7 @@ export function probeLock(lockPath: string, options?: ProbeOptions): ProbeResult
     stage =
       options?.localFsTypes === undefined
         ? probeFacts(exact)
-        : probeFacts(exact, nativeLocalList(k.fsTypeKind, options.localFsTypes));
+        : probeFacts(exact, localFsList(k.fsTypeKind, options.localFsTypes));
   } catch (err) {
     // Only argument problems (e.g. an over-long path) throw from the addon.
     const code = (err as { code?: string }).code ?? 'error';
@@ -125,7 +128,7 @@ export function probeLockAt(dirfd: number, name: string, lockPath: string, optio
     stage =
       options?.localFsTypes === undefined
         ? probeFactsAt(dirfd, name)
-        : probeFactsAt(dirfd, name, nativeLocalList(k.fsTypeKind, options.localFsTypes));
+        : probeFactsAt(dirfd, name, localFsList(k.fsTypeKind, options.localFsTypes));
   } catch (err) {
     const code = (err as { code?: string }).code ?? 'error';
     return answer('unknown', 'open-error', code);
@@ -138,7 +141,7 @@ function setup(): NativeConstants {
   if (k === undefined) {
     const c = nativeConstants();
     out = new Float64Array(c.outLength);
-    probeSetup(nativeLocalList(c.fsTypeKind), head, out);
+    probeSetup(localFsList(c.fsTypeKind), head, out);
     k = c;
   }
   return k;
@@ -195,7 +198,14 @@ function safeFsType(dir: string): string {
 function judgeHead(k: NativeConstants, stage: number, len: number, size: number): ProbeResult {
   switch (classifyHead(head, len)) {
     case 'marked':
-      if (stage === k.stage.SharedGranted) return FREE;
+      if (stage === k.stage.SharedGranted) {
+        // Windows: oh-my-graph's own build writes the marker and takes no lock, so a free lock
+        // proves a dead leg only where the file says its writer took one (CONTRACT §4.2 step 6).
+        if (lockPrimitive() === 'LockFileEx' && !hasLockLabel(head, len)) {
+          return answer('unknown', 'unlabeled-lock', 'the lock file does not say its writer took a Windows lock');
+        }
+        return FREE;
+      }
       if (stage === k.stage.SharedContended) return HELD;
       return answer('unknown', 'flock-error', `flock: ${errnoName(out[k.outSlot.errno] as number)}`);
     case 'future':

@@ -16,6 +16,14 @@
  * mark (kernel/legmark.ts), which the wrapper exports as RUNWARDEN_LEG before
  * it becomes the command, so every descendant carries it even after leaving
  * the group (setsid), and readers can still find it.
+ *
+ * Windows has no process groups, no POSIX signals and no /bin/sh: there the
+ * command is started directly, in runwarden's own console (so a Ctrl-C
+ * reaches it as it reaches runwarden, which waits for it to end and records
+ * its exit), its pid is recorded in `exec.pgid` once it has started, and a
+ * leg that must stop it ends that process alone (TerminateProcess, what
+ * Node's `kill` does there). Nothing is forwarded: the console delivers
+ * Ctrl-C to both, and there is nothing else to forward.
  */
 import { spawn } from 'node:child_process';
 import { constants, fstatSync, fsyncSync, mkdirSync, statSync, writeSync } from 'node:fs';
@@ -33,6 +41,19 @@ import { acquireLockAt, openLockDir, type AcquireOptions } from '../lock/acquire
 
 /** The signals a leg forwards to its child's group. */
 export const FORWARDED_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
+
+/** Windows: no process groups or POSIX signals, no /bin/sh (see the top of this file). Node's spawn and kill, not the kernel, decide this. */
+const NO_PROCESS_GROUPS = process.platform === 'win32';
+
+/** Ends the child's process group (POSIX), or the child alone (Windows). Never throws. */
+function killChild(child: { pid?: number; kill(sig?: NodeJS.Signals): boolean }): void {
+  try {
+    if (NO_PROCESS_GROUPS) child.kill('SIGKILL');
+    else if (child.pid !== undefined) process.kill(-child.pid, 'SIGKILL');
+  } catch {
+    /* already gone */
+  }
+}
 
 export interface LegOptions {
   runId: string;
@@ -254,6 +275,8 @@ export async function runLeg(runDir: string, argv: readonly string[], opts: LegO
         pending ??= sig;
         return;
       }
+      // Windows: the console gave the child its Ctrl-C too; runwarden waits for it to end.
+      if (NO_PROCESS_GROUPS) return;
       try {
         process.kill(-pgid, sig);
       } catch {
@@ -281,28 +304,30 @@ export async function runLeg(runDir: string, argv: readonly string[], opts: LegO
       throw e;
     }
 
-    const child = spawn('/bin/sh', ['-c', GATE, 'runwarden-exec', ...argv], {
-      detached: true,
-      stdio: ['inherit', 'inherit', 'inherit', 'pipe'],
-    });
+    const child = NO_PROCESS_GROUPS
+      ? spawn(argv[0] as string, argv.slice(1), { stdio: 'inherit', windowsHide: true })
+      : spawn('/bin/sh', ['-c', GATE, 'runwarden-exec', ...argv], {
+          detached: true,
+          stdio: ['inherit', 'inherit', 'inherit', 'pipe'],
+        });
     const ended = new Promise<{ code: number | null; signal: NodeJS.Signals | null; error?: Error }>((resolve) => {
       child.once('error', (error) => resolve({ code: null, signal: null, error }));
       child.once('exit', (code, signal) => resolve({ code, signal }));
     });
-    const gate = child.stdio[3] as Writable | null;
+    const gate = (child.stdio[3] ?? null) as Writable | null;
     gate?.on('error', () => {}); // the child may die before reading; its exit says so
     if (child.pid !== undefined) {
       try {
         writePgid(at, child.pid);
       } catch (e) {
-        process.kill(-child.pid, 'SIGKILL');
+        killChild(child);
         pending ??= 'SIGKILL';
         unrecorded = e as NodeJS.ErrnoException;
       }
       if (pending !== undefined) {
         // Never let the command start: close the gate unreleased and end the child.
         gate?.destroy();
-        process.kill(-child.pid, 'SIGKILL');
+        killChild(child);
       } else {
         pgid = child.pid;
         opts.onSpawn?.(pgid);

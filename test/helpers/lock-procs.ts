@@ -100,13 +100,14 @@ export function killAll(): Promise<void> {
   for (const c of children) {
     if (exited(c)) continue; // reaped: its pid may already be someone else's
     waits.push(new Promise((r) => c.once('exit', r)));
-    c.kill('SIGCONT');
+    // Windows has no SIGCONT (kill would emit an error); its kill ends the process whatever its state.
+    if (process.platform !== 'win32') c.kill('SIGCONT');
     c.kill('SIGKILL');
   }
   children.clear();
   for (const pid of tracked) {
     try {
-      process.kill(pid, 'SIGCONT');
+      if (process.platform !== 'win32') process.kill(pid, 'SIGCONT');
     } catch {
       /* gone */
     }

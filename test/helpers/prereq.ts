@@ -26,6 +26,14 @@
  * (on a Mac or in the XNU model) says `needs(ctx, 'darwin: <reason>')`, and
  * is skipped with "darwin only: <reason>" on linux.
  *
+ * On Windows (the Wine lane, scripts/test-windows.mjs) the same holds for what only POSIX systems
+ * have (sh, signals, process groups, FIFOs, sockets in the filesystem, modes): a test says
+ * `needs(ctx, 'posix: <reason>')` and is skipped there with "POSIX only: <reason>"; Debian's tools
+ * and linux's prerequisites are impossible there too. A test of what only Windows has says
+ * `needs(ctx, 'windows: <reason>')` ("Windows only: …" elsewhere), and one of what Windows has but
+ * Wine does not show as Windows does says `needs(ctx, 'not-wine: <reason>')` (skipped under Wine,
+ * which scripts/test-windows.mjs says by RUNWARDEN_WINE=1, with "Windows itself only: …").
+ *
  * The XNU model (scripts/darwin-model.mjs: the darwin sources built for linux against a model of
  * darwin's interfaces, loaded through RUNWARDEN_ADDON, as `npm run test:darwin-model` does) is
  * darwin here: what linux alone has is skipped with "linux only: <reason>", as on a Mac.
@@ -36,7 +44,7 @@
  */
 import { spawnSync } from 'node:child_process';
 import { findZig } from '../../scripts/darwin.mjs';
-import { accessSync, constants, readdirSync, readFileSync, statSync } from 'node:fs';
+import { accessSync, constants, existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { delimiter, join, resolve } from 'node:path';
 import { MODEL_ADDON } from '../../scripts/darwin-model.mjs';
 import type { TestContext } from 'vitest';
@@ -67,12 +75,20 @@ export type Prereq =
   | 'avx2'
   /** SSE2: every x86-64 CPU (the byte search's 16-byte path there; arm64's is NEON). */
   | 'sse2'
+  /** Windows: a mapped network drive, named (`N:`) by RUNWARDEN_TEST_NETWORK_DRIVE (the Wine lane maps one). */
+  | 'network-drive'
   /** A runtime in scripts/runtime.sh's cache (test/helpers/runtimes.ts). */
   | Runtime
   /** A test that only means something on linux; after the colon, why (e.g. `linux: /proc/locks`). */
   | `linux: ${string}`
   /** A test that only means something on darwin, a Mac or the XNU model; after the colon, why (e.g. `darwin: the settled sweep`). */
-  | `darwin: ${string}`;
+  | `darwin: ${string}`
+  /** A test of what only POSIX systems have (sh, signals, FIFOs, modes); after the colon, why. */
+  | `posix: ${string}`
+  /** A test of what only Windows has; after the colon, why. */
+  | `windows: ${string}`
+  /** A test of what Windows has but Wine does not show as Windows does; after the colon, what Wine lacks. */
+  | `not-wine: ${string}`;
 
 /** What the reporter gets for a test that lacked something. */
 export interface PrereqRecord {
@@ -167,6 +183,8 @@ interface Check {
   present: () => boolean;
   /** The hosts (`platform` or `platform-arch`) where it can exist at all; elsewhere the test is skipped, even when strict. */
   onlyOn?: readonly string[];
+  /** Whether it cannot exist on this host whatever is installed (checked besides `onlyOn`). */
+  impossible?: () => boolean;
   /** The phrase for a missing one. */
   missing: string;
   /** The Debian package that brings it, if a package can. */
@@ -208,7 +226,12 @@ function runtime(r: Runtime): Check {
   return { present: () => runtimePath(r) !== undefined, onlyOn: ['linux-x64'], missing: `needs ${r}: run ${fetchCommand(r)}` };
 }
 
-const CHECKS: Record<Exclude<Prereq, 'zig' | `linux: ${string}` | `darwin: ${string}`>, Check> = {
+/** Whether this process is Node for Windows under Wine (scripts/test-windows.mjs sets RUNWARDEN_WINE=1). */
+export function underWine(): boolean {
+  return process.platform === 'win32' && process.env['RUNWARDEN_WINE'] === '1';
+}
+
+const CHECKS: Record<Exclude<Prereq, 'zig' | `${'linux' | 'darwin' | 'posix' | 'windows' | 'not-wine'}: ${string}`>, Check> = {
   avx512vbmi: cpu('AVX-512 VBMI', ['avx512f', 'avx512bw', 'avx512vbmi'], ['linux-x64']),
   avx2: cpu('AVX2', ['avx2'], ['linux-x64', 'darwin-x64']),
   sse2: cpu('SSE2', ['sse2'], ['linux-x64', 'darwin-x64']),
@@ -264,6 +287,14 @@ const CHECKS: Record<Exclude<Prereq, 'zig' | `linux: ${string}` | `darwin: ${str
     present: () => isExecutableFile(join(arm64NodeRoot(), 'usr', 'bin', 'node')),
     missing: `needs Debian's arm64 node unpacked at ${arm64NodeRoot()}: run scripts/arm64-node.sh (as root)`,
   },
+  'network-drive': {
+    present: () => {
+      const d = process.env['RUNWARDEN_TEST_NETWORK_DRIVE'] ?? '';
+      return /^[A-Za-z]:$/.test(d) && existsSync(`${d}\\`);
+    },
+    onlyOn: ['win32'],
+    missing: 'needs a mapped network drive named by RUNWARDEN_TEST_NETWORK_DRIVE (e.g. N:); the Wine lane maps one',
+  },
   // A user namespace of one's own, whose inotify watch limit (/proc/sys/user/max_inotify_watches)
   // it may lower without touching the machine's: how a test meets a real ENOSPC.
   userns: {
@@ -279,6 +310,8 @@ const CHECKS: Record<Exclude<Prereq, 'zig' | `linux: ${string}` | `darwin: ${str
  */
 const LINUX_ONLY: ReadonlyArray<Prereq> = ['script', 'root', 'mount', 'bindfs', 'fuse', 'strace', 'chromium', 'faketime', 'mkfs.ext2', 'loop', 'cc-arm64', 'qemu-arm64', 'node-arm64', 'userns'];
 for (const p of LINUX_ONLY) CHECKS[p as keyof typeof CHECKS].onlyOn = ['linux'];
+// Debian's tools and a C compiler on PATH are POSIX systems' (flock(1), rsync, cc, prometheus …).
+for (const p of ['flock', 'rsync', 'cc', 'prometheus'] as const) CHECKS[p].onlyOn ??= ['linux', 'darwin'];
 
 const ZIG: Check = {
   present: () => !('why' in findZig()),
@@ -292,6 +325,9 @@ const ZIG: Check = {
 function checkOf(p: Prereq): Check {
   if (p.startsWith('linux:')) return { present: () => true, onlyOn: ['linux'], missing: p.replace(/^linux:\s*/, 'linux only: ') };
   if (p.startsWith('darwin:')) return { present: () => true, onlyOn: ['darwin'], missing: p.replace(/^darwin:\s*/, 'darwin only: ') };
+  if (p.startsWith('posix:')) return { present: () => true, onlyOn: ['linux', 'darwin'], missing: p.replace(/^posix:\s*/, 'POSIX only: ') };
+  if (p.startsWith('windows:')) return { present: () => true, onlyOn: ['win32'], missing: p.replace(/^windows:\s*/, 'Windows only: ') };
+  if (p.startsWith('not-wine:')) return { present: () => true, impossible: underWine, missing: p.replace(/^not-wine:\s*/, 'Windows itself only (not shown under Wine): ') };
   if (p === 'zig') return ZIG;
   return CHECKS[p as keyof typeof CHECKS];
 }
@@ -314,12 +350,13 @@ export function onDarwinModel(): boolean {
 /** Whether this host is one where `c` can exist at all. */
 function possibleHere(c: Check): boolean {
   const platform = testedPlatform();
+  if (c.impossible?.() === true) return false;
   return c.onlyOn === undefined || c.onlyOn.includes(platform) || c.onlyOn.includes(`${platform}-${process.arch}`);
 }
 
 /** Why `c` cannot exist on this host: "linux only: …" (its own reason when it has one). */
 function impossibleHere(c: Check): string {
-  if (/^(?:(?:x86-64 )?linux|darwin) only: /.test(c.missing)) return c.missing;
+  if (/^(x86-64 linux|linux|darwin|POSIX|Windows|Windows itself) only( \(not shown under Wine\))?: /.test(c.missing)) return c.missing;
   const where = (c.onlyOn ?? []).map((h) => (h === 'linux-x64' ? 'x86-64 linux' : h)).join(' or ');
   return `${where} only: ${c.missing}`;
 }

@@ -1,0 +1,288 @@
+/**
+ * runwarden on Windows (CONTRACT §5.8), run by the Windows lane (`npm run test:windows`: vitest
+ * under Wine with Node for Windows, loading the win32-x64 prebuild). Elsewhere every test here is
+ * skipped, "Windows only". What each asserts comes from Windows itself, never from src/: the lock
+ * is held by another real process (a holder, a leg) and freed by ending it with TerminateProcess
+ * (Node's kill on Windows), and the files are written as a writer of the other kind would write
+ * them (oh-my-graph's Windows build: the marker, no label, no lock).
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { get } from 'node:http';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { acquireLock, filesystemType, listRuns, probeLock, processPresence, runStatus } from '../src/index.js';
+import { loadedAddonPath } from '../src/kernel/native.js';
+import { ev, runId } from './helpers/reading-fixtures.js';
+import { CLI, cleanupTemp, killAll, startHolder, tempDir, track, until, waitExit, waitReady } from './helpers/lock-procs.js';
+import { needs } from './helpers/prereq.js';
+
+/** What runwarden's Windows writer leaves in resume.lock: the marker, the pid, the lock label. */
+const labelled = (pid: number): string => `oh-my-graph-lock 1\n${pid}\nlocked-by LockFileEx\n`;
+/** What oh-my-graph's own Windows build leaves: the marker and the pid, and no lock at all. */
+const unlabelled = (pid: number): string => `oh-my-graph-lock 1\n${pid}\n`;
+
+beforeEach((ctx) => needs(ctx, 'windows: LockFileEx, process handles and Windows paths'));
+afterEach(async () => {
+  await killAll();
+  cleanupTemp();
+});
+
+/** An open leg's stream: run_started and a running node, no run_finished. */
+function openLeg(id: string): string {
+  return ev('run_started', { command: ['node'] }, id) + ev('node_started', { node_id: 'work' }, id);
+}
+
+function cli(args: string[], timeoutMs = 120_000): { status: number | null; stdout: string; stderr: string } {
+  const r = spawnSync(process.execPath, [CLI, ...args], { encoding: 'utf8', timeout: timeoutMs });
+  return { status: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+describe('the Windows addon', () => {
+  it('is the win32 prebuild, takes LockFileEx, and reads the volume a local NTFS one', () => {
+    expect(probeLock(join(tempDir(), 'resume.lock')).reason).toBe('missing');
+    expect(loadedAddonPath()).toMatch(/prebuilds[\\/]win32-x64[\\/]runwarden\.node$/);
+    expect(['NTFS', 'ReFS']).toContain(filesystemType(tempDir()));
+  });
+});
+
+describe('a lock runwarden took (labelled)', () => {
+  it('reads held while its holder lives and free once TerminateProcess ended it; the run goes RUNNING, then ABANDONED', async () => {
+    const root = tempDir();
+    const id = runId();
+    const dir = join(root, id);
+    mkdirSync(dir);
+    writeFileSync(join(dir, 'events.jsonl'), openLeg(id));
+    const h = await startHolder(join(dir, 'resume.lock'));
+    expect(readFileSync(join(dir, 'resume.lock'), 'latin1')).toBe(labelled(h.pid));
+    // The head stays readable while the leg holds its byte: the probe read the marker to say held.
+    expect(probeLock(join(dir, 'resume.lock'))).toEqual({ liveness: 'held', reason: 'flock-held' });
+    expect(runStatus(dir).status).toBe('RUNNING');
+    h.proc.kill('SIGKILL');
+    await waitExit(h.proc);
+    // The system unlocks a dead process's ranges "depending upon available system resources": wait for it.
+    await until(() => probeLock(join(dir, 'resume.lock')).liveness === 'free');
+    expect(probeLock(join(dir, 'resume.lock'))).toEqual({ liveness: 'free', reason: 'flock-free' });
+    expect(runStatus(dir).status).toBe('ABANDONED');
+  });
+
+  it('an in-process lock contends with a probe of another handle, and release frees it', () => {
+    const path = join(tempDir(), 'run', 'resume.lock');
+    const lock = acquireLock(path);
+    expect(readFileSync(path, 'latin1')).toBe(labelled(process.pid));
+    expect(probeLock(path).liveness).toBe('held');
+    lock.release();
+    expect(probeLock(path)).toEqual({ liveness: 'free', reason: 'flock-free' });
+  });
+});
+
+describe("a lock oh-my-graph's Windows build wrote (unlabelled: it takes no lock)", () => {
+  it('reads unknown (unlabeled-lock), and its open leg stays RUNNING, never ABANDONED', () => {
+    const root = tempDir();
+    const id = runId();
+    const dir = join(root, id);
+    mkdirSync(dir);
+    writeFileSync(join(dir, 'events.jsonl'), openLeg(id));
+    writeFileSync(join(dir, 'resume.lock'), unlabelled(process.pid));
+    const p = probeLock(join(dir, 'resume.lock'));
+    expect(p.liveness).toBe('unknown');
+    expect(p.reason).toBe('unlabeled-lock');
+    expect(runStatus(dir).status).toBe('RUNNING');
+    const list = listRuns(root);
+    expect(list.runs.map((r) => [r.run_id, r.status])).toEqual([[id, 'RUNNING']]);
+    const shown = cli(['runs', '--root', root, '--json']);
+    expect(shown.status, shown.stderr).toBe(0);
+    expect(JSON.parse(shown.stdout).runs.map((r: { status: string }) => r.status)).toEqual(['RUNNING']);
+    const status = cli(['status', id, '--root', root, '--json']);
+    expect(status.status, status.stderr).toBe(0);
+    expect(JSON.parse(status.stdout)).toMatchObject({ run_id: id, status: 'RUNNING', reason: 'unlabeled-lock' });
+  });
+});
+
+describe('Windows paths', () => {
+  it('a drive letter, backslashes or forward slashes name the same lock', async () => {
+    const dir = join(tempDir(), 'run');
+    expect(dir).toMatch(/^[A-Za-z]:\\/);
+    const h = await startHolder(join(dir, 'resume.lock'));
+    for (const p of [join(dir, 'resume.lock'), `${dir.replace(/\\/g, '/')}/resume.lock`, `${dir}\\resume.lock`]) {
+      expect(probeLock(p).liveness, p).toBe('held');
+    }
+    const r = cli(['probe', dir, '--json']);
+    expect(r.status, r.stderr).toBe(0);
+    expect(JSON.parse(r.stdout)).toMatchObject({ liveness: 'held', reason: 'flock-held' });
+    h.proc.kill('SIGKILL');
+    await waitExit(h.proc);
+    await until(() => probeLock(`${dir}/resume.lock`).liveness === 'free');
+  });
+
+  it('a path longer than MAX_PATH (260) is taken, probed and listed', async () => {
+    let root = tempDir();
+    while (root.length < 300) root = join(root, 'a-directory-name-of-forty-characters-xx');
+    const id = runId();
+    const dir = join(root, id);
+    expect(join(dir, 'resume.lock').length).toBeGreaterThan(300);
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(join(dir, 'events.jsonl'), openLeg(id));
+    const h = await startHolder(join(dir, 'resume.lock'));
+    expect(probeLock(join(dir, 'resume.lock')).liveness).toBe('held');
+    expect(runStatus(dir).status).toBe('RUNNING');
+    h.proc.kill('SIGKILL');
+    await waitExit(h.proc);
+    await until(() => probeLock(join(dir, 'resume.lock')).liveness === 'free');
+    const r = cli(['runs', '--root', root, '--json']);
+    expect(r.status, r.stderr).toBe(0);
+    expect(JSON.parse(r.stdout).runs.map((x: { status: string }) => x.status)).toEqual(['ABANDONED']);
+    const m = cli(['metrics', '--root', root]);
+    expect(m.status, m.stderr).toBe(0);
+    expect(m.stdout).toMatch(/^runwarden_runs\{status="ABANDONED"\} 1$/m);
+  });
+});
+
+describe('bad input: a clear answer, never a hang, never a false ABANDONED', () => {
+  it('a lock file another program opened without sharing: unknown (open-error, EBUSY), and its leg stays RUNNING', async () => {
+    const root = tempDir();
+    const id = runId();
+    const dir = join(root, id);
+    mkdirSync(dir);
+    writeFileSync(join(dir, 'events.jsonl'), openLeg(id));
+    writeFileSync(join(dir, 'resume.lock'), labelled(1));
+    // libuv's UV_FS_O_EXLOCK (0x10000000): CreateFileW with a share mode of 0.
+    const script = `require('fs').openSync(process.argv[1], 0x10000000 | 2); console.log('READY'); setInterval(() => {}, 1 << 30);`;
+    const proc = spawn(process.execPath, ['-e', script, join(dir, 'resume.lock')], { stdio: ['ignore', 'pipe', 'pipe'] });
+    track(proc);
+    await waitReady(proc);
+    const p = probeLock(join(dir, 'resume.lock'));
+    expect(p).toMatchObject({ liveness: 'unknown', reason: 'open-error' });
+    expect(p.detail).toContain('EBUSY');
+    expect(runStatus(dir).status).toBe('RUNNING');
+    expect(() => acquireLock(join(dir, 'resume.lock'), { retryMs: 0 })).toThrow(/EBUSY/);
+  });
+
+  it('a run directory that is a symbolic link is refused, never followed: unknown, and the run is not ABANDONED', (ctx) => {
+    needs(ctx, 'not-wine: symbolic links (Wine 8 reports one made and makes nothing)');
+    const root = tempDir();
+    const real = join(root, 'real');
+    mkdirSync(real);
+    writeFileSync(join(real, 'resume.lock'), labelled(1));
+    symlinkSync(real, join(root, 'link'), 'dir');
+    const p = probeLock(join(root, 'link', 'resume.lock'));
+    expect(p.liveness).toBe('unknown');
+    expect(p.reason).toBe('open-error');
+    expect(probeLock(join(real, 'resume.lock')).liveness).toBe('free');
+  });
+
+  it('a run directory that is a junction is refused, never followed', (ctx) => {
+    needs(ctx, 'not-wine: junctions (Wine 8 cannot make one: FSCTL_SET_REPARSE_POINT fails with ENOTSUP)');
+    const root = tempDir();
+    const real = join(root, 'real');
+    mkdirSync(real);
+    writeFileSync(join(real, 'resume.lock'), labelled(1));
+    symlinkSync(real, join(root, 'junction'), 'junction');
+    const p = probeLock(join(root, 'junction', 'resume.lock'));
+    expect(p.liveness).toBe('unknown');
+    expect(p.reason).toBe('open-error');
+  });
+
+  it('a runs root on a mapped network drive reads unknown (fs-not-local), and its open leg stays RUNNING', (ctx) => {
+    needs(ctx, 'network-drive');
+    const drive = process.env['RUNWARDEN_TEST_NETWORK_DRIVE'] as string;
+    const root = join(`${drive}\\`, `runs-${process.pid}-${runId()}`);
+    const id = runId();
+    const dir = join(root, id);
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(join(dir, 'events.jsonl'), openLeg(id));
+    writeFileSync(join(dir, 'resume.lock'), labelled(1));
+    const p = probeLock(join(dir, 'resume.lock'));
+    expect(p).toMatchObject({ liveness: 'unknown', reason: 'fs-not-local' });
+    expect(p.detail).toMatch(/^remote:/);
+    expect(runStatus(dir).status).toBe('RUNNING');
+  });
+});
+
+describe('the CLI on Windows', () => {
+  it('exec runs the command without a shell or signals, and the run reads its verdict; exit codes pass through', () => {
+    const root = tempDir();
+    const ok = cli(['exec', 'win-ok', '--root', root, '--', process.execPath, '-e', 'process.exit(0)']);
+    expect(ok.status, ok.stderr).toBe(0);
+    const bad = cli(['exec', 'win-bad', '--root', root, '--', process.execPath, '-e', 'process.exit(3)']);
+    expect(bad.status, bad.stderr).toBe(3);
+    expect(runStatus(join(root, 'win-ok')).status).toBe('PASS');
+    expect(runStatus(join(root, 'win-bad')).status).toBe('FAIL');
+    expect(readFileSync(join(root, 'win-ok', 'resume.lock'), 'latin1')).toMatch(/^oh-my-graph-lock 1\n\d+\nlocked-by LockFileEx\n$/);
+    const missing = cli(['exec', 'win-none', '--root', root, '--', 'no-such-command-here']);
+    expect(missing.status).toBe(127);
+  });
+
+  it('an exec that is killed leaves its leg open with the lock free: ABANDONED; watch notices it and ends', async () => {
+    const root = tempDir();
+    const exec = spawn(process.execPath, [CLI, 'exec', 'win-killed', '--root', root, '--', process.execPath, '-e', 'setInterval(() => {}, 1 << 30)'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    track(exec);
+    const dir = join(root, 'win-killed');
+    await until(() => existsSync(join(dir, 'exec.pgid')) && probeLock(join(dir, 'resume.lock')).liveness === 'held');
+    const child = Number(readFileSync(join(dir, 'exec.pgid'), 'utf8').trim());
+    expect(Number.isInteger(child) && child > 0).toBe(true);
+    const watch = spawn(process.execPath, [CLI, 'watch', 'win-killed', '--root', root], { stdio: ['ignore', 'pipe', 'pipe'] });
+    track(watch);
+    let out = '';
+    watch.stdout?.on('data', (d: Buffer) => (out += d.toString()));
+    await until(() => out.includes('RUNNING'));
+    exec.kill('SIGKILL');
+    await waitExit(exec);
+    try {
+      process.kill(child); // the command outlives its exec, as a process group does on POSIX
+    } catch {
+      /* already gone */
+    }
+    await waitExit(watch);
+    expect(out).toContain('ABANDONED');
+    expect(runStatus(dir).status).toBe('ABANDONED');
+  });
+
+  it('demo shows every status on Windows', async () => {
+    const root = join(tempDir(), 'demo');
+    const r = cli(['demo', '--root', root, '--hold-seconds', '1']);
+    expect(r.status, r.stderr).toBe(0);
+    for (const s of ['RUNNING', 'ABANDONED', 'PASS', 'FAIL']) expect(r.stdout).toContain(s);
+    // The live holder ends by itself after --hold-seconds; its files stay open until then, and a
+    // directory whose files another process holds open cannot be removed on Windows.
+    await until(() => listRuns(root).runs.every((x) => x.status !== 'RUNNING' && x.status !== 'PLANNING'));
+    const holders = listRuns(root).runs.map((x) => /^oh-my-graph-lock 1\n(\d+)\n/.exec(readFileSync(join(root, x.run_id, 'resume.lock'), 'latin1'))?.[1]);
+    for (const pid of holders) if (pid !== undefined) await until(() => processPresence(Number(pid)) === 'gone');
+  });
+
+  it('serve follows a run live: RUNNING, then ABANDONED once its holder is ended', async () => {
+    const root = tempDir();
+    const id = runId();
+    const dir = join(root, id);
+    mkdirSync(dir);
+    writeFileSync(join(dir, 'events.jsonl'), openLeg(id));
+    const h = await startHolder(join(dir, 'resume.lock'));
+    const serve: ChildProcess = spawn(process.execPath, [CLI, 'serve', '--root', root, '--port', '0'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    track(serve);
+    let out = '';
+    serve.stdout?.on('data', (d: Buffer) => (out += d.toString()));
+    serve.stderr?.on('data', (d: Buffer) => (out += d.toString()));
+    const at = /^runwarden serve: (http:\/\/[^\s]+:\d+)\/$/m;
+    await until(() => at.test(out));
+    const url = (at.exec(out) as RegExpExecArray)[1];
+    // node:http, not fetch: undici's connect fails under Wine 8 (connect UNKNOWN), node:http's does not.
+    const status = (): Promise<string | undefined> =>
+      new Promise((resolve, reject) => {
+        get(`${url}/api/runs`, (res) => {
+          let body = '';
+          res.setEncoding('utf8');
+          res.on('data', (d: string) => (body += d));
+          res.on('end', () => resolve((JSON.parse(body) as { runs: { run_id: string; status: string }[] }).runs.find((x) => x.run_id === id)?.status));
+        }).on('error', reject);
+      });
+    expect(await status()).toBe('RUNNING');
+    h.proc.kill('SIGKILL');
+    await waitExit(h.proc);
+    let last: string | undefined;
+    for (let i = 0; i < 600 && last !== 'ABANDONED'; i++) {
+      last = await status();
+      if (last !== 'ABANDONED') await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(last).toBe('ABANDONED');
+  });
+});
