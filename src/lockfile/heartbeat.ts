@@ -74,9 +74,15 @@ function drop(id) {
   try { fs.closeSync(l.fd); } catch {}
   if (held.size === 0 && timer !== undefined) { clearInterval(timer); timer = undefined; }
 }
+let losses = [];
 function lost(id, what, how) {
   drop(id);
-  parentPort.postMessage({ type: 'lost', id, what, how });
+  losses.push({ id, what, how });
+}
+function flush() {
+  if (losses.length === 0) return;
+  parentPort.postMessage({ type: 'lost', losses });
+  losses = [];
 }
 function look(id, l, now) {
   const d = ident(l.dir);
@@ -100,6 +106,7 @@ function look(id, l, now) {
 function tick() {
   const now = performance.now();
   for (const [id, l] of held) look(id, l, now);
+  flush();
 }
 parentPort.on('message', (m) => {
   if (m.type === 'drop') return drop(m.id);
@@ -109,13 +116,16 @@ parentPort.on('message', (m) => {
   try {
     fd = fs.openSync(b.dir, fs.constants.O_RDONLY | fs.constants.O_DIRECTORY | fs.constants.O_NOFOLLOW);
   } catch (e) {
-    parentPort.postMessage({ type: 'lost', id: m.id, what: 'directory', how: e && e.code === 'ENOENT' ? 'removed' : 'replaced' });
-    return;
+    lost(m.id, 'directory', e && e.code === 'ENOENT' ? 'removed' : 'replaced');
+    return flush();
   }
   const st = fs.fstatSync(fd, { bigint: true });
   const l = { dir: b.dir, dirId: b.dev + ':' + b.ino, sidecar: b.sidecar, sideId: b.sidecar === undefined ? undefined : b.sideDev + ':' + b.sideIno, sig: b.sig, update: b.update, fd, due: performance.now() + b.update };
   held.set(m.id, l);
-  if (st.dev + ':' + st.ino !== l.dirId) return lost(m.id, 'directory', 'replaced');
+  if (st.dev + ':' + st.ino !== l.dirId) {
+    lost(m.id, 'directory', 'replaced');
+    return flush();
+  }
   if (timer === undefined) timer = setInterval(tick, TICK_MS);
 });
 `;
@@ -135,13 +145,15 @@ function start(): Worker {
     });
   }
   const w = new Worker(WORKER_SOURCE, { eval: true, name: 'runwarden-lockfile' });
-  w.on('message', (m: { type: string; id: number; what: Loss['what']; how: Loss['how'] }) => {
+  w.on('message', (m: { type: string; losses: Array<{ id: number } & Loss> }) => {
     if (m.type !== 'lost') return;
-    const cb = onLoss.get(m.id);
-    if (cb === undefined) return;
-    onLoss.delete(m.id);
-    beats.delete(m.id);
-    cb({ what: m.what, how: m.how });
+    for (const { id, what, how } of m.losses) {
+      beats.delete(id);
+      const cb = onLoss.get(id);
+      if (cb === undefined) continue;
+      onLoss.delete(id);
+      cb({ what, how });
+    }
   });
   // A worker that ends (it should not) is started again for the locks still held.
   w.on('error', () => undefined);
@@ -166,9 +178,16 @@ export function keep(id: number, beat: Beat, lost: (loss: Loss) => void): void {
   worker.postMessage({ type: 'track', id, beat });
 }
 
-/** Stops keeping a lock (released): no refresh, no loss reported. */
-export function drop(id: number): void {
-  if (!beats.delete(id)) return;
+/**
+ * Stops keeping a lock that was released: no loss is reported for it. With
+ * `gone` (its directory was removed by the release, or its sidecar unlinked),
+ * the worker is not told: it finds that out at its next look and lets the lock
+ * go then, which saves a message per release; a directory the release left in
+ * place is dropped by message, so its mtime stops being refreshed.
+ */
+export function drop(id: number, gone: boolean): void {
   onLoss.delete(id);
+  if (gone) return;
+  if (!beats.delete(id)) return;
   worker?.postMessage({ type: 'drop', id });
 }

@@ -108,8 +108,12 @@ function acquire(file: string, options: ResolvedLockOptions): Held {
 function release(h: Held): void {
   h.released = true;
   if (locks.get(h.file) === h) locks.delete(h.file);
-  drop(h.id);
-  releaseTaken(h.taken);
+  let gone = false;
+  try {
+    gone = releaseTaken(h.taken);
+  } finally {
+    drop(h.id, gone);
+  }
 }
 
 function releasedError(): ProperLockfileError {

@@ -54,8 +54,14 @@ const MARK = /^runwarden-lockfile 1\n(\d{1,4}) (\d{1,20}) (\d{1,20}) (\d{1,10})\
 /** The signatures a holder picks from (microseconds within a millisecond); 0 is proper-lockfile's. */
 const SIG_MIN = 10;
 const SIG_SPAN = 980;
-/** How many times an exclusive attempt on a contended sidecar is repeated (a check()'s shared probe holds it for microseconds). */
-const CONTENDED_TRIES = 3;
+/**
+ * How many times an exclusive attempt on a contended sidecar is made, {@link CONTENDED_PAUSE_MS}
+ * apart: a check()'s shared probe holds it for microseconds. Kept short: every contended
+ * attempt pays it, synchronously (measured by bench/lockfile.mjs's mutual-exclusion run,
+ * where three tries a few tenths of a millisecond apart cost two thirds of the throughput).
+ */
+const CONTENDED_TRIES = 2;
+const CONTENDED_PAUSE_MS = 0.05;
 /** How many times a sidecar unlinked under us is reopened before giving up with ELOCKED. */
 const REOPEN_TRIES = 5;
 
@@ -178,7 +184,7 @@ function isStale(st: Stats, stale: number): boolean {
  * write, a read-only filesystem, or its directory missing): the lock is then
  * proper-lockfile's alone, whose mkdir reports the directory's own errors.
  */
-function openSidecar(path: string): number | undefined {
+function openSidecar(path: string): { fd: number; id: Identity } | undefined {
   let fd: number;
   try {
     fd = openSync(path, constants.O_RDWR | constants.O_CREAT | constants.O_NOFOLLOW | constants.O_NONBLOCK, 0o666);
@@ -187,28 +193,28 @@ function openSidecar(path: string): number | undefined {
     if (c === 'ENOENT' || c === 'EACCES' || c === 'EPERM' || c === 'EROFS' || c === 'ELOOP' || c === 'EISDIR' || c === 'ENXIO' || c === 'EOPNOTSUPP' || c === 'ETXTBSY') return undefined;
     throw err;
   }
-  if (!fstatSync(fd).isFile()) {
+  const st = fstatSync(fd, { bigint: true });
+  if (!st.isFile()) {
     closeSync(fd);
     return undefined;
   }
-  return fd;
+  return { fd, id: { dev: st.dev, ino: st.ino } };
 }
 
-/** LOCK_EX|LOCK_NB, tried {@link CONTENDED_TRIES} times a fraction of a millisecond apart. */
+/** LOCK_EX|LOCK_NB, tried {@link CONTENDED_TRIES} times. */
 function exclusive(fd: number): boolean {
   const op = nativeConstants().flockOp;
   for (let i = 0; ; i++) {
     if (flock(fd, op.Exclusive)) return true;
     if (i + 1 >= CONTENDED_TRIES) return false;
-    Atomics.wait(sleeper, 0, 0, 0.2 + 0.3 * Math.random());
+    Atomics.wait(sleeper, 0, 0, CONTENDED_PAUSE_MS);
   }
 }
 
-/** Unlinks `path` if it is still the file open as `fd` (this process holds its flock). */
-function unlinkIfOurs(path: string, fd: number): void {
+/** Unlinks `path` if it is still the file `mine` (this process holds its flock). */
+function unlinkIfOurs(path: string, mine: Identity): void {
   try {
-    const mine = fstatSync(fd, { bigint: true });
-    if (same(identityOf(path), { dev: mine.dev, ino: mine.ino })) unlinkSync(path);
+    if (same(identityOf(path), mine)) unlinkSync(path);
   } catch {
     /* left for the next holder, which reads its content under the flock */
   }
@@ -229,10 +235,10 @@ export function takeLock(file: string, dir: string, stale: number): Taken {
   if (!kernelLockHere(dir)) return takeWithoutKernel(file, dir, stale);
   const side = sidecarOf(dir);
   for (let i = 0; i < REOPEN_TRIES; i++) {
-    const fd = openSidecar(side);
-    if (fd === undefined) return takeWithoutKernel(file, dir, stale);
+    const opened = openSidecar(side);
+    if (opened === undefined) return takeWithoutKernel(file, dir, stale);
     try {
-      return takeWithKernel(file, dir, stale, side, fd);
+      return takeWithKernel(file, dir, stale, side, opened.fd, opened.id);
     } catch (err) {
       if (err !== REOPEN) throw err;
     }
@@ -240,14 +246,12 @@ export function takeLock(file: string, dir: string, stale: number): Taken {
   throw lockedError(file);
 }
 
-function takeWithKernel(file: string, dir: string, stale: number, side: string, fd: number): Taken {
+function takeWithKernel(file: string, dir: string, stale: number, side: string, fd: number, sideId: Identity): Taken {
   let locked = false;
   let owned = false;
   try {
     if (!exclusive(fd)) throw lockedError(file);
     locked = true;
-    const st = fstatSync(fd, { bigint: true });
-    const sideId = { dev: st.dev, ino: st.ino };
     // Granted on a sidecar its holder unlinked on release: start again on the one at the path.
     if (!same(identityOf(side), sideId)) throw REOPEN;
     const mark = readMark(fd);
@@ -261,7 +265,7 @@ function takeWithKernel(file: string, dir: string, stale: number, side: string, 
     return { dir, dirId, sidecar: side, sideFd: fd, sideId, sig };
   } catch (err) {
     if (owned) removeDir(dir);
-    if (locked && err !== REOPEN) unlinkIfOurs(side, fd);
+    if (locked && err !== REOPEN) unlinkIfOurs(side, sideId);
     closeSync(fd);
     throw err;
   }
@@ -356,18 +360,23 @@ function claimByMtimeFirst(file: string, dir: string, stale: number): void {
 /**
  * Releases a lock this process holds: removes its lock directory (only if
  * it is still the one taken), then unlinks the sidecar and closes it, which
- * frees the flock. Throws the directory's removal error (not ENOENT), after
- * the sidecar is freed all the same.
+ * frees the flock. Returns whether the directory taken is gone from its path.
+ * Throws the directory's removal error (not ENOENT), after the sidecar is
+ * freed all the same.
  */
-export function releaseTaken(t: Taken): void {
+export function releaseTaken(t: Taken): boolean {
   let failure: unknown;
+  let gone = false;
   try {
     if (same(identityOf(t.dir), t.dirId)) rmdirSync(t.dir);
+    gone = true;
   } catch (err) {
-    if (code(err) !== 'ENOENT') failure = err;
+    if (code(err) === 'ENOENT') gone = true;
+    else failure = err;
   }
   letGo(t);
   if (failure !== undefined) throw failure as Error;
+  return gone;
 }
 
 /**
@@ -376,7 +385,7 @@ export function releaseTaken(t: Taken): void {
  */
 export function letGo(t: Taken): void {
   if (t.sideFd < 0) return;
-  if (t.sidecar !== undefined) unlinkIfOurs(t.sidecar, t.sideFd);
+  if (t.sidecar !== undefined && t.sideId !== undefined) unlinkIfOurs(t.sidecar, t.sideId);
   try {
     closeSync(t.sideFd);
   } catch {
