@@ -14,7 +14,8 @@
  *    contender's successes while the holder still held (double holders) and
  *    the holder's onCompromised calls;
  * 4. mutual exclusion under load: P processes × N lock/release each on one
- *    file (test/fixtures/lockfile-stress.cjs, retrying every 1–2 ms), every
+ *    file (test/fixtures/lockfile-stress.cjs, retrying every 5–10 ms: 64
+ *    processes polling every millisecond on 2 cores starve the holder), every
  *    holding logged; counted: overlaps, and lock/release pairs per second.
  *
  *   node bench/lockfile.mjs [--quick] [--json FILE] [--only roundtrip,kill,blocked,stress]
@@ -45,8 +46,8 @@ const jsonOut = jsonAt >= 0 ? args[jsonAt + 1] : undefined;
 const onlyAt = args.indexOf('--only');
 const only = onlyAt >= 0 ? new Set(args[onlyAt + 1].split(',')) : undefined;
 const P = quick
-  ? { reps: 3, trips: 500, kills: 3, blockS: 12, procs: 8, each: 100 }
-  : { reps: 7, trips: 2000, kills: 10, blockS: 30, procs: 64, each: 1000 };
+  ? { reps: 3, trips: 500, kills: 3, blockS: 12, procs: 8, each: 100, retryMs: 5 }
+  : { reps: 7, trips: 2000, kills: 10, blockS: 30, procs: 64, each: 1000, retryMs: 5 };
 
 const work = mkdtempSync(join(tmpdir(), 'rw-bench-lockfile-'));
 const children = new Set();
@@ -211,7 +212,7 @@ async function stress() {
     const logFile = `${file}.log`;
     writeFileSync(logFile, '');
     const procs = [];
-    for (let i = 0; i < P.procs; i++) procs.push(child([STRESS, impl, file, logFile, String(P.each)]));
+    for (let i = 0; i < P.procs; i++) procs.push(child([STRESS, impl, file, logFile, String(P.each), String(P.retryMs)]));
     const done = await Promise.all(procs.map((p) => p.line(/^(done|error) /)));
     const bad = done.filter((l) => !l.startsWith('done'));
     if (bad.length > 0) throw new Error(`${impl}: ${bad[0]}`);
@@ -234,30 +235,26 @@ async function stress() {
   return { procs: P.procs, each: P.each, ...res };
 }
 
-const result = { quick, date: new Date().toISOString(), node: process.version };
-if (!only || only.has('roundtrip')) result.roundtrip = await roundTrip();
-if (!only || only.has('kill')) result.kill = await killTakeover();
-if (!only || only.has('blocked')) result.blocked = await blocked();
-if (!only || only.has('stress')) result.stress = await stress();
-
 const f1 = (x) => x.toFixed(1);
-const lines = [];
-if (result.roundtrip) {
-  const r = result.roundtrip;
-  lines.push(`round trip (${r.trips} × ${r.ratios.length} reps): runwarden ${f1(median(r.usPerTrip.rw))} µs, proper-lockfile ${f1(median(r.usPerTrip.plf))} µs; ratio median ${median(r.ratios).toFixed(2)} (quartiles ${quartiles(r.ratios).map((x) => x.toFixed(2)).join('–')})`);
+const say = (line) => process.stdout.write(`${line}\n`);
+const result = { quick, date: new Date().toISOString(), node: process.version };
+process.on('SIGINT', () => process.exit(130));
+process.on('SIGTERM', () => process.exit(143));
+if (!only || only.has('roundtrip')) {
+  const r = (result.roundtrip = await roundTrip());
+  say(`round trip (${r.trips} × ${r.ratios.length} reps): runwarden ${f1(median(r.usPerTrip.rw))} µs, proper-lockfile ${f1(median(r.usPerTrip.plf))} µs; ratio median ${median(r.ratios).toFixed(2)} (quartiles ${quartiles(r.ratios).map((x) => x.toFixed(2)).join('–')})`);
 }
-if (result.kill) {
-  const k = result.kill;
-  lines.push(`kill -9 to takeover (${k.kills} kills): runwarden p50 ${f1(median(k.ms.rw))} ms, max ${f1(Math.max(...k.ms.rw))} ms; proper-lockfile (stale ${k.plfStale}) p50 ${Math.round(median(k.ms.plf))} ms`);
+if (!only || only.has('kill')) {
+  const k = (result.kill = await killTakeover());
+  say(`kill -9 to takeover (${k.kills} kills): runwarden p50 ${f1(median(k.ms.rw))} ms, max ${f1(Math.max(...k.ms.rw))} ms; proper-lockfile (stale ${k.plfStale}) p50 ${Math.round(median(k.ms.plf))} ms`);
 }
-if (result.blocked) {
-  const b = result.blocked;
-  lines.push(`blocked loop ${b.blockS} s: runwarden ${b.rw.compromised} compromised, ${b.rw.doubleHolders} double holders of ${b.rw.tries} tries; proper-lockfile ${b.plf.compromised} compromised, ${b.plf.doubleHolders} double holders of ${b.plf.tries} tries`);
+if (!only || only.has('blocked')) {
+  const b = (result.blocked = await blocked());
+  say(`blocked loop ${b.blockS} s: runwarden ${b.rw.compromised} compromised, ${b.rw.doubleHolders} double holders of ${b.rw.tries} tries; proper-lockfile ${b.plf.compromised} compromised, ${b.plf.doubleHolders} double holders of ${b.plf.tries} tries`);
 }
-if (result.stress) {
-  const s = result.stress;
-  lines.push(`${s.procs} processes × ${s.each}: runwarden ${s.rw.overlaps} overlaps, ${Math.round(s.rw.perSecond)} pairs/s; proper-lockfile ${s.plf.overlaps} overlaps, ${Math.round(s.plf.perSecond)} pairs/s (ratio ${(s.rw.perSecond / s.plf.perSecond).toFixed(2)})`);
+if (!only || only.has('stress')) {
+  const st = (result.stress = await stress());
+  say(`${st.procs} processes × ${st.each}: runwarden ${st.rw.overlaps} overlaps, ${Math.round(st.rw.perSecond)} pairs/s; proper-lockfile ${st.plf.overlaps} overlaps, ${Math.round(st.plf.perSecond)} pairs/s (ratio ${(st.rw.perSecond / st.plf.perSecond).toFixed(2)})`);
 }
-process.stdout.write(`${lines.join('\n')}\n`);
 if (jsonOut) writeFileSync(jsonOut, JSON.stringify(result, null, 2));
 process.exit(0);

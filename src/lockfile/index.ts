@@ -72,10 +72,15 @@ function compromised(h: Held, what: 'directory' | 'sidecar', how: 'removed' | 'r
   if (h.released) return;
   h.released = true;
   if (locks.get(h.file) === h) locks.delete(h.file);
-  const name = what === 'directory' ? `its lock directory "${h.taken.dir}"` : `its sidecar "${h.taken.sidecar as string}"`;
+  const path = what === 'directory' ? h.taken.dir : (h.taken.sidecar as string);
+  // A removal reads as proper-lockfile's (the ENOENT its refresh meets); a replacement says what was found.
+  const message =
+    how === 'removed'
+      ? `ENOENT: no such file or directory, the lock ${what} '${path}' was removed by another process; the lock is lost`
+      : `The lock ${what} '${path}' was replaced by another process; the lock is lost`;
   // The sidecar's flock is let go: another runwarden process may now judge the directory by its mtime.
   letGo(h.taken);
-  h.options.onCompromised(new ProperLockfileError(`Lock compromised: ${name} was ${how} by another process`, 'ECOMPROMISED'));
+  h.options.onCompromised(new ProperLockfileError(message, 'ECOMPROMISED'));
 }
 
 /** Takes the lock once (the sync core of every lock call) and records it. */
