@@ -55,13 +55,13 @@ const MARK = /^runwarden-lockfile 1\n(\d{1,4}) (\d{1,20}) (\d{1,20}) (\d{1,10})\
 const SIG_MIN = 10;
 const SIG_SPAN = 980;
 /**
- * How many times an exclusive attempt on a contended sidecar is made, {@link CONTENDED_PAUSE_MS}
- * apart: a check()'s shared probe holds it for microseconds. Kept short: every contended
- * attempt pays it, synchronously (measured by bench/lockfile.mjs's mutual-exclusion run,
- * where three tries a few tenths of a millisecond apart cost two thirds of the throughput).
+ * How many times an exclusive attempt on a contended sidecar is made, back to back: a check()'s
+ * shared probe holds it for microseconds, so a second try may find it gone. No pause between
+ * them: a synchronous pause, however short on paper (Atomics.wait sleeps far longer than 50 µs
+ * under the kernel's timer slack), is paid by every contended attempt, and bench/lockfile.mjs's
+ * mutual-exclusion run lost most of its throughput to one.
  */
 const CONTENDED_TRIES = 2;
-const CONTENDED_PAUSE_MS = 0.05;
 /** How many times a sidecar unlinked under us is reopened before giving up with ELOCKED. */
 const REOPEN_TRIES = 5;
 
@@ -86,8 +86,6 @@ export interface Taken {
   /** The mtime signature (µs), 0 without a sidecar. */
   readonly sig: number;
 }
-
-const sleeper = new Int32Array(new SharedArrayBuffer(4));
 
 function code(err: unknown): string | undefined {
   const c = (err as { code?: unknown } | null)?.code;
@@ -204,11 +202,8 @@ function openSidecar(path: string): { fd: number; id: Identity } | undefined {
 /** LOCK_EX|LOCK_NB, tried {@link CONTENDED_TRIES} times. */
 function exclusive(fd: number): boolean {
   const op = nativeConstants().flockOp;
-  for (let i = 0; ; i++) {
-    if (flock(fd, op.Exclusive)) return true;
-    if (i + 1 >= CONTENDED_TRIES) return false;
-    Atomics.wait(sleeper, 0, 0, CONTENDED_PAUSE_MS);
-  }
+  for (let i = 0; i < CONTENDED_TRIES; i++) if (flock(fd, op.Exclusive)) return true;
+  return false;
 }
 
 /** Unlinks `path` if it is still the file `mine` (this process holds its flock). */
