@@ -17,6 +17,7 @@ const root = dirname(dirname(fileURLToPath(import.meta.url)));
 export const BUN_FILES = [
   'test/runtime-bun.test.ts',
   'test/lock-*.test.ts',
+  'test/lockfile.test.ts',
   'test/status*.test.ts',
   'test/runs*.test.ts',
   'test/leg-writer.test.ts',
