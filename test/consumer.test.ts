@@ -589,7 +589,12 @@ describe('consumers of the installed tarball', () => {
     const dir = sharedConsumer();
     const out = join(work, 'bundle');
     mkdirSync(out);
-    ok(run(ESBUILD, ['app.mjs', '--bundle', '--platform=node', '--format=esm', `--outfile=${join(out, 'app.mjs')}`, '--log-level=error'], { cwd: dir }), 'esbuild esm');
+    // runwarden is CommonJS: esbuild's ES module output needs a require for the built-ins it requires (docs/install.md, "Bundlers").
+    const banner = "--banner:js=import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);";
+    ok(run(ESBUILD, ['app.mjs', '--bundle', '--platform=node', '--format=esm', banner, `--outfile=${join(out, 'app.mjs')}`, '--log-level=error'], { cwd: dir }), 'esbuild esm');
+    ok(run(ESBUILD, ['app.mjs', '--bundle', '--platform=node', '--format=esm', `--outfile=${join(out, 'bare.mjs')}`, '--log-level=error'], { cwd: dir }), 'esbuild esm, no banner');
+    const bare = run(process.execPath, ['bare.mjs'], { cwd: out, env: { ...process.env, RUNWARDEN_ADDON: './runwarden.node' } });
+    expect({ status: bare.status, said: /Dynamic require of "node:[a-z_]+" is not supported/.test(bare.stderr) }, 'what docs/install.md says without the banner').toEqual({ status: 1, said: true });
     ok(run(ESBUILD, ['app.mjs', '--bundle', '--platform=node', '--format=cjs', `--outfile=${join(out, 'app.cjs')}`, '--log-level=error'], { cwd: dir }), 'esbuild cjs');
     copyFileSync(join(dir, 'node_modules', 'runwarden', 'prebuilds', `linux-${process.arch}`, 'runwarden.node'), join(out, 'runwarden.node'));
     const env = { ...process.env, RUNWARDEN_ADDON: '' };
