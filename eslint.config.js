@@ -73,8 +73,14 @@ export default defineConfig(
   },
   {
     // Plain JavaScript: tsc infers types without checking them, so most values are `any`.
-    files: ['**/*.js', '**/*.mjs'],
+    files: ['**/*.js', '**/*.mjs', '**/*.cjs'],
     rules: UNSAFE_ANY,
+  },
+  {
+    // CommonJS fixtures: they require() the package as a CommonJS user does.
+    files: ['**/*.cjs'],
+    languageOptions: { sourceType: 'commonjs' },
+    rules: { '@typescript-eslint/no-require-imports': 'off' },
   },
   {
     // The tests read JSON documents (a CLI's stdout, an HTTP body) and assert on them with expect().

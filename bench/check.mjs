@@ -174,6 +174,24 @@ const GROUPS = {
       return { facts: { peers: runs }, comparable: true, detail: `proper-lockfile stale window 2 s, stop 4 s, ${reps} repetitions` };
     },
   },
+  /**
+   * bench/lockfile.mjs as the headlines ran it: runwarden/lockfile against proper-lockfile: the round trip (a ratio
+   * per repetition), kill -9 to takeover, a 30 s blocked event loop and 64 processes × 1,000 (facts).
+   */
+  lockfile: {
+    provides: ['lockfile-roundtrip', 'lockfile-kill', 'lockfile-blocked', 'lockfile-stress'],
+    run(o) {
+      const dir = mkdtempSync(join(tmpdir(), 'rw-check-lockfile-'));
+      cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+      const out = join(dir, 'figures.json');
+      const args = [join(benchDir, 'lockfile.mjs'), ...(o.quick ? ['--quick'] : []), '--json', out];
+      log(`lockfile: node bench/lockfile.mjs ${o.quick ? '--quick ' : ''}(round trip, kill -9, a blocked loop, P processes × N)`);
+      const r = spawnSync(process.execPath, args, { stdio: ['ignore', 'ignore', 'inherit'] });
+      if (r.status !== 0 || !existsSync(out)) throw new CannotMeasure(`node bench/lockfile.mjs exited ${r.status ?? r.signal} without its figures`);
+      const doc = JSON.parse(readFileSync(out, 'utf8'));
+      return { ratios: { 'lockfile-roundtrip': doc.roundtrip.ratios }, facts: { lockfile: doc }, comparable: doc.quick === false, detail: doc.quick ? 'reduced (--quick): not comparable' : `${doc.roundtrip.ratios.length} × ${doc.roundtrip.trips} round trips, ${doc.kill.kills} kills, ${doc.blocked.blockS} s blocked, ${doc.stress.procs} × ${doc.stress.each}` };
+    },
+  },
   /** bench/pollers.js in `npm run bench -- --quick`'s cells (P = 1, 4, 16; 2 × 150 ms windows): wrong answers and refused legs. */
   pollers: {
     provides: ['pollers', 'false-busy'],
@@ -460,6 +478,36 @@ const FACT_JUDGES = {
       const { firstGone, secondLocker } = peers.scenarios.stop;
       const holds = firstGone.runwarden === undefined && firstGone['proper-lockfile'] !== undefined && (!stored.includes('granted') || secondLocker['proper-lockfile'] === 'granted');
       return { now: `runwarden ${firstGone.runwarden === undefined ? 'alive throughout' : 'said dead'}; proper-lockfile ${firstGone['proper-lockfile'] === undefined ? 'alive throughout' : `dead after ${Math.round(firstGone['proper-lockfile'])} ms, second owner ${secondLocker['proper-lockfile']}`}`, holds };
+    },
+  },
+  'lockfile-kill': {
+    tolerance: "runwarden's median takeover under 50 ms and within 5× the stored one; proper-lockfile's at least its stale window (2000 ms)",
+    judge(stored, { lockfile }) {
+      const med = (xs) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)];
+      const rw = med(lockfile.kill.ms.rw);
+      const pl = med(lockfile.kill.ms.plf);
+      const was = numberAfter(stored, 'runwarden p50');
+      const holds = was !== undefined && rw < 50 && rw <= 5 * was && pl >= lockfile.kill.plfStale;
+      return { now: `runwarden p50 ${rw.toFixed(1)} ms; proper-lockfile p50 ${Math.round(pl)} ms`, holds };
+    },
+  },
+  'lockfile-blocked': {
+    tolerance: 'runwarden: 0 compromised and 0 double holders; proper-lockfile: some of each, when the stored fact says so',
+    judge(stored, { lockfile }) {
+      const { rw, plf } = lockfile.blocked;
+      const plfSaid = numberAfter(stored, 'proper-lockfile') ?? 0;
+      const holds = rw.compromised === 0 && rw.doubleHolders === 0 && (plfSaid === 0 || (plf.compromised > 0 && plf.doubleHolders > 0));
+      return { now: `runwarden ${rw.compromised} compromised, ${rw.doubleHolders} double holders; proper-lockfile ${plf.compromised} compromised, ${plf.doubleHolders} double holders`, holds };
+    },
+  },
+  'lockfile-stress': {
+    tolerance: 'no overlap for either; the throughput ratio within 2× of the stored one',
+    judge(stored, { lockfile }) {
+      const { rw, plf } = lockfile.stress;
+      const ratio = rw.perSecond / plf.perSecond;
+      const was = numberAfter(stored, 'ratio');
+      const holds = rw.overlaps === 0 && plf.overlaps === 0 && was !== undefined && within(ratio, was, 2);
+      return { now: `${rw.overlaps} / ${plf.overlaps} overlaps; ratio ${ratio.toFixed(2)}`, holds };
     },
   },
   'peers-recycled': {

@@ -1,19 +1,18 @@
 // Part of `npm run build`, after tsc: decides which declarations the tarball
 // ships.
 //
-// The public declarations are dist/index.d.ts and every .d.ts it reaches by
-// relative imports (import/export ... from, import('...')). Every other .d.ts
+// The public declarations are dist/index.d.ts, dist/lockfile/index.d.ts (the
+// entry points' CommonJS declarations; their ES module twins, dist/*.d.mts,
+// re-export them) and every .d.ts they reach by relative imports (import/export ... from, import('...')). Every other .d.ts
 // (the CLI's, the server's, internal modules no public type mentions) is named
 // in dist/.npmignore, which npm applies inside the "files" entry, so only the
 // public .d.ts are packed. The list is computed, not written by hand, so it
 // follows the API as it changes.
 //
-// There are no CommonJS (.d.cts) twins: the package is one ES module build, and
-// CommonJS code loads it through require(esm), so its one set of ESM
-// declarations is the truth for both (docs/install.md, "Module formats"). Earlier builds
-// wrote .d.cts copies behind a "require" condition; they described the ESM
-// file as CommonJS ("masquerading as CJS" to @arethetypeswrong/cli). Any left
-// in dist/ by such a build are removed here so they are never packed.
+// dist/ is CommonJS (dist/package.json, scripts/build-cjs.mjs), so its .d.ts
+// declarations are CommonJS ones, and each entry point's .d.mts re-exports
+// them for ES module importers. No .d.cts file describes anything: any left in
+// dist/ are removed here so they are never packed.
 import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -31,7 +30,7 @@ function walk(dir, out = []) {
 }
 
 const reachable = new Set();
-const queue = [join(dist, 'index.d.ts')];
+const queue = [join(dist, 'index.d.ts'), join(dist, 'lockfile', 'index.d.ts')];
 while (queue.length > 0) {
   const file = queue.pop();
   if (reachable.has(file)) continue;

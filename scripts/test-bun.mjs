@@ -19,6 +19,7 @@ const root = dirname(dirname(fileURLToPath(import.meta.url)));
 export const BUN_FILES = [
   'test/runtime-bun.test.ts',
   'test/addon-*.test.ts',
+  'test/lockfile.test.ts',
   'test/auto-leg.test.ts',
   'test/bounds.test.ts',
   'test/browser-dashboard.test.ts',

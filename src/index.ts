@@ -51,6 +51,8 @@ export {
   WriteError,
   LockLostError,
   AbortError,
+  ProperLockfileError,
+  type ProperLockfileErrorCode,
   type ErrorCode,
   type LockFileErrorCode,
   type LockLostReason,

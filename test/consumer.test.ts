@@ -243,9 +243,8 @@ console.log(JSON.stringify({ child: JSON.parse(child.stdout), probeAfter: rw.pro
 `;
 
 /**
- * (b) TypeScript CommonJS (module nodenext, which since TypeScript 5.8 models
- * require(esm)): type-checks against the one set of ESM declarations, emits
- * require(), runs.
+ * (b) TypeScript CommonJS (module nodenext): type-checks against the CommonJS
+ * build's declarations, emits require(), runs.
  */
 const CJS_TS = `
 import { probeLock, RunwardenError, type ProbeResult } from 'runwarden';
@@ -399,7 +398,7 @@ engine.close();
 console.log(JSON.stringify({ node: process.versions.node, addon: loadedAddonPath(), during, after: runStatus(runDir).status }));
 `;
 
-/** Under each Node major, CommonJS: require(esm), a lock held and probed, released. */
+/** Under each Node major, CommonJS: require() of the CommonJS build, a lock held and probed, released. */
 const VERSIONS_CJS = `
 const { acquireLock, probeLock } = require('runwarden');
 const { mkdtempSync } = require('node:fs');
@@ -411,6 +410,39 @@ const held = probeLock(lockPath).liveness;
 lock.release();
 console.log(JSON.stringify({ node: process.versions.node, held, after: probeLock(lockPath).liveness }));
 `;
+
+/**
+ * (g) Under Jest 29's module runtime, which loads CommonJS with its own
+ * require and has no require(esm): the tests of the Node tools that would adopt
+ * runwarden/lockfile run there.
+ */
+const JEST_TEST = `
+const rw = require('runwarden');
+const lockfile = require('runwarden/lockfile');
+const { mkdtempSync, writeFileSync } = require('node:fs');
+const { tmpdir } = require('node:os');
+const { join } = require('node:path');
+
+test('require("runwarden") loads the library', () => {
+  expect(typeof rw.probeLock).toBe('function');
+  expect(rw.probeLock('/nonexistent-rw/resume.lock').liveness).toBe('unknown');
+});
+
+test('require("runwarden/lockfile") has proper-lockfile shape, and its lock is the kernel lock', async () => {
+  expect(lockfile.lock).toBe(lockfile);
+  const file = join(mkdtempSync(join(tmpdir(), 'rw-jest-')), 'foo');
+  writeFileSync(file, '');
+  const release = await lockfile.lock(file);
+  const refused = await lockfile.lock(file).catch((e) => e);
+  expect(refused.code).toBe('ELOCKED');
+  expect(refused.message).toBe('Lock file is already being held');
+  expect(refused instanceof rw.RunwardenError).toBe(true);
+  expect(await lockfile.check(file)).toBe(true);
+  await release();
+  expect(await lockfile.check(file)).toBe(false);
+});
+`;
+const JEST_CONFIG = `module.exports = { rootDir: __dirname, testEnvironment: 'node', testMatch: ['<rootDir>/*.jest.js'], transform: {}, watchman: false };\n`;
 
 // ---------------------------------------------------------------- the shared consumer
 
@@ -436,6 +468,8 @@ function sharedConsumer(): string {
     'which-addon.mjs': WHICH_ADDON,
     'versions.mjs': VERSIONS_ESM,
     'cjs/versions.js': VERSIONS_CJS,
+    'cjs/jest.config.js': JEST_CONFIG,
+    'cjs/rw.jest.js': JEST_TEST,
   });
   ok(install, 'npm install of the tarball');
   shared = dir;
@@ -460,9 +494,11 @@ describe('the packed tarball', () => {
     expect(p.files.filter((x) => /^(src|test|bench|\.ci)\//.test(x))).toEqual(['bench/pollers.svg']);
     for (const must of ['docs/README.md', 'docs/cli.md', 'docs/api/README.md', 'docs/dashboard.png', 'deploy/prometheus/runwarden-rules.yml']) expect(f.has(must), must).toBe(true);
     expect(p.files.filter((x) => x.startsWith('scripts/')).sort()).toEqual(['scripts/install.mjs', 'scripts/node-gyp.mjs']);
-    // Declarations: the CLI's and the server's are not public; one ESM set, no CommonJS twins (docs/install.md, "Module formats").
+    // Declarations: the CLI's and the server's are not public; the CommonJS build's .d.ts, and one .d.mts per
+    // ES module entry point re-exporting them (docs/install.md, "Module formats").
     expect(p.files.filter((x) => /^dist\/(cli|serve)\/.*\.d\.c?ts$/.test(x))).toEqual([]);
-    expect(p.files.filter((x) => /\.d\.c?mts$|\.d\.cts$/.test(x))).toEqual([]);
+    expect(p.files.filter((x) => /\.d\.c?mts$|\.d\.cts$/.test(x))).toEqual(['dist/index.d.mts', 'dist/lockfile.d.mts']);
+    for (const must of ['dist/package.json', 'dist/index.mjs', 'dist/lockfile.js', 'dist/lockfile.mjs', 'dist/lockfile/index.d.ts', 'lockfile/package.json']) expect(f.has(must), must).toBe(true);
     // Every relative import of a shipped declaration is shipped too.
     const unpacked = join(work, 'unpacked');
     mkdirSync(unpacked);
@@ -582,7 +618,12 @@ describe('consumers of the installed tarball', () => {
     const dir = sharedConsumer();
     const out = join(work, 'bundle');
     mkdirSync(out);
-    ok(run(ESBUILD, ['app.mjs', '--bundle', '--platform=node', '--format=esm', `--outfile=${join(out, 'app.mjs')}`, '--log-level=error'], { cwd: dir }), 'esbuild esm');
+    // runwarden is CommonJS: esbuild's ES module output needs a require for the built-ins it requires (docs/install.md, "Bundlers").
+    const banner = "--banner:js=import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);";
+    ok(run(ESBUILD, ['app.mjs', '--bundle', '--platform=node', '--format=esm', banner, `--outfile=${join(out, 'app.mjs')}`, '--log-level=error'], { cwd: dir }), 'esbuild esm');
+    ok(run(ESBUILD, ['app.mjs', '--bundle', '--platform=node', '--format=esm', `--outfile=${join(out, 'bare.mjs')}`, '--log-level=error'], { cwd: dir }), 'esbuild esm, no banner');
+    const bare = run(process.execPath, ['bare.mjs'], { cwd: out, env: { ...process.env, RUNWARDEN_ADDON: './runwarden.node' } });
+    expect({ status: bare.status, said: /Dynamic require of "node:[a-z_]+" is not supported/.test(bare.stderr) }, 'what docs/install.md says without the banner').toEqual({ status: 1, said: true });
     ok(run(ESBUILD, ['app.mjs', '--bundle', '--platform=node', '--format=cjs', `--outfile=${join(out, 'app.cjs')}`, '--log-level=error'], { cwd: dir }), 'esbuild cjs');
     copyFileSync(join(dir, 'node_modules', 'runwarden', 'prebuilds', `linux-${process.arch}`, 'runwarden.node'), join(out, 'runwarden.node'));
     const env = { ...process.env, RUNWARDEN_ADDON: '' };
@@ -594,7 +635,8 @@ describe('consumers of the installed tarball', () => {
       const without = lastJson<{ name: string; code: string; addonLoadError: boolean; message: string }>(ok(run(process.execPath, [bundle], { cwd: out, env }), `${bundle} alone`));
       expect(without, bundle).toMatchObject({ name: 'AddonLoadError', code: 'ERR_RUNWARDEN_NATIVE', addonLoadError: true });
       expect(without.message, bundle).toMatch(/RUNWARDEN_ADDON/);
-      expect(without.message, bundle).toMatch(bundle === 'app.cjs' ? /package directory is unknown/ : /prebuild: .*runwarden\.node is not there[\s\S]*compiled build/);
+      // Bundled, the code is not in its package directory, ESM or CommonJS: only an explicit addon path can serve.
+      expect(without.message, bundle).toMatch(/package directory is unknown/);
       const wrong = lastJson<{ code: string; message: string }>(ok(run(process.execPath, [bundle], { cwd: out, env: { ...env, RUNWARDEN_ADDON: './nope.node' } }), `${bundle} + a wrong path`));
       expect(wrong.code).toBe('ERR_RUNWARDEN_NATIVE');
       expect(wrong.message).toContain(join(out, 'nope.node'));
@@ -613,9 +655,20 @@ describe('consumers of the installed tarball', () => {
   }, SLOW);
 });
 
+describe('under Jest 29', () => {
+  it('(g) Jest\'s own CommonJS runtime (no require(esm)) loads runwarden and runwarden/lockfile from the installed tarball', () => {
+    const dir = sharedConsumer();
+    const jest = join(ROOT, 'node_modules', 'jest', 'bin', 'jest.js');
+    const r = run(process.execPath, [jest, '--config', 'cjs/jest.config.js', '--ci', '--runInBand', '--json'], { cwd: dir });
+    expect(r.status, `${r.stdout}\n${r.stderr}`).toBe(0);
+    const report = JSON.parse(r.stdout.slice(r.stdout.indexOf('{'))) as { numPassedTests: number; numFailedTests: number };
+    expect(report).toMatchObject({ numPassedTests: 2, numFailedTests: 0 });
+  }, SLOW);
+});
+
 describe('the installed tarball under Node 20, 22, 24 and 26 (binaries from scripts/runtime.sh)', () => {
   for (const major of [20, 22, 24, 26] as const) {
-    it(`Node ${major}: ESM (a leg, a probe, a live engine) and CommonJS (require(esm), a lock) with the same prebuild; \`await using\` parses from 24`, (ctx: TestContext) => {
+    it(`Node ${major}: ESM (a leg, a probe, a live engine) and CommonJS (require(), a lock) with the same prebuild; \`await using\` parses from 24`, (ctx: TestContext) => {
       // The machine's own node serves for its major; the others come from the cache.
       const own = process.versions.node.split('.')[0] === String(major);
       if (!own) needs(ctx, `node-${major}`);

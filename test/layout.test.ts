@@ -15,7 +15,7 @@ import { describe, expect, it } from 'vitest';
 const SRC = join(dirname(fileURLToPath(import.meta.url)), '..', 'src');
 
 /** Lowest first. `index.ts` at the root may import anything. */
-const LAYERS = ['contract', 'kernel', 'lock', 'read', 'status', 'write', 'live', 'serve', 'cli'] as const;
+const LAYERS = ['contract', 'kernel', 'lock', 'lockfile', 'read', 'status', 'write', 'live', 'serve', 'cli'] as const;
 
 function modules(dir: string): string[] {
   const out: string[] = [];

@@ -30,6 +30,11 @@ export const ERROR_CODES = [
   'EWRITE',
   'ECLOSED',
   'ERR_RUNWARDEN_NATIVE',
+  'ELOCKED',
+  'ENOTACQUIRED',
+  'ERELEASED',
+  'ECOMPROMISED',
+  'ESYNC',
 ] as const;
 
 /** A code from {@link ERROR_CODES}. */
@@ -318,6 +323,32 @@ export class RunIdError extends RunwardenError {
   constructor(message: string) {
     super(message, 'EBADRUNID');
     this.name = 'RunIdError';
+  }
+}
+
+/** The codes a {@link ProperLockfileError} carries: proper-lockfile 4.x's own. */
+export type ProperLockfileErrorCode = 'ELOCKED' | 'ENOTACQUIRED' | 'ERELEASED' | 'ECOMPROMISED' | 'ESYNC';
+
+/**
+ * An error of `runwarden/lockfile`, proper-lockfile's API (docs/lockfile.md).
+ * Code and message are proper-lockfile's, so code written for it branches the
+ * same way: `ELOCKED` "Lock file is already being held" (with `file`),
+ * `ENOTACQUIRED` "Lock is not acquired/owned by you", `ERELEASED` "Lock is
+ * already released", `ESYNC` "Cannot use retries with the sync api", and
+ * `ECOMPROMISED`, handed to `onCompromised` when the lock directory or its
+ * sidecar file was removed or replaced by someone else (its message says
+ * which). The kernel's own refusals (ENOENT, EACCES, EROFS, ENOSPC, …) are
+ * Node's fs errors, as proper-lockfile passes them on.
+ */
+export class ProperLockfileError extends RunwardenError {
+  /** The code of this class of failure, from {@link ERROR_CODES}. */
+  declare readonly code: ProperLockfileErrorCode;
+  /** For `ELOCKED`: the file whose lock is held, resolved as the call resolved it. */
+  readonly file: string | undefined;
+  constructor(message: string, code: ProperLockfileErrorCode, file?: string) {
+    super(message, code);
+    this.name = 'ProperLockfileError';
+    this.file = file;
   }
 }
 

@@ -65,3 +65,8 @@ export function describeFsType(type: number | string): string {
   const name = LINUX_LOCAL_FS.get(type) ?? LINUX_NAMED_OTHER.get(type);
   return name ? `${name} (${hex})` : hex;
 }
+
+/** Whether a filesystem type (a linux magic or a darwin name, as fsTypeOf answers) is on the known-local list. */
+export function isKnownLocalFs(type: number | string): boolean {
+  return typeof type === 'string' ? DARWIN_LOCAL_FS.includes(type) : LINUX_LOCAL_FS.has(type);
+}

@@ -281,13 +281,21 @@ export const PREBUILD_TARGETS = ['linux-x64', 'linux-arm64', 'linuxmusl-x64', 'l
 
 /**
  * The package root (dist/kernel/native.js and src/kernel/native.ts both live
- * two levels below it), or undefined when this code runs without a file URL
- * of its own (a CommonJS bundle, where import.meta is empty).
+ * two levels below it), or undefined when this code does not run from its
+ * package: bundled into an ES module app (no file URL of its own) or into a
+ * CommonJS one (whose file is the bundle's, with no runwarden package.json two
+ * levels above it).
  */
 function packageRoot(): string | undefined {
   const url: unknown = import.meta.url;
   if (typeof url !== 'string' || !url.startsWith('file:')) return undefined;
-  return dirname(dirname(dirname(fileURLToPath(url))));
+  const root = dirname(dirname(dirname(fileURLToPath(url))));
+  try {
+    const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { name?: unknown };
+    return pkg.name === 'runwarden' ? root : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /**
@@ -489,7 +497,7 @@ export function native(): NativeBinding {
 
   const root = packageRoot();
   if (root === undefined) {
-    attempts.push({ what: 'prebuild and compiled build', why: 'this code has no file URL (a CommonJS bundle?), so the package directory is unknown' });
+    attempts.push({ what: 'prebuild and compiled build', why: 'this code does not run from its package directory (a bundle?), so the package directory is unknown' });
   } else {
     const pre = prebuildFor(root);
     if ('why' in pre) {
