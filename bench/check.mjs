@@ -481,13 +481,13 @@ const FACT_JUDGES = {
     },
   },
   'lockfile-kill': {
-    tolerance: "runwarden's median takeover under 50 ms and within 5× the stored one; proper-lockfile's at least its stale window (2000 ms)",
+    tolerance: "runwarden's median takeover under the 50 ms goal, and the stored median within the fresh kills' min–max; proper-lockfile's at least its stale window (2000 ms)",
     judge(stored, { lockfile }) {
       const med = (xs) => [...xs].sort((a, b) => a - b)[Math.floor((xs.length - 1) / 2)];
       const rw = med(lockfile.kill.ms.rw);
       const pl = med(lockfile.kill.ms.plf);
       const was = numberAfter(stored, 'runwarden p50');
-      const holds = was !== undefined && rw < 50 && rw <= 5 * was && pl >= lockfile.kill.plfStale;
+      const holds = rw < 50 && inReps(was, lockfile.kill.ms.rw) && pl >= lockfile.kill.plfStale;
       return { now: `runwarden p50 ${rw.toFixed(1)} ms; proper-lockfile p50 ${Math.round(pl)} ms`, holds };
     },
   },
@@ -501,13 +501,12 @@ const FACT_JUDGES = {
     },
   },
   'lockfile-stress': {
-    tolerance: 'no overlap for either; the throughput ratio within 2× of the stored one',
+    tolerance: 'no overlap for either; the throughput ratio is reported beside, not judged (one run of each, minutes long, has no spread to judge a stored ratio by)',
     judge(stored, { lockfile }) {
       const { rw, plf } = lockfile.stress;
       const ratio = rw.perSecond / plf.perSecond;
-      const was = numberAfter(stored, 'ratio');
-      const holds = rw.overlaps === 0 && plf.overlaps === 0 && was !== undefined && within(ratio, was, 2);
-      return { now: `${rw.overlaps} / ${plf.overlaps} overlaps; ratio ${ratio.toFixed(2)}`, holds };
+      const holds = rw.overlaps === 0 && plf.overlaps === 0;
+      return { now: `${rw.overlaps} / ${plf.overlaps} overlaps; throughput ratio ${ratio.toFixed(2)} (not judged)`, holds };
     },
   },
   'peers-recycled': {

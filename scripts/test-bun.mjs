@@ -91,6 +91,10 @@ export const LEFT_OUT_FILES = [
       "they hold the repository to itself (its pages, API report, contract, layout, headline record, packed tarball, darwin build and the suite's own rules); " +
       'what they run is what a contributor runs with Node (tsc, typedoc, npm pack, zig), not the library under a consumer\'s runtime',
   },
+  {
+    files: ['win-build', 'windows'],
+    why: "their subject is the Windows addon: built by zig and checked as PE files (win-build), or run by Node for Windows under Wine in the Windows lane (windows); on linux the second skips as Windows only whatever runtime starts it",
+  },
   { files: ['consumer'], why: 'it packs and installs with npm and runs the package under each Node major itself' },
   { files: ['runtime-deno'], why: "its subject is Deno's refusal, run by Deno; the runtime that starts the test changes nothing it checks" },
   { files: ['scan-arm64'], why: "its subject is the arm64 build run by Debian's arm64 node under qemu-user; the runtime that starts the test changes nothing it checks" },
