@@ -61,7 +61,8 @@ export type ProbeReason =
   | 'fs-not-local'
   | 'fs-error'
   | 'unsupported-platform'
-  | 'lock-replaced';
+  | 'lock-replaced'
+  | 'record-lock';
 
 /** The reason a `held` answer gives. */
 export type HeldReason = 'flock-held';
@@ -113,6 +114,7 @@ export const PROBE_REASONS: readonly ProbeReason[] = [
   'fs-error',
   'unsupported-platform',
   'lock-replaced',
+  'record-lock',
 ];
 
 

@@ -18,6 +18,9 @@
  * - `entryWrites`: a directory watch tells writes to the files in it, by name (inotify IN_MODIFY).
  *   kqueue's directory NOTE_WRITE fires only when an entry is created, removed or renamed
  *   (kqueue(2)): an append to a file is told only by a watch on that file.
+ * - `oneLockList`: flock(2) locks and fcntl(2) record locks are one list per file, so a record lock
+ *   of another process keeps a flock out (darwin: xnu's lf_getblock does not tell them apart);
+ *   apart on linux, where only a flock blocks a flock.
  */
 import { native } from './native.js';
 
@@ -28,6 +31,7 @@ export interface SystemFacts {
   readonly watchHoldsDescriptor: boolean;
   readonly exitWatchHoldsDescriptor: boolean;
   readonly entryWrites: boolean;
+  readonly oneLockList: boolean;
 }
 
 let facts: SystemFacts | undefined;
@@ -36,7 +40,7 @@ let facts: SystemFacts | undefined;
 export function systemFacts(): SystemFacts {
   if (facts !== undefined) return facts;
   const n = native();
-  const sys = n.system ?? { procfs: n.platform === 'linux', holderTable: n.platform === 'linux' ? 'proc-locks' : 'none' };
+  const sys: NonNullable<typeof n.system> = n.system ?? { procfs: n.platform === 'linux', holderTable: n.platform === 'linux' ? 'proc-locks' : 'none' };
   facts = Object.freeze({
     procfs: sys.procfs,
     closeWrite: n.notify.mask['closeWrite'] !== undefined,
@@ -44,6 +48,7 @@ export function systemFacts(): SystemFacts {
     watchHoldsDescriptor: n.notify.backend === 'kqueue',
     exitWatchHoldsDescriptor: n.notify.exitBackend === 'pidfd',
     entryWrites: n.notify.backend === 'inotify',
+    oneLockList: sys.oneLockList ?? false,
   });
   return facts;
 }
