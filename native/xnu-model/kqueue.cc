@@ -139,6 +139,7 @@ struct Kq {
   int in = -1;
   int wake = -1;
   int mounts = -1;  // /proc/self/mountinfo, polled for a change of the mount table
+  std::set<long> mount_ids;  // the mounts in it when last read
   std::map<Key, Knote> knotes;
   std::deque<Key> fired;
   std::map<int, std::set<uintptr_t>> by_wd;        // inotify watch -> vnode idents on that inode
@@ -386,26 +387,38 @@ long MountOf(int fd) {
   return id;
 }
 
-// The mount table changed: NOTE_REVOKE, with EV_EOF|EV_ONESHOT, for every
-// vnode filter whose descriptor's mount is no longer in it (a detached one).
-void Revoked(Kq* kq) {
+// The ids of the mounts in this process's mount table (/proc/self/mountinfo's first field).
+std::set<long> MountIds(int fd) {
   std::set<long> ids;
-  if (lseek(kq->mounts, 0, SEEK_SET) == 0) {
-    std::string text;
-    char buf[8192];
-    for (;;) {
-      ssize_t r = read(kq->mounts, buf, sizeof buf);
-      if (r <= 0) break;
-      text.append(buf, static_cast<size_t>(r));
-    }
-    for (size_t at = 0; at < text.size();) {
-      ids.insert(strtol(text.c_str() + at, nullptr, 10));
-      size_t nl = text.find('\n', at);
-      if (nl == std::string::npos) break;
-      at = nl + 1;
-    }
+  if (fd < 0 || lseek(fd, 0, SEEK_SET) != 0) return ids;
+  std::string text;
+  char buf[8192];
+  for (;;) {
+    ssize_t r = read(fd, buf, sizeof buf);
+    if (r <= 0) break;
+    text.append(buf, static_cast<size_t>(r));
   }
-  if (ids.empty()) return;
+  for (size_t at = 0; at < text.size();) {
+    ids.insert(strtol(text.c_str() + at, nullptr, 10));
+    size_t nl = text.find('\n', at);
+    if (nl == std::string::npos) break;
+    at = nl + 1;
+  }
+  return ids;
+}
+
+// NOTE_REVOKE, with EV_EOF|EV_ONESHOT, for every vnode filter whose
+// descriptor's mount is no longer in the mount table (a detached one). The
+// table is read again at each gathering while vnode filters exist: poll(2)
+// says once that it changed, and the notifier's own poll of the queue takes
+// that notice before the queue is read.
+void Revoked(Kq* kq) {
+  bool vnodes = false;
+  for (auto& [key, kn] : kq->knotes) vnodes = vnodes || (kn.filter == EVFILT_VNODE && !kn.eof);
+  if (!vnodes || kq->mounts < 0) return;
+  std::set<long> ids = MountIds(kq->mounts);
+  if (ids.empty() || ids == kq->mount_ids) return;
+  kq->mount_ids = ids;
   for (auto& [key, kn] : kq->knotes) {
     if (kn.filter != EVFILT_VNODE || kn.eof) continue;
     long id = MountOf(static_cast<int>(kn.ident));
@@ -432,7 +445,7 @@ void Gather(Kq* kq) {
         uint64_t v;
         (void)!read(kq->wake, &v, sizeof v);
       } else if (tag == kTagMounts) {
-        Revoked(kq);
+        // Only a wake-up: the table is compared below.
       } else if (tag == kTagInotify) {
         alignas(struct inotify_event) char buf[16384];
         for (;;) {
@@ -462,6 +475,7 @@ void Gather(Kq* kq) {
     }
     if (!again || n < 64) break;
   }
+  Revoked(kq);
 }
 
 // Moves up to `max` fired filters into `out`.
@@ -554,6 +568,7 @@ extern "C" int kqueue(void) {
   kq->in = in;
   kq->wake = wake;
   kq->mounts = mounts;
+  kq->mount_ids = MountIds(mounts);
   std::lock_guard<std::mutex> lock(g_mu);
   g_kqs[ep] = kq;
   return ep;
