@@ -137,6 +137,24 @@ describe('darwin watches (notify_darwin.cc, kernel/notify.ts) in the model', () 
     expect(b, "run-b's own change reached it").toContain('changed');
   });
 
+  it("an append to a file of a watched directory is no event of the directory's (kqueue(2): a directory is written by its entries' changes only)", () => {
+    const run = join(fresh('dir-append'), 'run-1');
+    mkdirSync(run);
+    writeFileSync(join(run, 'events.jsonl'), '{"a":1}\n');
+    const r = onModel(`
+      const fs = await import('node:fs');
+      const run = ${JSON.stringify(run)};
+      const w = N.openDirWatcher({ ref: true });
+      const told = [];
+      w.watch(run, (e) => told.push(e.kind + ':' + e.name));
+      setTimeout(() => fs.appendFileSync(run + '/events.jsonl', '{"a":2}\\n'), 100);
+      // The control: an entry made afterwards is told, so the watch was live.
+      setTimeout(() => fs.writeFileSync(run + '/state.json', '{}'), 800);
+      setTimeout(() => { out(told); w.close(); }, 1600);
+    `);
+    expect(r.out).toEqual(['changed:']);
+  });
+
   it("an append to an in-flight run's stream is announced (a directory's NOTE_WRITE does not say it)", () => {
     const root = fresh('append');
     const run = join(root, 'run-1');
