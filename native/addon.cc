@@ -488,6 +488,16 @@ Napi::Object Constants(Napi::Env env) {
 Napi::Object Register(Napi::Env env, Napi::Object exports) {
   env.SetInstanceData(new AddonData());
   exports.Set("init", Napi::Function::New(env, Init, "init"));
+  // errnos: every errno name this addon's <errno.h> defines, with its number (darwin's on a Mac and
+  // in the XNU model, linux's on linux): the numbers the addon answers are named by this table.
+  Napi::Object errnos = Napi::Object::New(env);
+  for (size_t i = 0; i < rw::ErrnoCount(); i++) {
+    int value = 0;
+    const char* name = rw::ErrnoAt(i, &value);
+    errnos.Set(name, Napi::Number::New(env, value));
+  }
+  errnos.Freeze();
+  exports.Set("errnos", errnos);
   exports.Set("flock", Napi::Function::New(env, Flock, "flock"));
   exports.Set("recordLockHolder", Napi::Function::New(env, RecordLockHolderJs, "recordLockHolder"));
   exports.Set("fsType", Napi::Function::New(env, FsTypeOf, "fsType"));

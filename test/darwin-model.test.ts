@@ -215,6 +215,36 @@ describe('lock files that are not regular files (fs_darwin.cc) in the model', ()
     });
   });
 
+  it.each([
+    ['the XNU model', undefined, { code: 'EOPNOTSUPP', errno: 102, ENOTSUP: 45, EOPNOTSUPP: 102 }],
+    ['linux', join(ROOT, 'build', 'Release', 'runwarden.node'), { code: 'ENXIO', errno: 6, ENOTSUP: 95, EOPNOTSUPP: 95 }],
+  ])("%s: errno numbers are the system's (darwin's open(2) of a socket is EOPNOTSUPP, 102), and a socket at resume.lock is refused as one", (_what, addonPath, want) => {
+    const run = fresh(`errno-${addonPath === undefined ? 'model' : 'linux'}`);
+    return new Promise<void>((resolveTest, reject) => {
+      const server = createServer().listen(join(run, 'resume.lock'), () => {
+        try {
+          const r = onModel(`
+            const fs = await import('node:fs');
+            const n = native();
+            const dirfd = n.openDirNoFollow(${JSON.stringify(run)});
+            let thrown = {};
+            try { n.openAt(dirfd, 'resume.lock', fs.constants.O_RDONLY); } catch (e) { thrown = { code: e.code, errno: e.errno }; }
+            n.closeFd(dirfd);
+            let refusal = '';
+            try { K.acquireLock(${JSON.stringify(join(run, 'resume.lock'))}).release(); } catch (e) { refusal = e.code + ' ' + e.kind; }
+            out({ ...thrown, ENOTSUP: n.errnos.ENOTSUP, EOPNOTSUPP: n.errnos.EOPNOTSUPP, refusal });
+          `, 60_000, addonPath);
+          expect(r.out).toEqual({ ...want, refusal: 'ENOTREGULAR socket' });
+          resolveTest();
+        } catch (e) {
+          reject(e instanceof Error ? e : new Error(String(e)));
+        } finally {
+          server.close();
+        }
+      });
+    });
+  });
+
   it('a FIFO at resume.lock is never opened (a writer waiting for a reader stays waiting)', async () => {
     const run = fresh('fifo-run');
     const fifo = join(run, 'resume.lock');

@@ -51,6 +51,8 @@
 // model's getrlimit answers the soft limit as it was, uncapped, as darwin's
 // does.
 //
+// open(2) and openat(2) of a socket answer EOPNOTSUPP, as darwin's (fcntl.h).
+//
 // One list of locks (sys/file.h, xnu bsd/kern/kern_lockf.c): flock asks
 // F_GETLK first; F_GETLK reports the first lock that would block the one
 // described, a record lock (linux's own F_GETLK: POSIX ones with their pid,
@@ -306,6 +308,41 @@ extern "C" int xnu_fcntl(int fd, int cmd, ...) {
 }
 
 extern "C" size_t malloc_zone_pressure_relief(malloc_zone_t*, size_t) { return malloc_trim(0) ? 1 : 0; }
+
+extern "C" void xnu_set_errno(int darwin);
+
+namespace {
+// open(2) of a socket: darwin's EOPNOTSUPP (102), set in darwin's numbers (errno.cc).
+int SocketOpen(int dirfd, const char* path, int flags) {
+  struct stat st;
+  if (fstatat(dirfd, path, &st, (flags & O_NOFOLLOW) != 0 ? AT_SYMLINK_NOFOLLOW : 0) != 0 || !S_ISSOCK(st.st_mode)) {
+    errno = ENXIO;
+    return -1;
+  }
+  xnu_set_errno(102);
+  return -1;
+}
+}  // namespace
+
+extern "C" int xnu_open(const char* path, int flags, ...) {
+  va_list ap;
+  va_start(ap, flags);
+  mode_t mode = (flags & O_CREAT) != 0 ? static_cast<mode_t>(va_arg(ap, int)) : 0;
+  va_end(ap);
+  int fd = ::open(path, flags, mode);
+  if (fd < 0 && errno == ENXIO) return SocketOpen(AT_FDCWD, path, flags);
+  return fd;
+}
+
+extern "C" int xnu_openat(int dirfd, const char* path, int flags, ...) {
+  va_list ap;
+  va_start(ap, flags);
+  mode_t mode = (flags & O_CREAT) != 0 ? static_cast<mode_t>(va_arg(ap, int)) : 0;
+  va_end(ap);
+  int fd = ::openat(dirfd, path, flags, mode);
+  if (fd < 0 && errno == ENXIO) return SocketOpen(dirfd, path, flags);
+  return fd;
+}
 
 extern "C" int xnu_flock(int fd, int operation) {
   if ((operation & (LOCK_SH | LOCK_EX)) != 0) {

@@ -42,7 +42,10 @@ export type Liveness = 'held' | 'free' | 'unknown';
  *   (statfs failed), `unsupported-platform` (no flock(2) here),
  *   `lock-replaced` (the lock at the path was free, but a live process
  *   holds the file that was there before it was replaced; given by the
- *   status layer, never by probeLock itself).
+ *   status layer, never by probeLock itself), `record-lock` (darwin: another
+ *   process's fcntl/lockf record lock keeps the shared flock out, since
+ *   flock and record locks are one list there; no leg's flock can be
+ *   beside it).
  */
 export type ProbeReason =
   | 'flock-held'

@@ -91,6 +91,8 @@ export interface NativeBinding {
    * NativeError. Absent from an older addon.
    */
   recordLockHolder?(fd: number, op: number): number;
+  /** Every errno name the addon's <errno.h> defines, with its number; the addon's numbers are named by it. Absent from an older addon. */
+  readonly errnos?: Readonly<Record<string, number>>;
   /** linux: statfs f_type; darwin: f_fstypename. Throws NativeError. */
   fsType(dir: string | Buffer): number | string;
   /** kill(pid, 0) classified; refuses pid <= 0 before the syscall. */
