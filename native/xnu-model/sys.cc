@@ -202,6 +202,14 @@ int MayInspect(int pid) {
   return uid == CallerUid() ? 0 : EPERM;
 }
 
+// What PROC_PIDLISTFDS last read of one process's descriptors (their /proc links), for the
+// PROC_PIDFDVNODEPATHINFO calls that follow it on this thread: one readlink per descriptor, not
+// two, so the model's cost per descriptor is nearer xnu's one call. NOT modelled: a descriptor
+// closed and opened again on another file between the two calls (microseconds apart) pairs the
+// old path with the new file's identity here, where xnu answers the new file's path.
+thread_local int t_listed_pid = 0;
+thread_local std::map<int, std::string> t_listed;
+
 // kern.maxfilesperproc, and linux's soft RLIMIT_NOFILE as it was before the model capped it.
 int MaxFilesPerProc() { return static_cast<int>(EnvNumber("XNU_MODEL_MAXFILESPERPROC", 10240)); }
 rlim_t g_nofile_soft = RLIM_INFINITY;
@@ -448,6 +456,10 @@ extern "C" int proc_pidinfo(int pid, int flavor, uint64_t, void* buffer, int buf
   }
   int count = 0;
   int cap = buffer == nullptr ? 0 : buffersize / static_cast<int>(sizeof(struct proc_fdinfo));
+  if (buffer != nullptr) {
+    t_listed_pid = pid;
+    t_listed.clear();
+  }
   while (struct dirent* e = readdir(d)) {
     char* end;
     long fd = strtol(e->d_name, &end, 10);
@@ -460,7 +472,10 @@ extern "C" int proc_pidinfo(int pid, int flavor, uint64_t, void* buffer, int buf
       uint32_t type = PROX_FDTYPE_ATALK;
       if (n > 0) {
         target[n] = '\0';
-        if (target[0] == '/') type = PROX_FDTYPE_VNODE;
+        if (target[0] == '/') {
+          type = PROX_FDTYPE_VNODE;
+          t_listed[static_cast<int>(fd)] = target;
+        }
         else if (strncmp(target, "socket:", 7) == 0) type = PROX_FDTYPE_SOCKET;
         else if (strncmp(target, "pipe:", 5) == 0) type = PROX_FDTYPE_PIPE;
         else type = PROX_FDTYPE_KQUEUE;
@@ -488,7 +503,15 @@ extern "C" int proc_pidfdinfo(int pid, int fd, int flavor, void* buffer, int buf
   }
   char link[64], target[PATH_MAX + 1];
   snprintf(link, sizeof link, "/proc/%d/fd/%d", pid, fd);
-  ssize_t n = readlink(link, target, PATH_MAX);
+  // The link as the listing read it, if it did; its stat below is the descriptor's now.
+  ssize_t n;
+  auto listed = pid == t_listed_pid ? t_listed.find(fd) : t_listed.end();
+  if (listed != t_listed.end() && listed->second.size() <= PATH_MAX) {
+    n = static_cast<ssize_t>(listed->second.size());
+    memcpy(target, listed->second.data(), static_cast<size_t>(n));
+  } else {
+    n = readlink(link, target, PATH_MAX);
+  }
   if (n <= 0 || target[0] != '/') {
     errno = EBADF;
     return 0;
@@ -497,28 +520,17 @@ extern "C" int proc_pidfdinfo(int pid, int fd, int flavor, void* buffer, int buf
   static const char kDeleted[] = " (deleted)";
   size_t len = static_cast<size_t>(n);
   if (len > sizeof kDeleted - 1 && strcmp(target + len - (sizeof kDeleted - 1), kDeleted) == 0) target[len - (sizeof kDeleted - 1)] = '\0';
-  struct stat st;
-  if (stat(link, &st) != 0) {
-    errno = EBADF;
-    return 0;
-  }
-  char info[64];
-  snprintf(info, sizeof info, "/proc/%d/fdinfo/%d", pid, fd);
-  unsigned long flags = 0;
-  if (FILE* f = fopen(info, "re")) {
-    char line[256];
-    while (fgets(line, sizeof line, f) != nullptr) {
-      if (sscanf(line, "flags: %lo", &flags) == 1) break;
-    }
-    fclose(f);
-  } else {
+  // The file (stat through the link), and the descriptor's access mode: linux gives its /proc link
+  // the owner bits of the open file's mode (r-x read, -wx write, rwx both).
+  struct stat st, self;
+  if (stat(link, &st) != 0 || lstat(link, &self) != 0) {
     errno = EBADF;
     return 0;
   }
   auto* out = static_cast<struct vnode_fdinfowithpath*>(buffer);
   memset(out, 0, sizeof *out);
-  unsigned long acc = flags & O_ACCMODE;
-  out->pfi.fi_openflags = (acc == O_RDONLY ? FREAD : acc == O_WRONLY ? FWRITE : FREAD | FWRITE);
+  const bool r = (self.st_mode & S_IRUSR) != 0, w = (self.st_mode & S_IWUSR) != 0;
+  out->pfi.fi_openflags = (r ? FREAD : 0) | (w ? FWRITE : 0);
   struct vinfo_stat& v = out->pvip.vip_vi.vi_stat;
   v.vst_dev = static_cast<uint32_t>(st.st_dev);
   v.vst_mode = static_cast<uint16_t>(st.st_mode);

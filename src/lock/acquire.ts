@@ -426,6 +426,12 @@ export const READER_STUCK_MS = 5000;
 export const READER_STUCK_LOOKS = 40;
 /** How often, while extended, the kernel's lock table is looked at again (ms). */
 const RECHECK_MS = 100;
+/**
+ * Looks are at least this many times their own cost apart, so they take at most 1/20 (5 %) of a core:
+ * linux's look reads /proc/locks (well under a millisecond, so every {@link RECHECK_MS}); darwin's is
+ * libproc's census of every descriptor of this user's processes, tens of milliseconds on a desktop.
+ */
+const LOOK_COST_FACTOR = 20;
 const FLOCK_HELD = /^\d+:\s+FLOCK\s+\S+\s+(READ|WRITE)\s+(-?\d+)\s+([0-9a-f]+:[0-9a-f]+:\d+)\s/;
 
 /** What the kernel's lock table shows held on one file: an exclusive flock (a leg), and the pids holding shared ones. */
@@ -512,6 +518,8 @@ class ReadersOnlyWait {
   /** For each reader pid seen at every look since: the first of those looks, and how many. */
   private readonly since = new Map<number, { at: number; looks: number }>();
   private readonly hardDeadline: number;
+  /** When the next look may be taken: {@link RECHECK_MS} after the last, or {@link LOOK_COST_FACTOR} times its cost. */
+  private nextLook = -Infinity;
   constructor(
     private readonly start: number,
     retryWindowMs: number,
@@ -519,10 +527,12 @@ class ReadersOnlyWait {
     this.hardDeadline = start + retryWindowMs + Math.min(retryWindowMs * READERS_ONLY_FACTOR, READERS_ONLY_CAP_MS);
   }
 
-  /** undefined: keep waiting (look again in {@link RECHECK_MS} at most); else why to refuse. */
+  /** undefined: keep waiting (the last look stands until {@link next}); else why to refuse. */
   look(now: number, dev: bigint, ino: bigint): Contention | undefined {
     if (now >= this.hardDeadline) return { kind: 'readers', waitedMs: now - this.start };
+    if (now < this.nextLook) return undefined;
     const census = lockCensus(dev, ino);
+    this.nextLook = now + Math.max(RECHECK_MS, (monotonicMs() - now) * LOOK_COST_FACTOR);
     if (census === undefined || census.exclusive) return { kind: 'leg' };
     for (const pid of [...this.since.keys()]) if (!census.readers.has(pid)) this.since.delete(pid);
     for (const pid of census.readers) {
@@ -539,7 +549,7 @@ class ReadersOnlyWait {
 
   /** When to look again. */
   next(now: number): number {
-    return Math.min(now + RECHECK_MS, this.hardDeadline);
+    return Math.min(Math.max(now + RECHECK_MS, this.nextLook), this.hardDeadline);
   }
 }
 
