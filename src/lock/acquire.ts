@@ -427,7 +427,7 @@ export const READER_STUCK_LOOKS = 40;
 /** How often, while extended, the kernel's lock table is looked at again (ms). */
 const RECHECK_MS = 100;
 /**
- * Looks are at least this many times their own cost apart, so they take at most 1/20 (5 %) of a core:
+ * Looks are at least this many times their own cost (CPU time) apart, so they take at most 1/20 (5 %) of a core:
  * linux's look reads /proc/locks (well under a millisecond, so every {@link RECHECK_MS}); darwin's is
  * libproc's census of every descriptor of this user's processes, tens of milliseconds on a desktop.
  */
@@ -531,8 +531,11 @@ class ReadersOnlyWait {
   look(now: number, dev: bigint, ino: bigint): Contention | undefined {
     if (now >= this.hardDeadline) return { kind: 'readers', waitedMs: now - this.start };
     if (now < this.nextLook) return undefined;
+    // Its cost in CPU time, not wall time: a loaded machine's preemption is not the look's cost.
+    const cpu = process.cpuUsage();
     const census = lockCensus(dev, ino);
-    this.nextLook = now + Math.max(RECHECK_MS, (monotonicMs() - now) * LOOK_COST_FACTOR);
+    const { user, system } = process.cpuUsage(cpu);
+    this.nextLook = now + Math.max(RECHECK_MS, ((user + system) / 1000) * LOOK_COST_FACTOR);
     if (census === undefined || census.exclusive) return { kind: 'leg' };
     for (const pid of [...this.since.keys()]) if (!census.readers.has(pid)) this.since.delete(pid);
     for (const pid of census.readers) {
