@@ -503,3 +503,62 @@ describe("a Mac's surroundings (native/xnu-model/) and what they show", () => {
     }
   });
 });
+
+/**
+ * The model's kqueue rules that runwarden's darwin code never exercises itself (it always asks
+ * EV_CLEAR), checked on the model directly: a small C++ program built against native/xnu-model/
+ * (the toolchain `npm ci` needed) drives kqueue(2)/kevent(2) and prints what they answered.
+ */
+describe("the model's kqueue, driven directly", () => {
+  it('a vnode filter without EV_CLEAR stays fired and is returned by every kevent (kern_event.c knote_process); with EV_CLEAR, once; a truncation is NOTE_ATTRIB alone', () => {
+    const dir = fresh('kq-direct');
+    const src = join(dir, 'kq.cc');
+    writeFileSync(
+      src,
+      `#include <fcntl.h>
+#include <stdio.h>
+#include <unistd.h>
+#include "sys/event.h"
+static unsigned poll_once(int kq) {
+  struct kevent ev;
+  struct timespec zero = {0, 0};
+  int n = kevent(kq, nullptr, 0, &ev, 1, &zero);
+  return n == 1 ? ev.fflags : 0;
+}
+int main(int, char** argv) {
+  int plain = open(argv[1], O_RDONLY), clear = open(argv[2], O_RDONLY);
+  int kq1 = kqueue(), kq2 = kqueue();
+  struct kevent ch;
+  EV_SET(&ch, plain, EVFILT_VNODE, EV_ADD, NOTE_WRITE | NOTE_ATTRIB | NOTE_EXTEND, 0, nullptr);
+  kevent(kq1, &ch, 1, nullptr, 0, nullptr);
+  EV_SET(&ch, clear, EVFILT_VNODE, EV_ADD | EV_CLEAR, NOTE_WRITE | NOTE_ATTRIB | NOTE_EXTEND, 0, nullptr);
+  kevent(kq2, &ch, 1, nullptr, 0, nullptr);
+  int w1 = open(argv[1], O_WRONLY | O_APPEND), w2 = open(argv[2], O_WRONLY | O_APPEND);
+  (void)!write(w1, "x", 1);
+  (void)!write(w2, "x", 1);
+  usleep(100000);
+  unsigned a1 = poll_once(kq1), a2 = poll_once(kq1), a3 = poll_once(kq1);
+  unsigned b1 = poll_once(kq2), b2 = poll_once(kq2);
+  (void)!ftruncate(w2, 0);
+  usleep(100000);
+  unsigned t = poll_once(kq2);
+  printf("{\\"plain\\":[%u,%u,%u],\\"clear\\":[%u,%u],\\"truncate\\":%u,\\"WRITE\\":%u,\\"EXTEND\\":%u,\\"ATTRIB\\":%u}\\n", a1, a2, a3, b1, b2, t, (unsigned)NOTE_WRITE, (unsigned)NOTE_EXTEND, (unsigned)NOTE_ATTRIB);
+  return 0;
+}
+`,
+    );
+    const bin = join(dir, 'kq');
+    const model = join(ROOT, 'native', 'xnu-model');
+    const cc = spawnSync(process.env['CXX'] || 'g++', ['-std=c++17', '-O1', `-I${join(model, 'include')}`, src, join(model, 'kqueue.cc'), join(model, 'sys.cc'), join(model, 'errno.cc'), '-o', bin, '-lpthread'], { encoding: 'utf8' });
+    expect(cc.status, cc.stderr).toBe(0);
+    writeFileSync(join(dir, 'plain'), 'a');
+    writeFileSync(join(dir, 'clear'), 'a');
+    const r = spawnSync(bin, [join(dir, 'plain'), join(dir, 'clear')], { encoding: 'utf8', timeout: 20_000 });
+    const o = JSON.parse(r.stdout) as { plain: number[]; clear: number[]; truncate: number; WRITE: number; EXTEND: number; ATTRIB: number };
+    const wrote = o.WRITE | o.EXTEND;
+    expect(o.plain, 'without EV_CLEAR: the same fflags at every kevent').toEqual([wrote, wrote, wrote]);
+    expect(o.clear, 'with EV_CLEAR: once').toEqual([wrote, 0]);
+    expect(o.truncate, 'a truncation: NOTE_ATTRIB alone').toBe(o.ATTRIB);
+  });
+});
+
