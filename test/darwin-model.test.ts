@@ -396,12 +396,13 @@ describe("a Mac's surroundings (native/xnu-model/) and what they show", () => {
     const root = fresh('truncate-root');
     const dir = join(root, '20261201-100000-t');
     mkdirSync(dir);
+    const stream = line({ event: 'run_started' }) + line({ event: 'node_started', node_id: 'a' });
     // Every re-check at 600 s: only the followed stream's own event can tell.
     const r = onModel(`
       const fs = await import('node:fs');
       const dir = ${JSON.stringify(dir)};
       const lock = K.acquireLock(dir + '/resume.lock');
-      fs.writeFileSync(dir + '/events.jsonl', ${JSON.stringify(line({ event: 'run_started' }) + line({ event: 'node_started', node_id: 'a' }))});
+      fs.writeFileSync(dir + '/events.jsonl', ${JSON.stringify(stream)});
       const e = new K.LiveEngine({ root: ${JSON.stringify(root)}, safetyMs: 600000, openRecheckMs: 600000 });
       await e.start();
       const until = async (f, ms) => { const end = Date.now() + ms; while (!f() && Date.now() < end) await new Promise((res) => setTimeout(res, 10)); return f(); };
