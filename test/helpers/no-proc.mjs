@@ -7,6 +7,9 @@
  * /proc read the code makes without asking the addon's system facts (src/kernel/system.ts) first
  * cannot pass in the model because linux happens to have /proc.
  *
+ * Only a process whose addon is the model build is darwin: a child the lane starts on linux's own addon
+ * on purpose (RUNWARDEN_ADDON naming build/Release, to compare the two systems) keeps its /proc.
+ *
  * The harness itself (test/, vitest, tools under node_modules) reads /proc freely: the model's own
  * C++ reads it too, behind libproc. One read of runwarden's is the host's, not the system's, and is
  * let through: the loader's look at which C library this linux process runs on
@@ -23,6 +26,9 @@ import { fileURLToPath } from 'node:url';
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const PRODUCT = [join(ROOT, 'src') + '/', join(ROOT, 'dist') + '/', join(ROOT, 'bin') + '/', '/node_modules/runwarden/'];
 const LOG = process.env['RUNWARDEN_PROC_LOG'];
+const MODEL_ADDON = join(ROOT, 'build', 'darwin-model', 'runwarden.node');
+const addon = process.env['RUNWARDEN_ADDON'];
+const onModel = addon !== undefined && addon !== '' && resolve(addon) === MODEL_ADDON;
 
 /** The path argument as text, when it names something under /proc. */
 function procPath(p) {
@@ -47,6 +53,7 @@ function fromProduct(stack) {
 }
 
 function refuse(name, path) {
+  if (!onModel) return undefined;
   const stack = new Error().stack ?? '';
   if (!fromProduct(stack)) return undefined;
   if (LOG) {
