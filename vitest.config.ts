@@ -5,6 +5,8 @@ export default defineConfig({
     include: ['test/**/*.test.ts'],
     // Clears FORCE_COLOR for the commands tests spawn (see the file).
     setupFiles: ['./test/helpers/setup-env.ts'],
+    // In the XNU-model lane: runwarden's own reads of /proc fail, as on a Mac, and fail the run.
+    globalSetup: ['./test/helpers/proc-guard.ts'],
     // Generous on purpose: tests wait for conditions, never for the clock, and
     // these bounds only stop a hung test on a loaded two-core machine.
     testTimeout: 120_000,

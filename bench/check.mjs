@@ -54,7 +54,7 @@ Every headline at its own scale takes tens of minutes (100,000-run roots,
 5 GB of streams, Chromium); --only and --quick make it shorter.
 
   --only LIST     comma-separated groups or headline ids (default: all). Groups:
-                  probe, peers, pollers, watch, long-leg, open-leg-floor,
+                  probe, peers, pollers, darwin-pollers, watch, long-leg, open-leg-floor,
                   runs-scale, table-scale, serve-scale, holder-death
   --quick         the large groups in a reduced form, printed "not comparable",
                   never stale: runs-scale --quick (1,000 runs; 20 + 20), table-scale
@@ -200,6 +200,28 @@ const GROUPS = {
       log('pollers: P = 1, 4, 16, 2 × 150 ms windows per cell (bench/pollers.js)');
       const cells = await runPollers({ Ps: [1, 4, 16], windowMs: 150, reps: 2, holdMs: 1, idleMs: 1 });
       return { facts: { cells }, comparable: true, detail: 'P = 1, 4, 16; 2 × 150 ms windows per cell' };
+    },
+  },
+  /**
+   * bench/darwin-acquire.mjs --pollers 64 --interval-ms 1, once on the XNU model and once on linux
+   * (--linux): 1,000 legs starting among 64 pollers that each probe once a millisecond.
+   */
+  'darwin-pollers': {
+    provides: ['darwin-pollers-1ms'],
+    run(o) {
+      const acquires = o.quick ? 100 : 1000;
+      const one = (extra) => {
+        const args = ['--pollers', '64', '--acquires', String(acquires), '--interval-ms', '1', '--max-seconds', '900', ...extra];
+        log(`darwin-pollers: node bench/darwin-acquire.mjs ${args.join(' ')}`);
+        const r = spawnSync(process.execPath, [join(benchDir, 'darwin-acquire.mjs'), ...args], { encoding: 'utf8', maxBuffer: 1 << 24 });
+        const last = (r.stdout ?? '').trim().split('\n').at(-1) ?? '';
+        if (r.status !== 0 || !last.startsWith('{')) throw new CannotMeasure(`bench/darwin-acquire.mjs ${extra.join(' ')} failed (exit ${r.status}): ${(r.stderr ?? '').slice(-300)}`);
+        return JSON.parse(last);
+      };
+      const model = one([]);
+      const linux = one(['--linux']);
+      const comparable = model.done === 1000 && linux.done === 1000;
+      return { facts: { darwinPollers: { model, linux } }, comparable, detail: `64 pollers once a millisecond, ${model.done} + ${linux.done} acquires${comparable ? '' : ' (reduced: not comparable)'}` };
     },
   },
   /** bench/live.mjs --watch-only: `runwarden watch`'s death-to-exit latency over 50 kill -9s. */
@@ -570,6 +592,14 @@ const FACT_JUDGES = {
         page.p99 < 1000 && inSpread(wasPage, page) &&
         page.maxScrapesAfterPage <= wasScrapes && page.metrics.n === page.n;
       return { now: `\`watch\` exit p99 ${watch.p99.toFixed(1)} ms; page (SSE patch) p99 ${page.p99.toFixed(1)} ms; \`/metrics\` within ${page.maxScrapesAfterPage} scrape(s) in ${page.metrics.n} of ${page.n}`, holds };
+    },
+  },
+  'darwin-pollers-1ms': {
+    tolerance: 'no leg refused on either system (the stored claim is none), every acquire made',
+    judge(stored, { darwinPollers }) {
+      const { model, linux } = darwinPollers;
+      const line = (d) => `${d.refused} of ${d.done} refused (p99 ${d.p99Ms} ms)`;
+      return { now: `linux: ${line(linux)}; XNU model: ${line(model)}`, holds: model.refused === 0 && linux.refused === 0 && model.done === model.acquires && linux.done === linux.acquires };
     },
   },
   'false-busy': {

@@ -7,7 +7,11 @@
  * window) are refused while P poller processes probe the same lock in a tight loop, with no leg
  * anywhere: every refusal is a false "busy".
  *
- *   node bench/darwin-acquire.mjs [--pollers 64] [--acquires 1000] [--max-seconds S]
+ *   node bench/darwin-acquire.mjs [--pollers 64] [--acquires 1000] [--max-seconds S] [--interval-ms 0] [--linux]
+ *
+ * --interval-ms N: each poller probes once, then waits N ms (a poller that probes once a millisecond,
+ * not a bare tight loop, which 0 keeps). --linux: the same on linux's own addon (build/Release), where
+ * acquire tells readers from a leg by the kernel's lock table, for the comparison.
  *
  * Readers can starve an exclusive flock, so an acquire among 64 tight-loop pollers may wait its whole
  * readers' window (up to 30 s): --max-seconds stops after the acquire under way at S seconds, and the
@@ -28,7 +32,9 @@ const arg = (name, dflt) => {
 const POLLERS = arg('pollers', 64);
 const ACQUIRES = arg('acquires', 1000);
 const MAX_MS = arg('max-seconds', Infinity) * 1000;
-const addon = buildDarwinModel({ quiet: true });
+const INTERVAL_MS = arg('interval-ms', 0);
+const LINUX = process.argv.includes('--linux');
+const addon = LINUX ? fileURLToPath(new URL('../build/Release/runwarden.node', import.meta.url)) : buildDarwinModel({ quiet: true });
 
 if (process.env['RUNWARDEN_ADDON'] !== addon) {
   // Run this measurement with the model addon loaded from the start.
@@ -38,7 +44,7 @@ if (process.env['RUNWARDEN_ADDON'] !== addon) {
 
 const { acquireLock } = await import('../dist/index.js');
 const { native } = await import('../dist/kernel/native.js');
-if (native().platform !== 'darwin') throw new Error('not the model addon');
+if (native().platform !== (LINUX ? 'linux' : 'darwin')) throw new Error(`not the ${LINUX ? 'linux' : 'model'} addon`);
 
 const root = mkdtempSync(join(tmpdir(), 'rw-darwin-acquire-'));
 const run = join(root, 'run-1');
@@ -46,7 +52,12 @@ mkdirSync(run);
 const lockPath = join(run, 'resume.lock');
 acquireLock(lockPath).release(); // the file exists, marked, free
 
-const pollerSrc = `const { probeLock } = await import(${JSON.stringify(new URL('../dist/index.js', import.meta.url).href)});
+const pollerSrc =
+  INTERVAL_MS > 0
+    ? `const { probeLock } = await import(${JSON.stringify(new URL('../dist/index.js', import.meta.url).href)});
+const again = () => { probeLock(${JSON.stringify(lockPath)}); setTimeout(again, ${INTERVAL_MS}); };
+again();`
+    : `const { probeLock } = await import(${JSON.stringify(new URL('../dist/index.js', import.meta.url).href)});
 for (;;) probeLock(${JSON.stringify(lockPath)});`;
 const pollers = [];
 for (let i = 0; i < POLLERS; i++) pollers.push(spawn(process.execPath, ['--input-type=module', '-e', pollerSrc], { stdio: 'ignore', env: process.env }));
@@ -73,4 +84,4 @@ for (const p of pollers) p.kill('SIGKILL');
 rmSync(root, { recursive: true, force: true });
 took.sort((a, b) => a - b);
 const pct = (q) => Math.round(took[Math.min(took.length - 1, Math.floor(q * took.length))] * 10) / 10;
-process.stdout.write(`${JSON.stringify({ pollers: POLLERS, acquires: ACQUIRES, done: took.length, refused, reasons, ms: Math.round(ms), p50Ms: pct(0.5), p99Ms: pct(0.99), addon })}\n`);
+process.stdout.write(`${JSON.stringify({ system: LINUX ? 'linux' : 'darwin (XNU model)', pollers: POLLERS, intervalMs: INTERVAL_MS, acquires: ACQUIRES, done: took.length, refused, reasons, ms: Math.round(ms), p50Ms: pct(0.5), p99Ms: pct(0.99), addon })}\n`);

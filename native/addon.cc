@@ -236,6 +236,45 @@ Napi::Value Flock(const Napi::CallbackInfo& info) {
   return Napi::Boolean::New(env, r == 0);
 }
 
+// recordLockHolder(fd, op) -> pid: the process whose record lock (fcntl(2),
+// lockf(3)) keeps a flock of kind `op` (constants.flockOp shared or
+// exclusive) out of the file open as `fd`, where the two are one list
+// (darwin); 0 when a flock does, when nothing does, or where they are apart
+// (linux, answered without a system call). Throws NativeError.
+Napi::Value RecordLockHolderJs(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  int64_t fd = 0, op = 0;
+  if (info.Length() < 2 || !IntArg(env, info[0], "fd", &fd) || !IntArg(env, info[1], "op", &op)) return env.Undefined();
+  if (fd < 0) {
+    ThrowUsage(env, "ERR_OUT_OF_RANGE", "fd must be >= 0");
+    return env.Undefined();
+  }
+  rw::LockKind kind = rw::LockKind::kUnlock;
+  switch (op) {
+#define RW_FLOCK_CASE(name, value) \
+  case value:                      \
+    kind = rw::LockKind::k##name;  \
+    break;
+    RW_FLOCK_OPS(RW_FLOCK_CASE)
+#undef RW_FLOCK_CASE
+    default:
+      break;
+  }
+  if (kind == rw::LockKind::kUnlock) {
+    ThrowUsage(env, "ERR_OUT_OF_RANGE", "op must be constants.flockOp shared or exclusive");
+    return env.Undefined();
+  }
+  int pid = 0;
+  if (rw::kOneLockList) {
+    int err = rw::RecordLockHolder(static_cast<int>(fd), kind, &pid);
+    if (err != 0) {
+      ThrowErrno(env, err, "fcntl", nullptr);
+      return env.Undefined();
+    }
+  }
+  return Napi::Number::New(env, pid);
+}
+
 // fsType(path): the filesystem type, the platform's way (linux: f_type as an
 // unsigned number; darwin: f_fstypename). Throws NativeError.
 Napi::Value FsTypeOf(const Napi::CallbackInfo& info) {
@@ -262,10 +301,13 @@ Napi::Value ReleaseFreeMemoryJs(const Napi::CallbackInfo& info) {
   return Napi::Boolean::New(info.Env(), rw::ReleaseFreeMemory());
 }
 
-// descriptorLimit() -> {soft, hard}: this process's descriptor limit
-// (platform.h DescriptorLimit: POSIX getrlimit RLIMIT_NOFILE). An unlimited
-// one is answered as Infinity. What share of it the watches may take is
-// decided in src/kernel/limits.ts.
+// descriptorLimit() -> {soft, hard, perProcess?}: this process's descriptor
+// limit (platform.h DescriptorLimit: POSIX getrlimit RLIMIT_NOFILE, whose
+// getrlimit(2) manual page on linux and darwin documents it as "the maximum
+// number of open files for this process"), and where the kernel caps it
+// whatever it says, that cap (platform.h MaxFilesPerProcess: darwin
+// kern.maxfilesperproc). An unlimited one is answered as Infinity. What
+// share of it the watches may take is decided in src/kernel/limits.ts.
 Napi::Value DescriptorLimit(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   double soft = 0, hard = 0;
@@ -277,6 +319,8 @@ Napi::Value DescriptorLimit(const Napi::CallbackInfo& info) {
   Napi::Object o = Napi::Object::New(env);
   o.Set("soft", Napi::Number::New(env, soft));
   o.Set("hard", Napi::Number::New(env, hard));
+  int64_t cap = 0;
+  if (rw::MaxFilesPerProcess(&cap) == 0 && cap > 0) o.Set("perProcess", Napi::Number::New(env, static_cast<double>(cap)));
   return o;
 }
 
@@ -437,7 +481,18 @@ Napi::Object Constants(Napi::Env env) {
 Napi::Object Register(Napi::Env env, Napi::Object exports) {
   env.SetInstanceData(new AddonData());
   exports.Set("init", Napi::Function::New(env, Init, "init"));
+  // errnos: every errno name this addon's <errno.h> defines, with its number (darwin's on a Mac and
+  // in the XNU model, linux's on linux): the numbers the addon answers are named by this table.
+  Napi::Object errnos = Napi::Object::New(env);
+  for (size_t i = 0; i < rw::ErrnoCount(); i++) {
+    int value = 0;
+    const char* name = rw::ErrnoAt(i, &value);
+    errnos.Set(name, Napi::Number::New(env, value));
+  }
+  errnos.Freeze();
+  exports.Set("errnos", errnos);
   exports.Set("flock", Napi::Function::New(env, Flock, "flock"));
+  exports.Set("recordLockHolder", Napi::Function::New(env, RecordLockHolderJs, "recordLockHolder"));
   exports.Set("fsType", Napi::Function::New(env, FsTypeOf, "fsType"));
   exports.Set("pidProbe", Napi::Function::New(env, PidProbe, "pidProbe"));
   exports.Set("releaseFreeMemory", Napi::Function::New(env, ReleaseFreeMemoryJs, "releaseFreeMemory"));

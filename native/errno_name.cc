@@ -483,4 +483,11 @@ const char* ErrnoName(int err) {
   return "UNKNOWN";
 }
 
+size_t ErrnoCount() { return sizeof kErrnoNames / sizeof kErrnoNames[0]; }
+
+const char* ErrnoAt(size_t i, int* value) {
+  *value = kErrnoNames[i].value;
+  return kErrnoNames[i].name;
+}
+
 }  // namespace rw

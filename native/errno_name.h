@@ -8,6 +8,8 @@
 #ifndef RUNWARDEN_ERRNO_NAME_H_
 #define RUNWARDEN_ERRNO_NAME_H_
 
+#include <stddef.h>
+
 namespace rw {
 
 // The name of errno `err` ("ENOENT"), or "UNKNOWN" for a value this C
@@ -15,6 +17,11 @@ namespace rw {
 // os.constants.errno lists first wins (EAGAIN over EWOULDBLOCK, ENOTSUP
 // over EOPNOTSUPP on linux, EDEADLK over EDEADLOCK), as libuv names them.
 const char* ErrnoName(int err);
+
+// The table ErrnoName reads, entry by entry: its length, and the name (and
+// value, into *value) of entry `i`, for the addon's `errnos` export.
+size_t ErrnoCount();
+const char* ErrnoAt(size_t i, int* value);
 
 }  // namespace rw
 

@@ -17,7 +17,7 @@
 namespace rw {
 
 // Bumped whenever the meaning of an exported number changes.
-constexpr int kSeamVersion = 1;
+constexpr int kSeamVersion = 2;
 
 // What probeFacts() returns: how far the CONTRACT §4.2 sequence got.
 // X(name, value, what the out[] slots hold)
@@ -28,7 +28,7 @@ constexpr int kSeamVersion = 1;
   X(NotRegular, 3)      /* out.mode = st_mode                       */ \
   X(ReadError, 4)       /* out.errno                                */ \
   X(SharedGranted, 5)   /* out.headLength, out.fileSize             */ \
-  X(SharedContended, 6) /* out.headLength, out.fileSize             */ \
+  X(SharedContended, 6) /* out.headLength, out.fileSize, out.recordLockPid */ \
   X(SharedError, 7)     /* out.errno, out.headLength, out.fileSize  */ \
   X(NoFlock, 8)         /* this platform has no flock(2)            */
 
@@ -45,14 +45,15 @@ enum Stage {
   X(Errno, "errno", 1)                \
   X(Mode, "mode", 2)                  \
   X(HeadLength, "headLength", 3)      \
-  X(FileSize, "fileSize", 4)
+  X(FileSize, "fileSize", 4)          \
+  X(RecordLockPid, "recordLockPid", 5)
 
 enum OutSlot {
 #define RW_SLOT_ENUM(name, js, value) kOut##name = value,
   RW_OUT_SLOTS(RW_SLOT_ENUM)
 #undef RW_SLOT_ENUM
 };
-constexpr size_t kOutLength = 5;
+constexpr size_t kOutLength = 6;
 
 // The operations flock() takes from TypeScript.
 #define RW_FLOCK_OPS(X) \

@@ -19,6 +19,7 @@
 #include <libproc.h>
 #include <malloc/malloc.h>
 #include <sys/proc_info.h>
+#include <sys/sysctl.h>
 #include <unistd.h>
 
 namespace rw {
@@ -30,6 +31,7 @@ const bool kFsTypeIsName = true;
 const int kProbeDirFlags = O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
 const bool kHasProcFs = false;
 const char* const kHolderTable = "libproc";
+const bool kOneLockList = true;
 
 namespace {
 void Fill(const struct statfs& sfs, FsType* out) {
@@ -117,6 +119,38 @@ int Flock(int fd, LockKind kind) {
   return errno;
 }
 
+// fcntl(2) F_GETLK over the whole file for the lock flock would take: xnu
+// keeps flock(2) and record locks on one list per vnode and lf_getblock
+// (bsd/kern/kern_lockf.c) does not tell them apart, so a third party's
+// fcntl(F_SETLK) or lockf(3) lock keeps every flock out; lf_getlock answers
+// the blocking lock's holder in l_pid for a record lock, and -1 for a flock
+// ("fl->l_pid will be (-1) for file locks") or an OFD lock.
+int RecordLockHolder(int fd, LockKind kind, int* pid) {
+  *pid = 0;
+  struct flock fl;
+  memset(&fl, 0, sizeof fl);
+  fl.l_type = kind == LockKind::kExclusive ? F_WRLCK : F_RDLCK;
+  fl.l_whence = SEEK_SET;
+  int r;
+  do {
+    r = fcntl(fd, F_GETLK, &fl);
+  } while (r != 0 && errno == EINTR);
+  if (r != 0) return errno;
+  if (fl.l_type != F_UNLCK && fl.l_pid > 0) *pid = fl.l_pid;
+  return 0;
+}
+
+// sysctl kern.maxfilesperproc (xnu bsd/kern/kern_resource.c: the kernel
+// enforces MIN(RLIMIT_NOFILE, maxfilesperproc), while getrlimit(2) answers
+// the soft limit as set).
+int MaxFilesPerProcess(int64_t* out) {
+  int v = 0;
+  size_t len = sizeof v;
+  if (sysctlbyname("kern.maxfilesperproc", &v, &len, nullptr, 0) != 0) return errno;
+  *out = v;
+  return 0;
+}
+
 // malloc_zone_pressure_relief(NULL, 0): every zone, as much as it can; returns the bytes released.
 bool ReleaseFreeMemory() { return malloc_zone_pressure_relief(nullptr, 0) > 0; }
 
@@ -126,10 +160,12 @@ bool ReleaseFreeMemory() { return malloc_zone_pressure_relief(nullptr, 0) > 0; }
 // for each vnode among them proc_pidfdinfo(PROC_PIDFDVNODEPATHINFO) the
 // file's device and inode (vinfo_stat), its path and the open file's flags
 // (fi_openflags: FREAD/FWRITE). Only processes of this user answer unless
-// this one is root (EPERM): those are counted in *unreadable. A process or
-// descriptor gone between the calls is passed over.
-int OpenFilesOnDevice(uint64_t dev, int except_pid, std::vector<OpenFile>* out, int* unreadable) {
-  *unreadable = 0;
+// this one is root (EPERM, proc_security_policy's same-user check), and the
+// sandbox may refuse one descriptor's info (EPERM, mac_proc_check_proc_info):
+// each such process is listed in *unreadable, once. A process or descriptor
+// gone between the calls is passed over.
+int OpenFilesOnDevice(uint64_t dev, int except_pid, std::vector<OpenFile>* out, std::vector<int>* unreadable) {
+  unreadable->clear();
   errno = 0;
   int bytes = proc_listpids(PROC_ALL_PIDS, 0, nullptr, 0);
   if (bytes <= 0) return errno != 0 ? errno : EIO;
@@ -145,21 +181,29 @@ int OpenFilesOnDevice(uint64_t dev, int except_pid, std::vector<OpenFile>* out, 
     errno = 0;
     int need = proc_pidinfo(pid, PROC_PIDLISTFDS, 0, nullptr, 0);
     if (need <= 0) {
-      if (errno == EPERM || errno == EACCES) (*unreadable)++;
+      if (errno == EPERM || errno == EACCES) unreadable->push_back(pid);
       continue;
     }
     fds.resize(static_cast<size_t>(need) / sizeof(struct proc_fdinfo) + 16);
     errno = 0;
     int got = proc_pidinfo(pid, PROC_PIDLISTFDS, 0, fds.data(), static_cast<int>(fds.size() * sizeof(struct proc_fdinfo)));
     if (got <= 0) {
-      if (errno == EPERM || errno == EACCES) (*unreadable)++;
+      if (errno == EPERM || errno == EACCES) unreadable->push_back(pid);
       continue;
     }
     size_t count = static_cast<size_t>(got) / sizeof(struct proc_fdinfo);
+    bool hidden = false;
     for (size_t i = 0; i < count; i++) {
       if (fds[i].proc_fdtype != PROX_FDTYPE_VNODE) continue;
+      errno = 0;
       int r = proc_pidfdinfo(pid, fds[i].proc_fd, PROC_PIDFDVNODEPATHINFO, &vi, static_cast<int>(sizeof vi));
-      if (r < static_cast<int>(sizeof vi)) continue;
+      if (r < static_cast<int>(sizeof vi)) {
+        if (!hidden && (errno == EPERM || errno == EACCES)) {
+          hidden = true;
+          unreadable->push_back(pid);
+        }
+        continue;
+      }
       const struct vinfo_stat& v = vi.pvip.vip_vi.vi_stat;
       if (v.vst_dev != static_cast<uint32_t>(dev)) continue;
       vi.pvip.vip_path[sizeof vi.pvip.vip_path - 1] = '\0';

@@ -165,8 +165,16 @@ bool ReleaseFreeMemory() {
 
 const bool kHasProcFs = true;
 const char* const kHolderTable = "proc-locks";
+const bool kOneLockList = false;
 
 // The census is read from /proc by TypeScript (src/kernel/holders.ts).
-int OpenFilesOnDevice(uint64_t, int, std::vector<OpenFile>*, int*) { return ENOSYS; }
+int OpenFilesOnDevice(uint64_t, int, std::vector<OpenFile>*, std::vector<int>*) { return ENOSYS; }
+
+int RecordLockHolder(int, LockKind, int* pid) {
+  *pid = 0;
+  return 0;
+}
+
+int MaxFilesPerProcess(int64_t*) { return ENOSYS; }
 
 }  // namespace rw

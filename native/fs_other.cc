@@ -31,7 +31,15 @@ bool ReleaseFreeMemory() { return false; }
 
 const bool kHasProcFs = false;
 const char* const kHolderTable = "none";
+const bool kOneLockList = false;
 
-int OpenFilesOnDevice(uint64_t, int, std::vector<OpenFile>*, int*) { return ENOSYS; }
+int OpenFilesOnDevice(uint64_t, int, std::vector<OpenFile>*, std::vector<int>*) { return ENOSYS; }
+
+int RecordLockHolder(int, LockKind, int* pid) {
+  *pid = 0;
+  return 0;
+}
+
+int MaxFilesPerProcess(int64_t*) { return ENOSYS; }
 
 }  // namespace rw

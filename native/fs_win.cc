@@ -42,6 +42,8 @@ const int kProbeDirFlags = 0;
 const char* const kLockPrimitive = "LockFileEx";
 const bool kHasProcFs = false;
 const char* const kHolderTable = "none";
+// LockFileEx byte-range locks are the only kind Windows has: no second list to share.
+const bool kOneLockList = false;
 
 // The byte a leg locks: 1 GiB into the file, far past its 128-byte head.
 constexpr uint64_t kLockOffset = 0x40000000ull;
@@ -94,7 +96,14 @@ int Flock(int fd, LockKind kind) {
 
 bool ReleaseFreeMemory() { return false; }
 
-int OpenFilesOnDevice(uint64_t, int, std::vector<OpenFile>*, int*) { return ENOSYS; }
+int OpenFilesOnDevice(uint64_t, int, std::vector<OpenFile>*, std::vector<int>*) { return ENOSYS; }
+
+int RecordLockHolder(int, LockKind, int* pid) {
+  *pid = 0;
+  return 0;
+}
+
+int MaxFilesPerProcess(int64_t*) { return ENOSYS; }
 
 Presence ProcessPresence(int pid) {
   HANDLE h = OpenProcess(PROCESS_QUERY_LIMITED_INFORMATION | SYNCHRONIZE, FALSE, static_cast<DWORD>(pid));

@@ -108,7 +108,7 @@ Napi::Value FileIdentities(const Napi::CallbackInfo& info) {
   return env.Undefined();
 }
 
-// openFilesOnDevice(dev, exceptPid) -> {files: [{pid, ino, write, path}], unreadable}.
+// openFilesOnDevice(dev, exceptPid) -> {files: [{pid, ino, write, path}], unreadable: [pid]}.
 // Which processes hold which files of one device open (platform.h
 // OpenFilesOnDevice: darwin's libproc census), a fact for the holder rules
 // in src/kernel/holders.ts. `path` is a Buffer (the kernel's bytes). Throws
@@ -118,7 +118,7 @@ Napi::Value OpenFilesOnDeviceJs(const Napi::CallbackInfo& info) {
   int64_t dev = 0, except = 0;
   if (info.Length() != 2 || !js::IntArg(env, info[0], "dev", &dev) || !js::IntArg(env, info[1], "exceptPid", &except)) return env.Undefined();
   std::vector<OpenFile> files;
-  int unreadable = 0;
+  std::vector<int> unreadable;
   int err = OpenFilesOnDevice(static_cast<uint64_t>(dev), static_cast<int>(except), &files, &unreadable);
   if (err != 0) {
     js::ThrowErrno(env, err, "openFilesOnDevice", nullptr);
@@ -135,7 +135,9 @@ Napi::Value OpenFilesOnDeviceJs(const Napi::CallbackInfo& info) {
   }
   Napi::Object result = Napi::Object::New(env);
   result.Set("files", list);
-  result.Set("unreadable", Napi::Number::New(env, unreadable));
+  Napi::Array pids = Napi::Array::New(env, unreadable.size());
+  for (size_t i = 0; i < unreadable.size(); i++) pids.Set(static_cast<uint32_t>(i), Napi::Number::New(env, unreadable[i]));
+  result.Set("unreadable", pids);
   return result;
 }
 
@@ -143,7 +145,7 @@ Napi::Value OpenFilesOnDeviceJs(const Napi::CallbackInfo& info) {
 
 // Registers the identity calls, and the system's facts TypeScript decides by
 // instead of the platform's name (platform.h kHasProcFs, kHolderTable,
-// kLockPrimitive) with
+// kLockPrimitive, kOneLockList) with
 // the census behind `holderTable: "libproc"`.
 void RegisterIdentity(Napi::Env env, Napi::Object exports) {
   exports.Set("fileIdentities", Napi::Function::New(env, FileIdentities, "fileIdentities"));
@@ -152,6 +154,7 @@ void RegisterIdentity(Napi::Env env, Napi::Object exports) {
   system.Set("procfs", Napi::Boolean::New(env, kHasProcFs));
   system.Set("holderTable", Napi::String::New(env, kHolderTable));
   system.Set("lock", Napi::String::New(env, kLockPrimitive));
+  system.Set("oneLockList", Napi::Boolean::New(env, kOneLockList));
   system.Freeze();
   exports.Set("system", system);
   exports.Set("openFilesOnDevice", Napi::Function::New(env, OpenFilesOnDeviceJs, "openFilesOnDevice"));

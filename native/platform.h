@@ -129,8 +129,12 @@ int Flock(int fd, LockKind kind);
 //   (linux: the kernel's flock table and /proc/<pid>/fd, read by TypeScript),
 //   "libproc" (darwin: OpenFilesOnDevice below; descriptors and their open
 //   modes, no lock table), or "none".
+// - kOneLockList: flock(2) locks and fcntl(2) record locks are one list, so a
+//   record lock blocks a flock (darwin, RecordLockHolder below); apart on
+//   linux.
 extern const bool kHasProcFs;
 extern const char* const kHolderTable;
+extern const bool kOneLockList;
 
 // One open descriptor of another process on a file: its pid, the file's
 // inode, whether it is open for writing, and the path the kernel gives it.
@@ -142,11 +146,27 @@ struct OpenFile {
 };
 
 // Every descriptor, of every process this one may inspect except
-// `except_pid`, on a file of device `dev`; *unreadable counts the processes
-// that could not be inspected (darwin: another user's, unless root). darwin:
-// libproc proc_listpids, PROC_PIDLISTFDS, PROC_PIDFDVNODEPATHINFO. ENOSYS
-// where there is no such census here (linux reads /proc from TypeScript).
-int OpenFilesOnDevice(uint64_t dev, int except_pid, std::vector<OpenFile>* out, int* unreadable);
+// `except_pid`, on a file of device `dev`; *unreadable lists the pids of the
+// processes whose descriptors could not all be read (darwin: another user's,
+// unless root; one whose descriptor the sandbox hides). darwin: libproc
+// proc_listpids, PROC_PIDLISTFDS, PROC_PIDFDVNODEPATHINFO. ENOSYS where there
+// is no such census here (linux reads /proc from TypeScript).
+int OpenFilesOnDevice(uint64_t dev, int except_pid, std::vector<OpenFile>* out, std::vector<int>* unreadable);
+
+// The pid of the process whose record lock (fcntl(2) F_SETLK, lockf(3))
+// keeps a flock of kind `kind` from being granted on the file open as `fd`,
+// where flock(2) and record locks are one list (darwin: F_GETLK answers the
+// first lock that would block, a record lock with its holder's pid, a flock
+// with -1), into *pid; 0 when what blocks is a flock, when nothing does, or
+// where the lists are apart (linux: a flock is blocked by flocks only, and
+// nothing is called). Returns 0 or an errno value.
+int RecordLockHolder(int fd, LockKind kind, int* pid);
+
+// The most descriptors the kernel lets a process hold whatever its
+// RLIMIT_NOFILE says (darwin: sysctl kern.maxfilesperproc, xnu enforcing the
+// smaller of the two), into *out. ENOSYS where RLIMIT_NOFILE is the whole
+// rule (linux).
+int MaxFilesPerProcess(int64_t* out);
 
 // Whether a process (or, POSIX, a process group) exists: POSIX kill(pid, 0)
 // (ESRCH gone; success or EPERM present), Windows a handle from OpenProcess.

@@ -240,6 +240,11 @@ int GatherProbeFactsAt(int dirfd, const char* name, const LocalTypes& list, cons
   int r = Flock(fd, LockKind::kShared);
   int stage = r == 0 ? kSharedGranted : r == kContended ? kSharedContended : kSharedError;
   if (stage == kSharedError) out[kOutErrno] = r;
+  // Where a record lock can keep a flock out (darwin's one list), whose it is;
+  // 0 where it cannot, with no call (linux).
+  int holder = 0;
+  if (stage == kSharedContended && kOneLockList && RecordLockHolder(fd, LockKind::kShared, &holder) != 0) holder = 0;
+  out[kOutRecordLockPid] = holder;
   close(fd);  // drops the shared lock, if granted, with the only descriptor on it
   return stage;
 }

@@ -8,15 +8,16 @@
  * What the model is and is not: native/xnu-model/ (every rule there cites kqueue(2), statfs(2),
  * open(2), fcntl(2) or libproc). Nothing here ran on a Mac.
  */
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { buildDarwinModel } from '../scripts/darwin-model.mjs';
 import { eventLine } from './helpers/events.js';
 import { ROOT } from './helpers/lock-procs.js';
+import { needs } from './helpers/prereq.js';
 
 const SLOW = 300_000;
 let addon = '';
@@ -27,12 +28,27 @@ beforeAll(() => {
 }, SLOW);
 afterAll(() => rmSync(work, { recursive: true, force: true }));
 
-/** Runs an ES module body in a child whose addon is the model; its last stdout line is JSON. */
-function onModel(body: string, timeoutMs = 60_000, addonPath?: string): { out: unknown; stderr: string; status: number | null; timedOut: boolean } {
-  const src = `const K = await import(${JSON.stringify(join(ROOT, 'dist', 'index.js'))});\nconst N = await import(${JSON.stringify(join(ROOT, 'dist', 'kernel', 'notify.js'))});\nconst native = (await import(${JSON.stringify(join(ROOT, 'dist', 'kernel', 'native.js'))})).native;\nconst out = (v) => process.stdout.write(JSON.stringify(v) + '\\n');\n${body}`;
+/**
+ * For the child's body: `descriptorsOn(paths)`, how many of this process's descriptors are open on
+ * one of `paths` (compared by device and inode), counted through /dev/fd, which linux and darwin
+ * both have (fdesc on darwin; /proc/self/fd behind it on linux, reached here only by that name).
+ */
+const DESCRIPTORS_ON = `const FS_ = await import('node:fs');
+const descriptorsOn = (paths) => {
+  const want = new Set(paths.map((p) => { const st = FS_.statSync(p); return st.dev + ':' + st.ino; }));
+  let n = 0;
+  for (const fd of FS_.readdirSync('/dev/fd')) {
+    try { const st = FS_.statSync('/dev/fd/' + fd); if (want.has(st.dev + ':' + st.ino)) n++; } catch {}
+  }
+  return n;
+};`;
+
+/** Runs an ES module body in a child whose addon is the model (or `addonPath`), with `env` added; its last stdout line is JSON. */
+function onModel(body: string, timeoutMs = 60_000, addonPath?: string, env: Record<string, string> = {}): { out: unknown; stderr: string; status: number | null; timedOut: boolean } {
+  const src = `const K = await import(${JSON.stringify(join(ROOT, 'dist', 'index.js'))});\nconst N = await import(${JSON.stringify(join(ROOT, 'dist', 'kernel', 'notify.js'))});\nconst native = (await import(${JSON.stringify(join(ROOT, 'dist', 'kernel', 'native.js'))})).native;\nconst out = (v) => process.stdout.write(JSON.stringify(v) + '\\n');\n${DESCRIPTORS_ON}\n${body}`;
   const r = spawnSync(process.execPath, ['--input-type=module', '-e', src], {
     encoding: 'utf8',
-    env: { ...process.env, RUNWARDEN_ADDON: addonPath ?? addon },
+    env: { ...process.env, RUNWARDEN_ADDON: addonPath ?? addon, ...env },
     timeout: timeoutMs,
     killSignal: 'SIGKILL',
   });
@@ -81,15 +97,12 @@ describe('darwin watches (notify_darwin.cc, kernel/notify.ts) in the model', () 
     const root = fresh('budget');
     for (let i = 0; i < 400; i++) mkdirSync(join(root, `run-${i}`));
     const r = onModel(`
-      import('node:fs').then(({ readdirSync, readlinkSync }) => {
-        const w = N.openDirWatcher();
-        let ok = 0, refused = 0;
-        for (let i = 0; i < 400; i++) { const a = w.watch(${JSON.stringify(root)} + '/run-' + i, () => {}); if (a.ok) ok++; else refused++; }
-        let held = 0;
-        for (const fd of readdirSync('/proc/self/fd')) { try { if (readlinkSync('/proc/self/fd/' + fd).startsWith(${JSON.stringify(root + '/')})) held++; } catch {} }
-        out({ ok, refused, held, polled: w.stats.overBudget });
-        w.close();
-      });`);
+      const w = N.openDirWatcher();
+      const dirs = Array.from({ length: 400 }, (_, i) => ${JSON.stringify(root)} + '/run-' + i);
+      let ok = 0, refused = 0;
+      for (const d of dirs) { const a = w.watch(d, () => {}); if (a.ok) ok++; else refused++; }
+      out({ ok, refused, held: descriptorsOn(dirs), polled: w.stats.overBudget });
+      w.close();`);
     const o = r.out as { ok: number; refused: number; held: number; polled: number };
     expect(o.held).toBeLessThanOrEqual(160);
     expect(o.ok + o.refused).toBe(400);
@@ -122,6 +135,24 @@ describe('darwin watches (notify_darwin.cc, kernel/notify.ts) in the model', () 
     const b = (r.out as { b: string[] }).b;
     expect(b, 'run-b was told it is gone').not.toContain('gone');
     expect(b, "run-b's own change reached it").toContain('changed');
+  });
+
+  it("an append to a file of a watched directory is no event of the directory's (kqueue(2): a directory is written by its entries' changes only)", () => {
+    const run = join(fresh('dir-append'), 'run-1');
+    mkdirSync(run);
+    writeFileSync(join(run, 'events.jsonl'), '{"a":1}\n');
+    const r = onModel(`
+      const fs = await import('node:fs');
+      const run = ${JSON.stringify(run)};
+      const w = N.openDirWatcher({ ref: true });
+      const told = [];
+      w.watch(run, (e) => told.push(e.kind + ':' + e.name));
+      setTimeout(() => fs.appendFileSync(run + '/events.jsonl', '{"a":2}\\n'), 100);
+      // The control: an entry made afterwards is told, so the watch was live.
+      setTimeout(() => fs.writeFileSync(run + '/state.json', '{}'), 800);
+      setTimeout(() => { out(told); w.close(); }, 1600);
+    `);
+    expect(r.out).toEqual(['changed:']);
   });
 
   it("an append to an in-flight run's stream is announced (a directory's NOTE_WRITE does not say it)", () => {
@@ -174,6 +205,36 @@ describe('lock files that are not regular files (fs_darwin.cc) in the model', ()
         try {
           const r = onModel(`const p = K.probeLock(${JSON.stringify(join(run, 'resume.lock'))}); out({ liveness: p.liveness, reason: p.reason });`);
           expect(r.out).toMatchObject({ liveness: 'unknown', reason: 'not-regular-file' });
+          resolveTest();
+        } catch (e) {
+          reject(e instanceof Error ? e : new Error(String(e)));
+        } finally {
+          server.close();
+        }
+      });
+    });
+  });
+
+  it.each([
+    ['the XNU model', undefined, { code: 'EOPNOTSUPP', errno: 102, ENOTSUP: 45, EOPNOTSUPP: 102 }],
+    ['linux', join(ROOT, 'build', 'Release', 'runwarden.node'), { code: 'ENXIO', errno: 6, ENOTSUP: 95, EOPNOTSUPP: 95 }],
+  ])("%s: errno numbers are the system's (darwin's open(2) of a socket is EOPNOTSUPP, 102), and a socket at resume.lock is refused as one", (_what, addonPath, want) => {
+    const run = fresh(`errno-${addonPath === undefined ? 'model' : 'linux'}`);
+    return new Promise<void>((resolveTest, reject) => {
+      const server = createServer().listen(join(run, 'resume.lock'), () => {
+        try {
+          const r = onModel(`
+            const fs = await import('node:fs');
+            const n = native();
+            const dirfd = n.openDirNoFollow(${JSON.stringify(run)});
+            let thrown = {};
+            try { n.openAt(dirfd, 'resume.lock', fs.constants.O_RDONLY); } catch (e) { thrown = { code: e.code, errno: e.errno }; }
+            n.closeFd(dirfd);
+            let refusal = '';
+            try { K.acquireLock(${JSON.stringify(join(run, 'resume.lock'))}).release(); } catch (e) { refusal = e.code + ' ' + e.kind; }
+            out({ ...thrown, ENOTSUP: n.errnos.ENOTSUP, EOPNOTSUPP: n.errnos.EOPNOTSUPP, refusal });
+          `, 60_000, addonPath);
+          expect(r.out).toEqual({ ...want, refusal: 'ENOTREGULAR socket' });
           resolveTest();
         } catch (e) {
           reject(e instanceof Error ? e : new Error(String(e)));
@@ -287,3 +348,218 @@ describe('the holder census on darwin (libproc) in the model', () => {
     }
   });
 });
+
+/**
+ * The defects a Mac's surroundings show, each failing on the code before it in the model: root's
+ * daemons always answer EPERM to libproc; a truncation is NOTE_ATTRIB alone; flock and fcntl record
+ * locks are one list; kern.maxfilesperproc caps the descriptors whatever getrlimit says. Each case
+ * says which rule of native/xnu-model/ it rests on.
+ */
+describe("a Mac's surroundings (native/xnu-model/) and what they show", () => {
+  const line = (o: Record<string, unknown>): string => eventLine(o, { ts: '2026-12-01T10:00:00Z' });
+
+  /** A run whose leg is gone, its lock file labelled with `label` (as a dead leg leaves it). */
+  function deadRun(name: string, label: number): string {
+    const dir = join(fresh('label'), name);
+    mkdirSync(dir);
+    writeFileSync(join(dir, 'resume.lock'), `oh-my-graph-lock 1\n${label}\n`);
+    writeFileSync(join(dir, 'events.jsonl'), line({ event: 'run_started' }) + line({ event: 'node_started', node_id: 'work' }));
+    return dir;
+  }
+
+  /** A sleeping process with `env` added; the model takes XNU_MODEL_UID in it for the process's user. */
+  function sleeper(env: Record<string, string> = {}): ChildProcess {
+    const p = spawn('sleep', ['600'], { stdio: 'ignore', env: { ...process.env, ...env } });
+    spawned.push(p);
+    return p;
+  }
+  const spawned: ChildProcess[] = [];
+  afterEach(() => {
+    for (const p of spawned.splice(0)) p.kill('SIGKILL');
+  });
+
+  it("a dead leg's label naming a live process of this user, whose descriptors were read: ABANDONED (root's daemons, always unreadable, are no doubt)", () => {
+    const reused = sleeper(); // a pid reused by an unrelated process of this user
+    const dir = deadRun('reused', reused.pid as number);
+    const r = onModel(`const s = K.runStatus(${JSON.stringify(dir)}); out({ status: s.status, liveness: s.liveness, reason: s.reason });`);
+    expect(r.out).toEqual({ status: 'ABANDONED', liveness: 'free', reason: 'flock-free' });
+  });
+
+  it("a dead leg's label naming a live process of another user, whose descriptors cannot be read: the doubt keeps it in flight", () => {
+    const other = sleeper({ XNU_MODEL_UID: '501' });
+    const dir = deadRun('other-user', other.pid as number);
+    const r = onModel(`const s = K.runStatus(${JSON.stringify(dir)}); out({ status: s.status, liveness: s.liveness, reason: s.reason });`);
+    expect(r.out).toEqual({ status: 'RUNNING', liveness: 'unknown', reason: 'lock-replaced' });
+  });
+
+  it('the truncation of an in-flight run\'s stream is seen by the live engine (NOTE_ATTRIB, the only event a Mac posts for it)', () => {
+    const root = fresh('truncate-root');
+    const dir = join(root, '20261201-100000-t');
+    mkdirSync(dir);
+    const stream = line({ event: 'run_started' }) + line({ event: 'node_started', node_id: 'a' });
+    // Every re-check at 600 s: only the followed stream's own event can tell.
+    const r = onModel(`
+      const fs = await import('node:fs');
+      const dir = ${JSON.stringify(dir)};
+      const lock = K.acquireLock(dir + '/resume.lock');
+      fs.writeFileSync(dir + '/events.jsonl', ${JSON.stringify(stream)});
+      const e = new K.LiveEngine({ root: ${JSON.stringify(root)}, safetyMs: 600000, openRecheckMs: 600000 });
+      await e.start();
+      const until = async (f, ms) => { const end = Date.now() + ms; while (!f() && Date.now() < end) await new Promise((res) => setTimeout(res, 10)); return f(); };
+      const running = await until(() => e.get(dir)?.report?.status === 'RUNNING', 30000);
+      await new Promise((res) => setTimeout(res, 300));
+      const before = e.stats.rereads;
+      fs.truncateSync(dir + '/events.jsonl', 0);
+      const seen = await until(() => e.stats.rereads > before, 20000);
+      out({ running, seen });
+      e.close();
+      lock.release();
+      process.exit(0);
+    `);
+    expect(r.out).toEqual({ running: true, seen: true });
+  });
+
+  it.each([
+    ['the XNU model', undefined],
+    ['linux', join(ROOT, 'build', 'Release', 'runwarden.node')],
+  ])("%s: a third party's fcntl lock on resume.lock is reported for what it is, as the system's lists of locks make it", async (_what, addonPath) => {
+    const dir = join(fresh('record-lock'), addonPath === undefined ? 'model' : 'linux');
+    mkdirSync(dir);
+    writeFileSync(join(dir, 'resume.lock'), 'oh-my-graph-lock 1\n1\n');
+    writeFileSync(join(dir, 'events.jsonl'), line({ event: 'run_started' }));
+    // python3: node-gyp's own requirement, so present wherever npm ci built the addon; fcntl.lockf takes a POSIX record lock.
+    const third = spawn('python3', ['-c', `import fcntl, sys, time\nf = open(sys.argv[1], 'r+')\nfcntl.lockf(f, fcntl.LOCK_EX)\nprint('locked', flush=True)\ntime.sleep(600)`, join(dir, 'resume.lock')], { stdio: ['ignore', 'pipe', 'inherit'] });
+    spawned.push(third);
+    await new Promise((res) => third.stdout?.once('data', res));
+    const r = onModel(`
+      const one = native().system.oneLockList;
+      const p = K.probeLock(${JSON.stringify(join(dir, 'resume.lock'))});
+      const s = K.runStatus(${JSON.stringify(dir)});
+      let acquire = 'acquired';
+      try { K.acquireLock(${JSON.stringify(join(dir, 'resume.lock'))}, { retryMs: 50 }).release(); } catch (e) { acquire = e.message; }
+      out({ one, probe: [p.liveness, p.reason, p.detail ?? ''], status: [s.status, s.reason], acquire });
+    `, 60_000, addonPath);
+    const o = r.out as { one: boolean; probe: string[]; status: string[]; acquire: string };
+    if (o.one) {
+      // darwin: one list (xnu kern_lockf.c); the shared flock is kept out by the record lock, which is no leg's.
+      expect(o.probe).toEqual(['unknown', 'record-lock', expect.stringContaining(`pid ${third.pid}`)]);
+      expect(o.status).toEqual(['RUNNING', 'record-lock']);
+      expect(o.acquire).toMatch(new RegExp(`no leg holds the lock .* pid ${third.pid} holds a record lock`));
+    } else {
+      // linux: flock(2) and fcntl(2) locks never meet; the leg is gone and the lock is free.
+      expect(o.probe).toEqual(['free', 'flock-free', '']);
+      expect(o.status).toEqual(['ABANDONED', 'flock-free']);
+      expect(o.acquire).toBe('acquired');
+    }
+    expect(o.one).toBe(addonPath === undefined);
+  });
+
+  it('kern.maxfilesperproc below the soft RLIMIT_NOFILE: watches take their share of the limit the kernel enforces (CONTRACT §5.7), not of the one getrlimit answers', () => {
+    const root = fresh('maxfiles');
+    for (let i = 0; i < 400; i++) mkdirSync(join(root, `run-${i}`));
+    const r = onModel(`
+      const L = await import(${JSON.stringify(join(ROOT, 'dist', 'kernel', 'limits.js'))});
+      const w = N.openDirWatcher();
+      const dirs = Array.from({ length: 400 }, (_, i) => ${JSON.stringify(root)} + '/run-' + i);
+      for (const d of dirs) w.watch(d, () => {});
+      // What the process can still open with the watches held (each open kept until the count is done).
+      const fs = await import('node:fs');
+      const opened = [];
+      try { for (;;) opened.push(fs.openSync(${JSON.stringify(root)}, 'r')); } catch (e) { if (e.code !== 'EMFILE') throw e; }
+      for (const fd of opened) fs.closeSync(fd);
+      out({ getrlimit: native().descriptorLimit().soft, held: descriptorsOn(dirs), free: opened.length });
+      w.close();
+    `, 60_000, undefined, { XNU_MODEL_MAXFILESPERPROC: '300' });
+    const o = r.out as { getrlimit: number; held: number; free: number };
+    expect(o.getrlimit, 'the soft limit as getrlimit answers it is above the cap (what Node leaves on a Mac)').toBeGreaterThan(300);
+    // §5.7: the watches' share is half of what the limit leaves after 192 kept for the process's own work.
+    expect(o.held).toBeLessThanOrEqual(Math.floor((300 - 192) / 2));
+    expect(o.free).toBeGreaterThanOrEqual(192 - 64);
+  });
+
+  it('a volume unmounted under a watched run directory: the watch ends (NOTE_REVOKE), nothing hangs', (ctx) => {
+    needs(ctx, 'root', 'mount');
+    const at = fresh('revoke-mount');
+    const m = spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=1m', 'tmpfs', at], { encoding: 'utf8' });
+    expect(m.status, m.stderr).toBe(0);
+    try {
+      mkdirSync(join(at, 'run-1'));
+      // The model's descriptors hold the mount (linux); `umount -l` detaches it as a Mac's unmount does.
+      const r = onModel(`
+        const cp = await import('node:child_process');
+        const w = N.openDirWatcher({ ref: true });
+        const told = [];
+        const a = w.watch(${JSON.stringify(join(at, 'run-1'))}, (e) => told.push(e.kind));
+        const until = async (f, ms) => { const end = Date.now() + ms; while (!f() && Date.now() < end) await new Promise((res) => setTimeout(res, 10)); return f(); };
+        cp.spawnSync('umount', ['-l', ${JSON.stringify(at)}]);
+        const gone = await until(() => told.includes('gone'), 20000);
+        out({ ok: a.ok, gone, held: w.size });
+        w.close();
+        process.exit(0);
+      `, 60_000);
+      expect(r.timedOut).toBe(false);
+      expect(r.out).toEqual({ ok: true, gone: true, held: 0 });
+    } finally {
+      spawnSync('umount', ['-l', at]);
+    }
+  });
+});
+
+/**
+ * The model's kqueue rules that runwarden's darwin code never exercises itself (it always asks
+ * EV_CLEAR), checked on the model directly: a small C++ program built against native/xnu-model/
+ * (the toolchain `npm ci` needed) drives kqueue(2)/kevent(2) and prints what they answered.
+ */
+describe("the model's kqueue, driven directly", () => {
+  it('a vnode filter without EV_CLEAR stays fired and is returned by every kevent (kern_event.c knote_process); with EV_CLEAR, once; a truncation is NOTE_ATTRIB alone', () => {
+    const dir = fresh('kq-direct');
+    const src = join(dir, 'kq.cc');
+    writeFileSync(
+      src,
+      `#include <fcntl.h>
+#include <stdio.h>
+#include <unistd.h>
+#include "sys/event.h"
+static unsigned poll_once(int kq) {
+  struct kevent ev;
+  struct timespec zero = {0, 0};
+  int n = kevent(kq, nullptr, 0, &ev, 1, &zero);
+  return n == 1 ? ev.fflags : 0;
+}
+int main(int, char** argv) {
+  int plain = open(argv[1], O_RDONLY), clear = open(argv[2], O_RDONLY);
+  int kq1 = kqueue(), kq2 = kqueue();
+  struct kevent ch;
+  EV_SET(&ch, plain, EVFILT_VNODE, EV_ADD, NOTE_WRITE | NOTE_ATTRIB | NOTE_EXTEND, 0, nullptr);
+  kevent(kq1, &ch, 1, nullptr, 0, nullptr);
+  EV_SET(&ch, clear, EVFILT_VNODE, EV_ADD | EV_CLEAR, NOTE_WRITE | NOTE_ATTRIB | NOTE_EXTEND, 0, nullptr);
+  kevent(kq2, &ch, 1, nullptr, 0, nullptr);
+  int w1 = open(argv[1], O_WRONLY | O_APPEND), w2 = open(argv[2], O_WRONLY | O_APPEND);
+  (void)!write(w1, "x", 1);
+  (void)!write(w2, "x", 1);
+  usleep(100000);
+  unsigned a1 = poll_once(kq1), a2 = poll_once(kq1), a3 = poll_once(kq1);
+  unsigned b1 = poll_once(kq2), b2 = poll_once(kq2);
+  (void)!ftruncate(w2, 0);
+  usleep(100000);
+  unsigned t = poll_once(kq2);
+  printf("{\\"plain\\":[%u,%u,%u],\\"clear\\":[%u,%u],\\"truncate\\":%u,\\"WRITE\\":%u,\\"EXTEND\\":%u,\\"ATTRIB\\":%u}\\n", a1, a2, a3, b1, b2, t, (unsigned)NOTE_WRITE, (unsigned)NOTE_EXTEND, (unsigned)NOTE_ATTRIB);
+  return 0;
+}
+`,
+    );
+    const bin = join(dir, 'kq');
+    const model = join(ROOT, 'native', 'xnu-model');
+    const cc = spawnSync(process.env['CXX'] || 'g++', ['-std=c++17', '-O1', `-I${join(model, 'include')}`, src, join(model, 'kqueue.cc'), join(model, 'sys.cc'), join(model, 'errno.cc'), '-o', bin, '-lpthread'], { encoding: 'utf8' });
+    expect(cc.status, cc.stderr).toBe(0);
+    writeFileSync(join(dir, 'plain'), 'a');
+    writeFileSync(join(dir, 'clear'), 'a');
+    const r = spawnSync(bin, [join(dir, 'plain'), join(dir, 'clear')], { encoding: 'utf8', timeout: 20_000 });
+    const o = JSON.parse(r.stdout) as { plain: number[]; clear: number[]; truncate: number; WRITE: number; EXTEND: number; ATTRIB: number };
+    const wrote = o.WRITE | o.EXTEND;
+    expect(o.plain, 'without EV_CLEAR: the same fflags at every kevent').toEqual([wrote, wrote, wrote]);
+    expect(o.clear, 'with EV_CLEAR: once').toEqual([wrote, 0]);
+    expect(o.truncate, 'a truncation: NOTE_ATTRIB alone').toBe(o.ATTRIB);
+  });
+});
+

@@ -6,7 +6,7 @@
  * watches), and closes the stream when the loop is left early.
  */
 import { spawn } from 'node:child_process';
-import { appendFileSync, mkdirSync, readdirSync, readFileSync, readlinkSync, renameSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, readdirSync, readFileSync, readlinkSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { AbortError, followRun, startLeg, StreamError, type FollowItem } from '../src/index.js';
@@ -15,6 +15,7 @@ import { FOLLOW_STATS } from '../src/live/follow.js';
 import { cleanupTemp, killAll, ROOT, startHolder, tempDir, track, until, waitReady } from './helpers/lock-procs.js';
 import { encodeEvents, eventLine } from './helpers/events.js';
 import { needs } from './helpers/prereq.js';
+import { systemFacts } from '../src/kernel/system.js';
 
 afterEach(async () => {
   await killAll();
@@ -49,17 +50,28 @@ function inotifyWatches(): number {
   return n;
 }
 
-/** Descriptors of this process open on `path`. */
+/** Descriptors of this process open on `path` (by device and inode, through /dev/fd, which linux and darwin both have). */
 function openOn(path: string): number {
+  const want = statSync(path);
   let n = 0;
-  for (const fd of readdirSync('/proc/self/fd')) {
+  for (const fd of readdirSync('/dev/fd')) {
     try {
-      if (readlinkSync(`/proc/self/fd/${fd}`) === path) n++;
+      const st = statSync(`/dev/fd/${fd}`);
+      if (st.dev === want.dev && st.ino === want.ino) n++;
     } catch {
       /* closed meanwhile */
     }
   }
   return n;
+}
+
+/**
+ * The kernel watches this process holds of the run directory `dir`: where each watch is a
+ * descriptor (kqueue, darwin), those open on `dir`; elsewhere (inotify) every watch of the
+ * process, which only `dir`'s follow adds to or takes from here.
+ */
+function dirWatches(dir: string): number {
+  return systemFacts().watchHoldsDescriptor ? openOn(dir) : inotifyWatches();
 }
 
 describe('followRun', () => {
@@ -113,15 +125,14 @@ describe('followRun', () => {
     expect(last.report.hint).toContain('never reported an end');
   });
 
-  it('a real leg that appends and is killed -9: every event as appended, then the status change to ABANDONED, last; an abort ends a second follower and releases its watch', async (ctx) => {
-    needs(ctx, 'linux: counts inotify watches in /proc/self/fdinfo');
+  it('a real leg that appends and is killed -9: every event as appended, then the status change to ABANDONED, last; an abort ends a second follower and releases its watch', async () => {
     const dir = join(tempDir('rw-follow-'), 'appends');
     const proc = spawn(process.execPath, [APPENDER, dir], { stdio: ['pipe', 'pipe', 'pipe'] });
     track(proc);
     await waitReady(proc);
     let answers = '';
     proc.stdout.on('data', (d: Buffer) => (answers += d.toString()));
-    const base = inotifyWatches();
+    const base = dirWatches(dir);
     const seen: FollowItem[] = [];
     const following = (async () => {
       // Re-check intervals longer than the test: only the kernel's word can end it in time.
@@ -137,7 +148,7 @@ describe('followRun', () => {
     expect(names(seen)).toEqual(['run_started', 'status:RUNNING/held']);
     // Two followers, one process-wide notifier: one kernel watch on the run directory.
     const notified = sharedDirWatcher() !== undefined;
-    if (notified) expect(inotifyWatches()).toBe(base + 1);
+    if (notified) expect(dirWatches(dir)).toBe(base + 1);
     for (const node of ['a', 'b']) {
       proc.stdin.write(`${node}\n`);
       await until(() => answers.includes(`ok ${node}`));
@@ -147,14 +158,14 @@ describe('followRun', () => {
     const e = await aborted;
     expect(e).toBeInstanceOf(AbortError);
     expect(names(other.filter((i) => i.kind === 'event'))).toEqual(['run_started', 'node_started:a', 'node_passed:a', 'node_started:b', 'node_passed:b']);
-    if (notified) expect(inotifyWatches()).toBe(base + 1); // still the first follower's
+    if (notified) expect(dirWatches(dir)).toBe(base + 1); // still the first follower's
     proc.kill('SIGKILL');
     await following;
     expect(names(seen)).toEqual(['run_started', 'status:RUNNING/held', 'node_started:a', 'node_passed:a', 'node_started:b', 'node_passed:b', 'final:ABANDONED/free']);
     const last = seen[seen.length - 1] as Extract<FollowItem, { kind: 'status' }>;
     expect(last.report.hint).toContain('never reported an end');
     // Both followers gone: no watch of this run is left.
-    if (notified) expect(inotifyWatches()).toBe(base);
+    if (notified) expect(dirWatches(dir)).toBe(base);
   });
 
   it('is told of the death: with a re-check interval longer than the test, a kill -9 still ends it, through the lock file\'s close-write', async (ctx) => {
@@ -192,8 +203,7 @@ describe('followRun', () => {
     expect(skipped.offset).toBe(line({ event: 'run_started' }).length);
   });
 
-  it('until forever follows past a leg\'s finish into the next leg; an abort ends it with ABORT_ERR', async (ctx) => {
-    needs(ctx, 'linux: counts inotify watches in /proc/self/fdinfo');
+  it('until forever follows past a leg\'s finish into the next leg; an abort ends it with ABORT_ERR', async () => {
     const dir = join(tempDir('rw-follow-'), 'legs');
     {
       using leg = startLeg(dir);
@@ -206,7 +216,7 @@ describe('followRun', () => {
     })();
     await until(() => seen.length === 3);
     expect(names(seen)).toEqual(['run_started', 'run_finished', 'status:PASS/null']); // not final: it goes on
-    const watching = inotifyWatches();
+    const watching = dirWatches(dir);
     {
       using leg = startLeg(dir);
       leg.append({ event: 'node_started', node_id: 'second' });
@@ -225,12 +235,11 @@ describe('followRun', () => {
     // The abort closed the engine's kernel watch on the run directory.
     if (sharedDirWatcher() !== undefined) {
       expect(watching).toBeGreaterThan(0);
-      expect(inotifyWatches()).toBe(watching - 1);
+      expect(dirWatches(dir)).toBe(watching - 1);
     }
   });
 
-  it('leaving the loop early stops the follower and closes the stream; a slow consumer still gets every line in order', async (ctx) => {
-    needs(ctx, 'linux: counts inotify watches in /proc/self/fdinfo');
+  it('leaving the loop early stops the follower and closes the stream; a slow consumer still gets every line in order', async () => {
     const dir = join(tempDir('rw-follow-'), 'long');
     mkdirSync(dir);
     await startHolder(join(dir, 'resume.lock'));
@@ -242,7 +251,7 @@ describe('followRun', () => {
     let n = 0;
     let readAt10 = 0;
     const before = FOLLOW_STATS.bytesRead;
-    const watching = inotifyWatches();
+    const watching = dirWatches(dir);
     for await (const item of followRun(dir, { pollMs: 5 })) {
       expect(item.kind).toBe('event');
       if (item.kind === 'event' && n > 0) expect(item.event.node_id).toBe(`n${n - 1}`);
@@ -256,7 +265,7 @@ describe('followRun', () => {
     expect(readAt10).toBeGreaterThan(0);
     expect(readAt10).toBeLessThanOrEqual(64 * 1024);
     expect(openOn(events)).toBe(0);
-    expect(inotifyWatches()).toBe(watching);
+    expect(dirWatches(dir)).toBe(watching);
   });
 
   it('a stream that becomes unreadable ends the follow with its StreamError', async () => {

@@ -19,6 +19,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it, type TestContext } from 'vitest';
 import { LiveEngine, probeLock, runStatus } from '../src/index.js';
 import { descriptorHolders } from '../src/kernel/holders.js';
+import { systemFacts } from '../src/kernel/system.js';
 import { eventLine } from './helpers/events.js';
 import { run } from './helpers/exec-procs.js';
 import { cleanupTemp, killAll, startHolder, tempDir, until } from './helpers/lock-procs.js';
@@ -69,7 +70,7 @@ const FORMS: Record<string, { prereqs?: ('root' | 'mount')[]; make: (base: strin
 };
 
 function setUp(ctx: TestContext, form: string): { real: string; other: string } {
-  needs(ctx, 'linux: /proc/locks and /proc/<pid>/fd find the holder of a replaced lock');
+  // Run wherever the suite runs: linux finds holders through /proc, darwin (the XNU model lane) through libproc.
   for (const p of FORMS[form]?.prereqs ?? []) needs(ctx, p);
   const base = tempDir('rw-rootpaths-');
   const real = join(base, 'runs.real');
@@ -133,12 +134,13 @@ describe('a replaced lock through any path to the root', () => {
       });
       try {
         await engine.start();
-        expect(engine.stats.backend).toBe('inotify');
+        expect(engine.stats.backend).not.toBe('polling');
         const listings = engine.stats.rootListings;
         const holder = await heldRun(real, 'new');
         await until(() => engine.runs().some((r) => r.runId === 'new' && r.report?.status === 'RUNNING'), 60_000);
-        // Told by the root's watch, not found by a listing.
-        expect(engine.stats.rootListings).toBe(listings);
+        // Told by the root's watch, not found by a listing (where a directory's watch names the entry
+        // that appeared: inotify; a kqueue directory says only that it changed, and is listed again).
+        if (systemFacts().entryWrites) expect(engine.stats.rootListings).toBe(listings);
         holder.kill();
         await until(() => engine.runs().some((r) => r.runId === 'new' && r.report?.status === 'ABANDONED'), 60_000);
         expect(notices).toEqual([]);

@@ -110,6 +110,7 @@ void RegisterIdentity(Napi::Env env, Napi::Object exports) {
   system.Set("procfs", Napi::Boolean::New(env, kHasProcFs));
   system.Set("holderTable", Napi::String::New(env, kHolderTable));
   system.Set("lock", Napi::String::New(env, kLockPrimitive));
+  system.Set("oneLockList", Napi::Boolean::New(env, kOneLockList));
   system.Freeze();
   exports.Set("system", system);
   exports.Set("openFilesOnDevice", Napi::Function::New(env, OpenFilesOnDeviceJs, "openFilesOnDevice"));

@@ -22,12 +22,36 @@
 //   vnode, never of the directory's. A subdirectory made or removed changes
 //   the directory's link count too (NOTE_LINK).
 // - A write posts NOTE_WRITE, and NOTE_EXTEND as well when it grew the file
-//   (xnu vn_write). An unlink, or a rename that replaces the file, posts
+//   (xnu VNOP_WRITE, bsd/vfs/kpi_vfs.c: post_event_if_success(vp, _err,
+//   NOTE_WRITE)). An unlink, or a rename that replaces the file, posts
 //   NOTE_DELETE to the file's own filters although descriptors keep it.
+// - A truncation (ftruncate(2), truncate(2), an open with O_TRUNC) is a
+//   change of the file's size attribute: xnu posts NOTE_ATTRIB only
+//   (VNOP_SETATTR, bsd/vfs/kpi_vfs.c: post_event_if_success(vp, _err,
+//   NOTE_ATTRIB)), never NOTE_WRITE. linux says IN_MODIFY for it, as for a
+//   write: the model tells them apart by the size, so a file found smaller
+//   than it was is announced NOTE_ATTRIB alone.
+// - An unmount: a descriptor opened O_EVTONLY does not keep its volume busy
+//   (bsd/vfs/vfs_subr.c: vnode_ref_ext counts it in v_kusecount, and vflush
+//   reclaims a vnode whose only uses are those), and the reclaim posts
+//   NOTE_REVOKE (vclean: KNOTE(&vp->v_knotes, NOTE_REVOKE)), which ends the
+//   filter with EV_EOF|EV_ONESHOT (bsd/vfs/vfs_vnops.c filt_vnode_common).
+//   linux cannot let a descriptor not hold its mount, so the model's
+//   O_EVTONLY descriptors keep an ordinary umount(8) from succeeding; a lazy
+//   one (umount -l) detaches the mount at once, and the model, told by the
+//   mount table (/proc/self/mountinfo, which poll(2) reports as changed),
+//   posts NOTE_REVOKE to every vnode filter whose descriptor's mount is no
+//   longer in it.
 // - kqueue(2): "Calling close() on a file descriptor will remove any kevents
 //   that reference the descriptor" (see xnu_model_close).
 // - EV_CLEAR: "After the event is retrieved by the user, its state is
 //   reset"; fflags that fire before retrieval accumulate into one event.
+//   Without EV_CLEAR (or EV_ONESHOT) a filter stays fired once it fired: xnu
+//   re-activates it as soon as it is returned (bsd/kern/kern_event.c
+//   knote_process: "re-activate in case there are more events"), and
+//   EVFILT_VNODE keeps its fflags (filt_vnode_common: active while
+//   kn_fflags != 0), so it is returned again, with the same fflags, by every
+//   later kevent until it is deleted.
 // - EVFILT_PROC "Takes the process ID to monitor as the identifier";
 //   NOTE_EXIT "The process has exited". ERRORS: "ESRCH The specified process
 //   to attach to does not exist": a process that is gone, or has exited and
@@ -44,8 +68,9 @@
 // (EINVAL); EV_DISPATCH, EV_RECEIPT, EV_ENABLE/EV_DISABLE (ignored);
 // NOTE_EXITSTATUS and the exit status in data; NOTE_FORK/NOTE_EXEC;
 // NOTE_FUNLOCK and leases; a kqueue's not being inherited by fork(2)
-// (here it is closed on exec only); NOTE_WRITE for a truncation (linux says
-// only IN_MODIFY, which is modelled as a write); the order in which xnu
+// (here it is closed on exec only); a truncation and a write to the same
+// file between two reads of the queue (linux's events carry no size: the
+// size found then decides); the order in which xnu
 // returns fired filters; a queue overflow (darwin has none: the model, if
 // inotify's queue overflows, fires NOTE_WRITE|NOTE_ATTRIB on every vnode
 // filter, so a reader looks again). A directory removed while its parent
@@ -82,7 +107,8 @@ namespace {
 
 constexpr uint64_t kTagInotify = 0;
 constexpr uint64_t kTagWake = 1;
-constexpr uint64_t kTagPid = 2;  // kTagPid + pid
+constexpr uint64_t kTagMounts = 2;
+constexpr uint64_t kTagPid = 3;  // kTagPid + pid
 constexpr uint32_t kWatchMask = IN_MODIFY | IN_ATTRIB | IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_MOVE_SELF | IN_DELETE_SELF;
 
 using Key = std::pair<int16_t, uintptr_t>;  // (filter, ident)
@@ -112,6 +138,8 @@ struct Kq {
   int ep = -1;
   int in = -1;
   int wake = -1;
+  int mounts = -1;  // /proc/self/mountinfo, polled for a change of the mount table
+  std::set<long> mount_ids;  // the mounts in it when last read
   std::map<Key, Knote> knotes;
   std::deque<Key> fired;
   std::map<int, std::set<uintptr_t>> by_wd;        // inotify watch -> vnode idents on that inode
@@ -299,7 +327,8 @@ void VnodeEvent(Kq* kq, const struct inotify_event* ev) {
         struct stat st;
         bool have = fstat(static_cast<int>(kn.ident), &st) == 0;
         if (ev->mask & IN_MODIFY) {
-          f |= NOTE_WRITE;
+          if (have && st.st_size < kn.size) f |= NOTE_ATTRIB;  // a truncation: VNOP_SETATTR's event alone
+          else f |= NOTE_WRITE;
           if (have && st.st_size > kn.size) f |= NOTE_EXTEND;
         }
         if (ev->mask & IN_ATTRIB) {
@@ -343,6 +372,66 @@ void VnodeEvent(Kq* kq, const struct inotify_event* ev) {
   }
 }
 
+// The mount id (/proc/self/fdinfo's mnt_id) of descriptor `fd`, or -1.
+long MountOf(int fd) {
+  char p[64];
+  snprintf(p, sizeof p, "/proc/self/fdinfo/%d", fd);
+  FILE* f = fopen(p, "re");
+  if (f == nullptr) return -1;
+  long id = -1;
+  char line[256];
+  while (fgets(line, sizeof line, f) != nullptr) {
+    if (sscanf(line, "mnt_id: %ld", &id) == 1) break;
+  }
+  fclose(f);
+  return id;
+}
+
+// The ids of the mounts in this process's mount table (/proc/self/mountinfo's first field).
+std::set<long> MountIds(int fd) {
+  std::set<long> ids;
+  if (fd < 0 || lseek(fd, 0, SEEK_SET) != 0) return ids;
+  std::string text;
+  char buf[8192];
+  for (;;) {
+    ssize_t r = read(fd, buf, sizeof buf);
+    if (r <= 0) break;
+    text.append(buf, static_cast<size_t>(r));
+  }
+  for (size_t at = 0; at < text.size();) {
+    ids.insert(strtol(text.c_str() + at, nullptr, 10));
+    size_t nl = text.find('\n', at);
+    if (nl == std::string::npos) break;
+    at = nl + 1;
+  }
+  return ids;
+}
+
+// NOTE_REVOKE, with EV_EOF|EV_ONESHOT, for every vnode filter whose
+// descriptor's mount is no longer in the mount table (a detached one). The
+// table is read again at each gathering while vnode filters exist: poll(2)
+// says once that it changed, and the notifier's own poll of the queue takes
+// that notice before the queue is read.
+void Revoked(Kq* kq) {
+  bool vnodes = false;
+  for (auto& [key, kn] : kq->knotes) vnodes = vnodes || (kn.filter == EVFILT_VNODE && !kn.eof);
+  if (!vnodes || kq->mounts < 0) return;
+  std::set<long> ids = MountIds(kq->mounts);
+  if (ids.empty() || ids == kq->mount_ids) return;
+  kq->mount_ids = ids;
+  for (auto& [key, kn] : kq->knotes) {
+    if (kn.filter != EVFILT_VNODE || kn.eof) continue;
+    long id = MountOf(static_cast<int>(kn.ident));
+    if (id < 0 || ids.count(id) > 0) continue;
+    kn.eof = true;
+    kn.pending |= kn.sfflags & NOTE_REVOKE;
+    if (!kn.queued) {
+      kn.queued = true;
+      kq->fired.push_back(key);
+    }
+  }
+}
+
 // Reads what the kernel has pending into the filters' fired state.
 void Gather(Kq* kq) {
   struct epoll_event evs[64];
@@ -355,6 +444,8 @@ void Gather(Kq* kq) {
       if (tag == kTagWake) {
         uint64_t v;
         (void)!read(kq->wake, &v, sizeof v);
+      } else if (tag == kTagMounts) {
+        // Only a wake-up: the table is compared below.
       } else if (tag == kTagInotify) {
         alignas(struct inotify_event) char buf[16384];
         for (;;) {
@@ -384,11 +475,13 @@ void Gather(Kq* kq) {
     }
     if (!again || n < 64) break;
   }
+  Revoked(kq);
 }
 
 // Moves up to `max` fired filters into `out`.
 int Collect(Kq* kq, struct kevent* out, int max) {
   int n = 0;
+  std::vector<Key> again;  // fired without EV_CLEAR: still fired after this call
   while (n < max && !kq->fired.empty()) {
     Key key = kq->fired.front();
     kq->fired.pop_front();
@@ -403,8 +496,19 @@ int Collect(Kq* kq, struct kevent* out, int max) {
     e.fflags = kn.pending;
     e.data = 0;
     e.udata = kn.udata;
-    kn.pending = 0;
-    if ((kn.flags & EV_ONESHOT) || kn.eof) DropKnote(kq, it);
+    if ((kn.flags & EV_ONESHOT) || kn.eof) {
+      DropKnote(kq, it);
+    } else if ((kn.flags & EV_CLEAR) == 0 && kn.filter == EVFILT_VNODE) {
+      again.push_back(key);
+    } else {
+      kn.pending = 0;
+    }
+  }
+  for (const Key& key : again) {
+    auto it = kq->knotes.find(key);
+    if (it == kq->knotes.end() || it->second.queued) continue;
+    it->second.queued = true;
+    kq->fired.push_back(key);
   }
   // Filters left fired keep the queue's descriptor readable.
   if (!kq->fired.empty()) {
@@ -419,6 +523,7 @@ void Destroy(Kq* kq) {
     if (kn.pidfd >= 0) ::close(kn.pidfd);
   ::close(kq->in);
   ::close(kq->wake);
+  if (kq->mounts >= 0) ::close(kq->mounts);
   ::close(kq->ep);
   delete kq;
 }
@@ -444,10 +549,26 @@ extern "C" int kqueue(void) {
   epoll_ctl(ep, EPOLL_CTL_ADD, in, &ev);
   ev.data.u64 = kTagWake;
   epoll_ctl(ep, EPOLL_CTL_ADD, wake, &ev);
+  // The mount table: poll(2) says POLLPRI|POLLERR once for each change of it (proc(5) /proc/pid/mountinfo).
+  int mounts = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
+  if (mounts >= 0) {
+    char buf[4096];
+    while (read(mounts, buf, sizeof buf) > 0) {
+    }
+    struct epoll_event mev = {};
+    mev.events = EPOLLPRI;
+    mev.data.u64 = kTagMounts;
+    if (epoll_ctl(ep, EPOLL_CTL_ADD, mounts, &mev) != 0) {
+      ::close(mounts);
+      mounts = -1;
+    }
+  }
   auto* kq = new Kq();
   kq->ep = ep;
   kq->in = in;
   kq->wake = wake;
+  kq->mounts = mounts;
+  kq->mount_ids = MountIds(mounts);
   std::lock_guard<std::mutex> lock(g_mu);
   g_kqs[ep] = kq;
   return ep;

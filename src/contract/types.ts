@@ -44,7 +44,10 @@ export type Liveness = 'held' | 'free' | 'unknown';
  *   writer took a Windows lock, as oh-my-graph's Windows build takes none),
  *   `lock-replaced` (the lock at the path was free, but a live process
  *   holds the file that was there before it was replaced; given by the
- *   status layer, never by probeLock itself).
+ *   status layer, never by probeLock itself), `record-lock` (darwin: another
+ *   process's fcntl/lockf record lock keeps the shared flock out, since
+ *   flock and record locks are one list there; no leg's flock can be
+ *   beside it).
  */
 export type ProbeReason =
   | 'flock-held'
@@ -64,7 +67,8 @@ export type ProbeReason =
   | 'fs-error'
   | 'unsupported-platform'
   | 'unlabeled-lock'
-  | 'lock-replaced';
+  | 'lock-replaced'
+  | 'record-lock';
 
 /** The reason a `held` answer gives. */
 export type HeldReason = 'flock-held';
@@ -117,6 +121,7 @@ export const PROBE_REASONS: readonly ProbeReason[] = [
   'unsupported-platform',
   'unlabeled-lock',
   'lock-replaced',
+  'record-lock',
 ];
 
 

@@ -34,6 +34,23 @@ export function flock(fd: number, op: number): boolean {
   return native().flock(fd, op);
 }
 
+/**
+ * The pid of another process whose record lock (fcntl(2), lockf(3)) keeps a flock of kind `op`
+ * (`nativeConstants().flockOp` Shared or Exclusive) out of the file open as `fd`, where flock and
+ * record locks are one list (darwin); undefined when a flock keeps it out, when nothing does, where
+ * the two are apart (linux: no call is made), or when it cannot be told.
+ */
+export function recordLockHolder(fd: number, op: number): number | undefined {
+  const n = native();
+  if (n.system?.oneLockList !== true || typeof n.recordLockHolder !== 'function') return undefined;
+  try {
+    const pid = n.recordLockHolder(fd, op);
+    return pid > 0 ? pid : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /** kill(pid, 0) classified, for a pid read from a lock file: `gone`, `present` or `unknown`. */
 export function pidPresence(pid: number): ProcessPresence {
   return native().pidProbe(pid);

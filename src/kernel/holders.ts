@@ -18,9 +18,11 @@
  * OpenFilesOnDevice): a process other than this one that holds, open for
  * writing, a file that carries the lock path but is not the inode now at
  * it. A leg opens its lock file read-write (CONTRACT §4.1); readers open it
- * read-only and never count. Another user's processes cannot be inspected:
- * when the file's label names one of them, that is a doubt. Run in the XNU
- * model (scripts/darwin-model.mjs), never on a Mac.
+ * read-only and never count. Another user's processes cannot be inspected
+ * (and a Mac always runs some: root's daemons): when the file's label names
+ * one of them, that is a doubt; a label naming a process whose descriptors
+ * were read, and that holds nothing there, is not. Run in the XNU model
+ * (scripts/darwin-model.mjs), never on a Mac.
  */
 import { closeSync, lstatSync, openSync, readdirSync, readlinkSync, readSync, statSync } from 'node:fs';
 import { basename, dirname } from 'node:path';
@@ -93,7 +95,14 @@ interface OpenFileSeen {
   path: string;
 }
 
-const CENSUS_TURN: { dev: number; files: OpenFileSeen[]; unreadable: number } = { dev: -1, files: [], unreadable: 0 };
+/** One census: the descriptors on one device, and the pids whose descriptors could not all be read. */
+interface Census {
+  dev: number;
+  files: OpenFileSeen[];
+  unreadable: ReadonlySet<number>;
+}
+
+const CENSUS_TURN: Census = { dev: -1, files: [], unreadable: new Set() };
 let censusHeld = false;
 
 /**
@@ -101,7 +110,7 @@ let censusHeld = false;
  * read once per turn of the event loop however many runs ask (`fresh`: read now, for a caller that
  * looks again within one synchronous turn); undefined when it cannot be taken.
  */
-export function openFilesOn(dev: number | bigint, fresh = false): { files: OpenFileSeen[]; unreadable: number } | undefined {
+export function openFilesOn(dev: number | bigint, fresh = false): Omit<Census, 'dev'> | undefined {
   const d = Number(BigInt.asUintN(32, BigInt(dev)));
   if (!fresh && censusHeld && CENSUS_TURN.dev === d) return CENSUS_TURN;
   const n = native();
@@ -114,7 +123,7 @@ export function openFilesOn(dev: number | bigint, fresh = false): { files: OpenF
   }
   CENSUS_TURN.dev = d;
   CENSUS_TURN.files = got.files.map((f) => ({ pid: f.pid, ino: f.ino, write: f.write, path: f.path.toString('latin1') }));
-  CENSUS_TURN.unreadable = got.unreadable;
+  CENSUS_TURN.unreadable = new Set(got.unreadable);
   censusHeld = true;
   setImmediate(() => {
     censusHeld = false;
@@ -196,10 +205,8 @@ function foreignHolderByCensus(q: HolderQuery): HolderEvidence {
   if (place === undefined) return { kind: 'unknown', detail: 'the lock file\'s directory cannot be looked at' };
   const current = q.currentIno === undefined ? undefined : Number(q.currentIno);
   const seen = new Map<string, string>();
-  let labelSeen = false;
   let doubt: string | undefined;
   for (const f of census.files) {
-    if (f.pid === q.labelPid) labelSeen = true;
     if (f.pid === exceptPid || !f.write || f.ino === current) continue;
     const at = namesPlace(f.path, place, '', seen);
     if (at === 'doubt') doubt ??= `pid ${f.pid} writes a file named like the lock file whose directory cannot be looked at`;
@@ -207,7 +214,10 @@ function foreignHolderByCensus(q: HolderQuery): HolderEvidence {
     return { kind: 'held-elsewhere', holder: { pid: f.pid, file: `${procDevice(q.dev)}:${f.ino}` } };
   }
   if (doubt !== undefined) return { kind: 'unknown', detail: doubt };
-  if (q.labelPid !== undefined && q.labelPid !== exceptPid && !labelSeen && census.unreadable > 0 && pidExists(q.labelPid)) {
+  // Only the label's own pid unread is a doubt: a Mac always has processes of other users (root's
+  // daemons), and a live label pid whose descriptors were read and hold nothing here (a pid reused
+  // by another process of this user) is evidence of nothing.
+  if (q.labelPid !== undefined && q.labelPid !== exceptPid && census.unreadable.has(q.labelPid) && pidExists(q.labelPid)) {
     return { kind: 'unknown', detail: `pid ${q.labelPid} is alive and its descriptors cannot be read` };
   }
   return { kind: 'none-known' };

@@ -7,6 +7,13 @@
  *   call: a process may lower it while it runs), never a guess: `serve`
  *   started under `ulimit -n 1024` or `prlimit --nofile=256:256` has that many
  *   and no more, and a descriptor opened past it fails with EMFILE.
+ * - It is the limit the kernel enforces, which is not always the one
+ *   getrlimit(2) answers: darwin caps every process at `kern.maxfilesperproc`
+ *   whatever its RLIMIT_NOFILE (xnu bsd/kern/kern_resource.c: "The real
+ *   NOFILE limits enforced by the kernel is capped at MIN(RLIMIT_NOFILE,
+ *   maxfilesperproc)"), and Node raises the soft limit at start-up to about a
+ *   million there, far past that cap. So the soft limit here is the smaller
+ *   of the two.
  * - Watches that hold a descriptor (pidfd exit watches on linux, kqueue
  *   directory and file watches on darwin) take at most
  *   {@link watchDescriptorShare}: half of what is left of the soft limit after
@@ -24,10 +31,17 @@ export const OWN_DESCRIPTORS = 64;
 /** Descriptors kept out of the watches' share for the process's own work: a server's connections (serve's cap, 128) and {@link OWN_DESCRIPTORS}. */
 export const DESCRIPTOR_RESERVE = 128 + OWN_DESCRIPTORS;
 
-/** This process's RLIMIT_NOFILE, soft and hard (Infinity for RLIM_INFINITY); undefined from an addon without the call. */
+/**
+ * This process's RLIMIT_NOFILE, soft and hard (Infinity for RLIM_INFINITY), each no more than the
+ * kernel's own cap where it has one (darwin kern.maxfilesperproc); undefined from an addon without
+ * the call.
+ */
 export function descriptorLimit(): { soft: number; hard: number } | undefined {
   const n = native();
-  return typeof n.descriptorLimit === 'function' ? n.descriptorLimit() : undefined;
+  if (typeof n.descriptorLimit !== 'function') return undefined;
+  const { soft, hard, perProcess } = n.descriptorLimit();
+  const cap = perProcess ?? Infinity;
+  return { soft: Math.min(soft, cap), hard: Math.min(hard, cap) };
 }
 
 /**

@@ -42,7 +42,7 @@ import { unsupportedRuntime } from './runtime.js';
 export { addonFileProblem };
 
 /** The layout version of `constants` this TypeScript reads (facts.h `kSeamVersion`). */
-export const SEAM_VERSION = 1;
+export const SEAM_VERSION = 2;
 
 /** The probe stages TypeScript interprets, by name (native/facts.h `RW_STAGES`). */
 export const STAGE_NAMES = [
@@ -57,7 +57,7 @@ export const STAGE_NAMES = [
   'NoFlock',
 ] as const;
 /** The slots of the probe's `out` array, by name (native/facts.h `RW_OUT_SLOTS`). */
-export const OUT_SLOT_NAMES = ['fsType', 'errno', 'mode', 'headLength', 'fileSize'] as const;
+export const OUT_SLOT_NAMES = ['fsType', 'errno', 'mode', 'headLength', 'fileSize', 'recordLockPid'] as const;
 /** The flock operations, by name (native/facts.h `RW_FLOCK_OPS`). */
 export const FLOCK_OP_NAMES = ['Shared', 'Exclusive', 'Unlock'] as const;
 
@@ -85,14 +85,27 @@ export interface NativeBinding {
   init(errorClass: typeof NativeError): void;
   /** `op` from `constants.flockOp` (Windows: LockFileEx on the leg's byte). true = granted, false = contended (EWOULDBLOCK, ERROR_LOCK_VIOLATION); throws NativeError otherwise. */
   flock(fd: number, op: number): boolean;
+  /**
+   * The pid of the process whose record lock (fcntl(2), lockf(3)) keeps a flock of kind `op`
+   * (`constants.flockOp` Shared or Exclusive) out of the file open as `fd`, where the two are one
+   * list (darwin); 0 when a flock does, when nothing does, or where they are apart (linux). Throws
+   * NativeError. Absent from an older addon.
+   */
+  recordLockHolder?(fd: number, op: number): number;
+  /** Every errno name the addon's <errno.h> defines, with its number; the addon's numbers are named by it. Absent from an older addon. */
+  readonly errnos?: Readonly<Record<string, number>>;
   /** linux: statfs f_type; darwin: f_fstypename; Windows: the volume's filesystem name, `remote:` before a network one's. Throws NativeError. */
   fsType(dir: string | Buffer): number | string;
   /** kill(pid, 0) classified (Windows: a handle from OpenProcess, waited on for 0 ms); refuses pid <= 0 before the syscall. */
   pidProbe(pid: number): ProcessPresence;
   /** kill(-pgid, 0) classified (Windows, which has no process groups: `unknown`); refuses pgid <= 1 before the syscall. */
   groupProbe(pgid: number): ProcessPresence;
-  /** This process's RLIMIT_NOFILE (getrlimit(2)), soft and hard; RLIM_INFINITY is Infinity. Throws NativeError. Absent from an addon built from older sources. */
-  descriptorLimit?(): { soft: number; hard: number };
+  /**
+   * This process's RLIMIT_NOFILE (getrlimit(2)), soft and hard; RLIM_INFINITY is Infinity; and
+   * `perProcess`, where the kernel caps it whatever it says (darwin kern.maxfilesperproc). Throws
+   * NativeError. Absent from an addon built from older sources.
+   */
+  descriptorLimit?(): { soft: number; hard: number; perProcess?: number };
   /** The allocator's free memory back to the kernel (malloc_trim; darwin: malloc_zone_pressure_relief); true when some was. Absent from an addon built from older sources. */
   releaseFreeMemory?(): boolean;
   /**
@@ -188,16 +201,16 @@ export interface NativeBinding {
   readonly hasFlock: boolean;
   readonly platform: 'linux' | 'darwin' | 'win32' | 'other';
   /**
-   * What the system offers (native/platform.h kHasProcFs, kHolderTable), read by src/kernel/system.ts
-   * instead of the platform's name. Absent from an older addon.
+   * What the system offers (native/platform.h kHasProcFs, kHolderTable, kOneLockList), read by
+   * src/kernel/system.ts instead of the platform's name. Absent from an older addon.
    */
-  readonly system?: { readonly procfs: boolean; readonly holderTable: 'proc-locks' | 'libproc' | 'none'; readonly lock?: 'flock' | 'LockFileEx' | 'none' };
+  readonly system?: { readonly procfs: boolean; readonly holderTable: 'proc-locks' | 'libproc' | 'none'; readonly lock?: 'flock' | 'LockFileEx' | 'none'; readonly oneLockList?: boolean };
   /**
    * Every descriptor of another inspectable process on a file of device `dev` (darwin: libproc), with
-   * `unreadable` the processes that could not be inspected. Throws ENOSYS where there is no such census.
-   * Absent from an older addon.
+   * `unreadable` the pids of the processes whose descriptors could not all be read. Throws ENOSYS
+   * where there is no such census. Absent from an older addon.
    */
-  openFilesOnDevice?(dev: number, exceptPid: number): { files: { pid: number; ino: number; write: boolean; path: Buffer }[]; unreadable: number };
+  openFilesOnDevice?(dev: number, exceptPid: number): { files: { pid: number; ino: number; write: boolean; path: Buffer }[]; unreadable: number[] };
   /** Frozen; read through {@link nativeConstants}, which has checked it. */
   readonly constants: unknown;
 }

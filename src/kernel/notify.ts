@@ -266,7 +266,9 @@ export class DirWatcher {
     const bit = (name: string): number => this.m[name] ?? 0;
     this.dirMask =
       bit('closeWrite') | bit('modify') | bit('create') | bit('delete') | bit('movedFrom') | bit('movedTo') | bit('deleteSelf') | bit('moveSelf') | bit('onlyDir') | bit('dontFollow') | bit('exclUnlink');
-    this.fileMask = bit('modify') | bit('deleteSelf') | bit('moveSelf') | bit('dontFollow');
+    // A followed file's writes, and its truncation: kqueue says NOTE_ATTRIB alone for a file cut short
+    // (xnu posts it from VNOP_SETATTR, never NOTE_WRITE), which a reader must see as much as an append.
+    this.fileMask = bit('modify') | bit('attrib') | bit('deleteSelf') | bit('moveSelf') | bit('dontFollow');
     const budgets = watchBudgets();
     this.maxDescriptors = systemFacts().watchHoldsDescriptor ? Math.max(0, Math.floor(Math.min(options.maxDescriptors ?? Infinity, budgets.dirs))) : Infinity;
     this.maxFiles = budgets.files;
@@ -339,7 +341,7 @@ export class DirWatcher {
           if ((e.mask & bit('ignored')) === 0 && !this.closed) this.notifier.remove(e.wd);
           this.stats.files = this.fileWds.size;
         }
-        if ((e.mask & bit('modify')) !== 0) file.watch.tell({ kind: 'modified', name: file.name, isDir: false });
+        if ((e.mask & (bit('modify') | bit('attrib'))) !== 0) file.watch.tell({ kind: 'modified', name: file.name, isDir: false });
         if (gone) file.watch.tell({ kind: 'vanished', name: file.name, isDir: false });
         continue;
       }

@@ -20,6 +20,9 @@
  * - `entryWrites`: a directory watch tells writes to the files in it, by name (inotify IN_MODIFY).
  *   kqueue's directory NOTE_WRITE fires only when an entry is created, removed or renamed
  *   (kqueue(2)): an append to a file is told only by a watch on that file.
+ * - `oneLockList`: flock(2) locks and fcntl(2) record locks are one list per file, so a record lock
+ *   of another process keeps a flock out (darwin: xnu's lf_getblock does not tell them apart);
+ *   apart on linux, where only a flock blocks a flock.
  */
 import { native } from './native.js';
 
@@ -31,6 +34,7 @@ export interface SystemFacts {
   readonly exitWatchHoldsDescriptor: boolean;
   readonly entryWrites: boolean;
   readonly lock: 'flock' | 'LockFileEx' | 'none';
+  readonly oneLockList: boolean;
 }
 
 let facts: SystemFacts | undefined;
@@ -48,6 +52,7 @@ export function systemFacts(): SystemFacts {
     exitWatchHoldsDescriptor: n.notify.exitBackend === 'pidfd',
     entryWrites: n.notify.backend === 'inotify',
     lock: sys.lock ?? (n.hasFlock ? 'flock' : 'none'),
+    oneLockList: sys.oneLockList ?? false,
   });
   return facts;
 }

@@ -30,7 +30,7 @@ import { kindAt, kindOfStats, type FileKind } from '../kernel/filekind.js';
 import { monotonicMs } from '../kernel/clock.js';
 import { classifyHead, HEAD_BYTES, markedContent, markedPid, parseLegacyPid } from '../contract/marker.js';
 import { foreignHolder, openFilesOn, procDevice } from '../kernel/holders.js';
-import { flock, hasFlock, lockPrimitive, pidPresence } from '../kernel/flock.js';
+import { flock, hasFlock, lockPrimitive, pidPresence, recordLockHolder } from '../kernel/flock.js';
 import { nativeConstants } from '../kernel/native.js';
 import { systemFacts } from '../kernel/system.js';
 
@@ -217,6 +217,15 @@ function futureRefusal(path: string, head: Buffer, len: number): LockHeldError {
 }
 
 function heldRefusal(path: string, pid: number | undefined, why: Contention = { kind: 'leg' }): LockHeldError {
+  if (why.kind === 'record-lock') {
+    // darwin: flock(2) and record locks are one list (CONTRACT §5.6 rule 3); no leg holds this one.
+    const e = new LockHeldError(
+      `no leg holds the lock "${path}", but pid ${why.pid} holds a record lock (fcntl or lockf) on the file, which on this system keeps flock(2) out; stop that process, or have it let go of its lock`,
+      { path },
+    );
+    RECORD_LOCKED.add(e);
+    return e;
+  }
   if (why.kind === 'readers' && why.waitedMs === 0) {
     // A zero window (retryMs 0, timeoutMs 0): the one attempt met a reader's shared probe.
     return new LockHeldError(`no leg holds the lock "${path}", but a reader's shared lock was on it at the single attempt a zero retry window makes; try again, or allow retries`, { path });
@@ -237,6 +246,9 @@ function heldRefusal(path: string, pid: number | undefined, why: Contention = { 
   const by = pid === undefined ? '' : ` (started by pid ${pid})`;
   return new LockHeldError(`a leg of this run is in flight${by}; wait for it, or stop it`, { path, pid });
 }
+
+/** Refusals for a third party's record lock: a wait for a leg to end does not end it. */
+const RECORD_LOCKED = new WeakSet<LockHeldError>();
 
 /** Refusals decided from the file's head before (or right after) locking. */
 function refusalForHead(path: string, fd: number, head: Buffer): LockHeldError | undefined {
@@ -333,6 +345,7 @@ export async function acquireLockAsync(lockPath: string, options: AcquireAsyncOp
         // file needs a person or a newer version, not time.
         if (!(err instanceof LockHeldError) || err.legacy || err.future) throw err;
         const left = timeoutMs - (performance.now() - start);
+        if (left <= 0 && RECORD_LOCKED.has(err)) throw err;
         if (left <= 0) {
           const id = identityAt(at, basename(lockPath));
           const why = id === undefined ? { kind: 'leg' as const } : readers === undefined ? oneLook(id.dev, id.ino) : readers.look(monotonicMs(), id.dev, id.ino);
@@ -413,6 +426,12 @@ export const READER_STUCK_MS = 5000;
 export const READER_STUCK_LOOKS = 40;
 /** How often, while extended, the kernel's lock table is looked at again (ms). */
 const RECHECK_MS = 100;
+/**
+ * Looks are at least this many times their own cost (CPU time) apart, so they take at most 1/20 (5 %) of a core:
+ * linux's look reads /proc/locks (well under a millisecond, so every {@link RECHECK_MS}); darwin's is
+ * libproc's census of every descriptor of this user's processes, tens of milliseconds on a desktop.
+ */
+const LOOK_COST_FACTOR = 20;
 const FLOCK_HELD = /^\d+:\s+FLOCK\s+\S+\s+(READ|WRITE)\s+(-?\d+)\s+([0-9a-f]+:[0-9a-f]+:\d+)\s/;
 
 /** What the kernel's lock table shows held on one file: an exclusive flock (a leg), and the pids holding shared ones. */
@@ -486,7 +505,9 @@ type Contention =
   /** Only readers held it, coming and going, for the whole readers-only window (waitedMs 0: at the one attempt of retryMs 0). */
   | { kind: 'readers'; waitedMs: number }
   /** One reader pid held a shared lock at every look for {@link READER_STUCK_MS}. */
-  | { kind: 'stuck-reader'; pid: number };
+  | { kind: 'stuck-reader'; pid: number }
+  /** Another process's record lock (fcntl, lockf) kept the flock out (darwin's one list of locks). */
+  | { kind: 'record-lock'; pid: number };
 
 /**
  * Decides, past the retry window, whether to keep waiting on a lock held by
@@ -497,6 +518,8 @@ class ReadersOnlyWait {
   /** For each reader pid seen at every look since: the first of those looks, and how many. */
   private readonly since = new Map<number, { at: number; looks: number }>();
   private readonly hardDeadline: number;
+  /** When the next look may be taken: {@link RECHECK_MS} after the last, or {@link LOOK_COST_FACTOR} times its cost. */
+  private nextLook = -Infinity;
   constructor(
     private readonly start: number,
     retryWindowMs: number,
@@ -504,10 +527,15 @@ class ReadersOnlyWait {
     this.hardDeadline = start + retryWindowMs + Math.min(retryWindowMs * READERS_ONLY_FACTOR, READERS_ONLY_CAP_MS);
   }
 
-  /** undefined: keep waiting (look again in {@link RECHECK_MS} at most); else why to refuse. */
+  /** undefined: keep waiting (the last look stands until {@link next}); else why to refuse. */
   look(now: number, dev: bigint, ino: bigint): Contention | undefined {
     if (now >= this.hardDeadline) return { kind: 'readers', waitedMs: now - this.start };
+    if (now < this.nextLook) return undefined;
+    // Its cost in CPU time, not wall time: a loaded machine's preemption is not the look's cost.
+    const cpu = process.cpuUsage();
     const census = lockCensus(dev, ino);
+    const { user, system } = process.cpuUsage(cpu);
+    this.nextLook = now + Math.max(RECHECK_MS, ((user + system) / 1000) * LOOK_COST_FACTOR);
     if (census === undefined || census.exclusive) return { kind: 'leg' };
     for (const pid of [...this.since.keys()]) if (!census.readers.has(pid)) this.since.delete(pid);
     for (const pid of census.readers) {
@@ -524,7 +552,7 @@ class ReadersOnlyWait {
 
   /** When to look again. */
   next(now: number): number {
-    return Math.min(now + RECHECK_MS, this.hardDeadline);
+    return Math.min(Math.max(now + RECHECK_MS, this.nextLook), this.hardDeadline);
   }
 }
 
@@ -560,6 +588,8 @@ function takeContended(fd: number, retryMs: number, lookOnce: boolean): Contenti
   const op = nativeConstants().flockOp;
   if (flock(fd, op.Exclusive)) return undefined;
   if (retryMs === 0) {
+    const rec = recordLockHolder(fd, op.Exclusive);
+    if (rec !== undefined) return { kind: 'record-lock', pid: rec };
     if (!lookOnce) return { kind: 'leg' };
     const st = fstatSync(fd, { bigint: true });
     return oneLook(st.dev, st.ino);
@@ -573,6 +603,9 @@ function takeContended(fd: number, retryMs: number, lookOnce: boolean): Contenti
     const now = monotonicMs();
     if (now < deadline) continue;
     // The window (or an extension) is over: refuse unless only readers hold the lock, coming and going.
+    // A record lock is no reader's: waiting does not end it.
+    const rec = recordLockHolder(fd, op.Exclusive);
+    if (rec !== undefined) return { kind: 'record-lock', pid: rec };
     const st = fstatSync(fd, { bigint: true });
     const refusal = readers.look(now, st.dev, st.ino);
     if (refusal !== undefined) return refusal;

@@ -197,7 +197,7 @@ function safeFsType(dir: string): string {
 /** Decides from the head bytes and the shared-lock answer (CONTRACT §4.2 step 6). */
 function judgeHead(k: NativeConstants, stage: number, len: number, size: number): ProbeResult {
   switch (classifyHead(head, len)) {
-    case 'marked':
+    case 'marked': {
       if (stage === k.stage.SharedGranted) {
         // Windows: oh-my-graph's own build writes the marker and takes no lock, so a free lock
         // proves a dead leg only where the file says its writer took one (CONTRACT §4.2 step 6).
@@ -206,8 +206,15 @@ function judgeHead(k: NativeConstants, stage: number, len: number, size: number)
         }
         return FREE;
       }
+      // Where flock and record locks are one list (darwin), the shared lock may have been kept out by
+      // another process's fcntl(2)/lockf(3) lock, which is no leg's: say whose, never `held`.
+      const recordLock = out[k.outSlot.recordLockPid] as number;
+      if (stage === k.stage.SharedContended && recordLock > 0) {
+        return answer('unknown', 'record-lock', `pid ${recordLock} holds a record lock (fcntl or lockf) on the lock file, which keeps flock(2) out on this system`);
+      }
       if (stage === k.stage.SharedContended) return HELD;
       return answer('unknown', 'flock-error', `flock: ${errnoName(out[k.outSlot.errno] as number)}`);
+    }
     case 'future':
       return answer('unknown', 'future-marker', head.subarray(0, Math.min(len, head.indexOf(0x0a) >>> 0)).toString('latin1'));
     case 'empty':

@@ -7,6 +7,10 @@
 // symlink without O_NOFOLLOW, and fails on a socket. Not modelled: that an
 // O_EVTONLY descriptor does not keep its volume from being unmounted.
 //
+// open(2), openat(2): "[EOPNOTSUPP] An attempt was made to open a socket
+// (not currently implemented)", where linux answers ENXIO: the model's open
+// answers EOPNOTSUPP (darwin's 102) for a socket, otherwise linux's answer.
+//
 // fcntl(2) F_PREALLOCATE: "Preallocate file storage space", a fstore_t
 // with fst_flags F_ALLOCATECONTIG / F_ALLOCATEALL and fst_posmode
 // F_PEOFPOSMODE ("allocate from the physical end of file") or
@@ -38,11 +42,15 @@ typedef struct fstore {
 extern "C" {
 #endif
 int xnu_fcntl(int fd, int cmd, ...);
+int xnu_open(const char* path, int flags, ...);
+int xnu_openat(int dirfd, const char* path, int flags, ...);
 #ifdef __cplusplus
 }
 #endif
 #ifndef XNU_MODEL_INTERNAL
 #define fcntl xnu_fcntl
+#define open(...) xnu_open(__VA_ARGS__)
+#define openat(...) xnu_openat(__VA_ARGS__)
 #endif
 
 #endif  // XNU_MODEL_FCNTL_H_
