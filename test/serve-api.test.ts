@@ -298,20 +298,38 @@ describe('headers and pages', () => {
 describe('live updates', () => {
   it('pushes a snapshot, then the card turning abandoned when its holder dies', async () => {
     const sse = await SseStream.open(port, '/api/events');
-    const snap = await sse.next((e) => e.event === 'snapshot');
-    expect(snap.data.runs.find((c: any) => c.run_id === ID.running).state).toBe('running');
-    await sse.next((e) => e.event === 'beat');
-    live.proc.kill('SIGKILL');
-    // A bound with room for a loaded machine: it only tells "pushed" from "never pushed".
-    const patch = await sse.next((e) => e.event === 'patch' && e.data.upsert.some((c: any) => c.run_id === ID.running && c.state === 'abandoned'), 60_000);
-    const card = patch.data.upsert.find((c: any) => c.run_id === ID.running);
-    expect(card.report.hint).toContain(ID.running);
-    expect(card.nodes.find((n: any) => n.id === 'impl-api').state).toBe('abandoned');
-    expect(patch.data.tallies.running).toBe(0);
-    // Only what changed is pushed: runs whose files and liveness stayed put are not resent.
-    const pushed = patch.data.upsert.map((c: any) => c.run_id);
-    for (const id of [ID.passed, ID.failed, ID.paused, ID.abandoned, ID.bare, ID.pending, ID.hostile]) expect(pushed).not.toContain(id);
-    sse.close();
+    try {
+      const snap = await sse.next((e) => e.event === 'snapshot');
+      expect(snap.data.runs.find((c: any) => c.run_id === ID.running).state).toBe('running');
+      await sse.next((e) => e.event === 'beat');
+      live.proc.kill('SIGKILL');
+      // A bound with room for a loaded machine: it only tells "pushed" from "never pushed".
+      const patch = await sse.next((e) => e.event === 'patch' && e.data.upsert.some((c: any) => c.run_id === ID.running && c.state === 'abandoned'), 60_000);
+      // Every event the stream recorded, in order, up to that patch: what the page was last sent of each card.
+      const sent = new Map<string, string>();
+      const resent: string[] = [];
+      for (const e of sse.events.slice(0, sse.events.indexOf(patch) + 1)) {
+        if (e.event === 'snapshot') for (const c of e.data.runs) sent.set(c.run_id, JSON.stringify(c));
+        if (e.event !== 'patch') continue;
+        for (const c of e.data.upsert) {
+          const json = JSON.stringify(c);
+          if (sent.get(c.run_id) === json) resent.push(c.run_id);
+          sent.set(c.run_id, json);
+        }
+      }
+      const card = patch.data.upsert.find((c: any) => c.run_id === ID.running);
+      expect(card.report.hint).toContain(ID.running);
+      expect(card.nodes.find((n: any) => n.id === 'impl-api').state).toBe('abandoned');
+      expect(patch.data.tallies.running).toBe(0);
+      // Only what changed is pushed: no card is sent again the same as the page already has it, and the runs whose
+      // files and liveness stayed put keep their state on the page.
+      expect(resent).toEqual([]);
+      for (const id of [ID.passed, ID.failed, ID.paused, ID.abandoned, ID.bare, ID.pending, ID.hostile]) {
+        expect(JSON.parse(sent.get(id) as string).state, id).toBe(snap.data.runs.find((c: any) => c.run_id === id).state);
+      }
+    } finally {
+      sse.close();
+    }
   });
 
   it('follows one run with ?run=', async () => {
