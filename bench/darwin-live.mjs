@@ -238,7 +238,7 @@ try {
     });
   await Promise.all(flyingIds.map((id) => wait(id, (c) => c?.state === 'running', 'running')));
   // Start-up first: wait for a 1 s slice of serve under 25 % of a core (at most 180 s). Start-up work takes a
-  // whole core; the settled sweep keeps up to ~13 % of one on this VM at 10,000 runs or more (src/live/sweep.ts).
+  // whole core; the settled sweep keeps several % of one on this VM at 10,000 runs or more (src/live/sweep.ts).
   const settleStart = performance.now();
   for (let i = 0; i < 180; i++) {
     const c0 = cpuOf(srv.pid);
@@ -344,7 +344,7 @@ ${rows.map(({ what, xs, target }) => { const s = summary(xs); return `| ${what} 
 
 Serve's descriptors (\`/proc/<pid>/fd\`, counted during each death round, ${IN_FLIGHT + 1} runs in flight): on files and directories under the root (the watches) at most **${maxUnder}**, against ${FD_BUDGET} + ${IN_FLIGHT + 1} = ${FD_BUDGET + IN_FLIGHT + 1} (${overBudget} of ${res.fds.length} counts over it); in all at most ${maxFds}, the rest being node's and libuv's own (pipes, eventfds, epoll, stdio, the listening socket) and the model's kqueue and exit watches. After the rounds: ${res.idleFds.total} in all, ${res.idleFds.underRoot} under the root.
 
-Serve's CPU with nothing changing and the page open, over ${IDLE_MS / 1000} s after the rounds (/proc/<pid>/stat): **${(res.idleShare * 100).toFixed(1)} % of a core**, most of it the settled sweep (at most 1,000 runs every 50 ms, two \`fstatat\` each).
+Serve's CPU with nothing changing and the page open, over ${IDLE_MS / 1000} s after the rounds (/proc/<pid>/stat): **${(res.idleShare * 100).toFixed(1)} % of a core**, most of it the settled sweep (at most 1,000 runs every 50 ms, each run about once every 0.5 s, one \`fstatat\` each).
 
 <details><summary>raw latencies (ms)</summary>
 

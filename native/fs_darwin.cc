@@ -157,14 +157,18 @@ bool ReleaseFreeMemory() { return malloc_zone_pressure_relief(nullptr, 0) > 0; }
 // The census linux reads from /proc/<pid>/fd, from libproc (libproc.h):
 // proc_listpids(PROC_ALL_PIDS) lists the processes; for each,
 // proc_pidinfo(PROC_PIDLISTFDS) its descriptors (struct proc_fdinfo), and
-// for each vnode among them proc_pidfdinfo(PROC_PIDFDVNODEPATHINFO) the
-// file's device and inode (vinfo_stat), its path and the open file's flags
-// (fi_openflags: FREAD/FWRITE). Only processes of this user answer unless
-// this one is root (EPERM, proc_security_policy's same-user check), and the
-// sandbox may refuse one descriptor's info (EPERM, mac_proc_check_proc_info):
-// each such process is listed in *unreadable, once. A process or descriptor
-// gone between the calls is passed over.
-int OpenFilesOnDevice(uint64_t dev, int except_pid, std::vector<OpenFile>* out, std::vector<int>* unreadable) {
+// for each vnode among them proc_pidfdinfo(PROC_PIDFDVNODEINFO) the file's
+// device and inode (vinfo_stat) and the open file's flags (fi_openflags:
+// FREAD/FWRITE). Only for a descriptor `query` keeps by those, and only
+// when it asks for a name, proc_pidfdinfo(PROC_PIDFDVNODEPATHINFO) the path
+// (xnu vn_getpath, the costlier flavor), whose last component is compared
+// here. What is not kept never leaves this call. Only processes of this
+// user answer unless this one is root (EPERM, proc_security_policy's
+// same-user check), and the sandbox may refuse one descriptor's info
+// (EPERM, mac_proc_check_proc_info): each such process is listed in
+// *unreadable, once. A process or descriptor gone between the calls is
+// passed over.
+int OpenFilesOnDevice(uint64_t dev, int except_pid, const OpenFileQuery& query, std::vector<OpenFile>* out, std::vector<int>* unreadable) {
   unreadable->clear();
   errno = 0;
   int bytes = proc_listpids(PROC_ALL_PIDS, 0, nullptr, 0);
@@ -174,8 +178,13 @@ int OpenFilesOnDevice(uint64_t dev, int except_pid, std::vector<OpenFile>* out, 
   bytes = proc_listpids(PROC_ALL_PIDS, 0, pids.data(), static_cast<int>(pids.size() * sizeof(int)));
   if (bytes <= 0) return errno != 0 ? errno : EIO;
   pids.resize(static_cast<size_t>(bytes) / sizeof(int));
+  // The listing's size first: xnu proc_pidfdlist fills a short buffer from the descriptor table's
+  // first slots only, so a short buffer would miss high descriptors without saying so. With no
+  // buffer it answers the table's size (fd_nfiles) and 20 more.
   std::vector<struct proc_fdinfo> fds;
-  struct vnode_fdinfowithpath vi;
+  struct vnode_fdinfo vi;
+  struct vnode_fdinfowithpath vp;
+  const size_t name_len = query.name.size();
   for (int pid : pids) {
     if (pid <= 0 || pid == except_pid) continue;
     errno = 0;
@@ -184,9 +193,10 @@ int OpenFilesOnDevice(uint64_t dev, int except_pid, std::vector<OpenFile>* out, 
       if (errno == EPERM || errno == EACCES) unreadable->push_back(pid);
       continue;
     }
-    fds.resize(static_cast<size_t>(need) / sizeof(struct proc_fdinfo) + 16);
+    size_t slots = static_cast<size_t>(need) / sizeof(struct proc_fdinfo) + 16;
+    if (fds.size() < slots) fds.resize(slots);
     errno = 0;
-    int got = proc_pidinfo(pid, PROC_PIDLISTFDS, 0, fds.data(), static_cast<int>(fds.size() * sizeof(struct proc_fdinfo)));
+    int got = proc_pidinfo(pid, PROC_PIDLISTFDS, 0, fds.data(), static_cast<int>(slots * sizeof(struct proc_fdinfo)));
     if (got <= 0) {
       if (errno == EPERM || errno == EACCES) unreadable->push_back(pid);
       continue;
@@ -196,7 +206,7 @@ int OpenFilesOnDevice(uint64_t dev, int except_pid, std::vector<OpenFile>* out, 
     for (size_t i = 0; i < count; i++) {
       if (fds[i].proc_fdtype != PROX_FDTYPE_VNODE) continue;
       errno = 0;
-      int r = proc_pidfdinfo(pid, fds[i].proc_fd, PROC_PIDFDVNODEPATHINFO, &vi, static_cast<int>(sizeof vi));
+      int r = proc_pidfdinfo(pid, fds[i].proc_fd, PROC_PIDFDVNODEINFO, &vi, static_cast<int>(sizeof vi));
       if (r < static_cast<int>(sizeof vi)) {
         if (!hidden && (errno == EPERM || errno == EACCES)) {
           hidden = true;
@@ -204,14 +214,31 @@ int OpenFilesOnDevice(uint64_t dev, int except_pid, std::vector<OpenFile>* out, 
         }
         continue;
       }
-      const struct vinfo_stat& v = vi.pvip.vip_vi.vi_stat;
+      const struct vinfo_stat& v = vi.pvi.vi_stat;
       if (v.vst_dev != static_cast<uint32_t>(dev)) continue;
-      vi.pvip.vip_path[sizeof vi.pvip.vip_path - 1] = '\0';
+      if (query.ino != 0 && v.vst_ino != query.ino) continue;
+      const bool write = (vi.pfi.fi_openflags & FWRITE) != 0;
+      if (query.writers && !write) continue;
       OpenFile f;
       f.pid = pid;
       f.ino = v.vst_ino;
-      f.write = (vi.pfi.fi_openflags & FWRITE) != 0;
-      f.path = vi.pvip.vip_path;
+      f.write = write;
+      if (name_len > 0) {
+        errno = 0;
+        r = proc_pidfdinfo(pid, fds[i].proc_fd, PROC_PIDFDVNODEPATHINFO, &vp, static_cast<int>(sizeof vp));
+        if (r < static_cast<int>(sizeof vp)) {
+          if (!hidden && (errno == EPERM || errno == EACCES)) {
+            hidden = true;
+            unreadable->push_back(pid);
+          }
+          continue;
+        }
+        vp.pvip.vip_path[sizeof vp.pvip.vip_path - 1] = '\0';
+        const char* path = vp.pvip.vip_path;
+        size_t len = strlen(path);
+        if (len <= name_len || path[len - name_len - 1] != '/' || memcmp(path + len - name_len, query.name.data(), name_len) != 0) continue;
+        f.path.assign(path, len);
+      }
       out->push_back(std::move(f));
     }
   }

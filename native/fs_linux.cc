@@ -168,7 +168,7 @@ const char* const kHolderTable = "proc-locks";
 const bool kOneLockList = false;
 
 // The census is read from /proc by TypeScript (src/kernel/holders.ts).
-int OpenFilesOnDevice(uint64_t, int, std::vector<OpenFile>*, std::vector<int>*) { return ENOSYS; }
+int OpenFilesOnDevice(uint64_t, int, const OpenFileQuery&, std::vector<OpenFile>*, std::vector<int>*) { return ENOSYS; }
 
 int RecordLockHolder(int, LockKind, int* pid) {
   *pid = 0;

@@ -33,7 +33,7 @@ const bool kHasProcFs = false;
 const char* const kHolderTable = "none";
 const bool kOneLockList = false;
 
-int OpenFilesOnDevice(uint64_t, int, std::vector<OpenFile>*, std::vector<int>*) { return ENOSYS; }
+int OpenFilesOnDevice(uint64_t, int, const OpenFileQuery&, std::vector<OpenFile>*, std::vector<int>*) { return ENOSYS; }
 
 int RecordLockHolder(int, LockKind, int* pid) {
   *pid = 0;

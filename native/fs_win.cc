@@ -96,7 +96,7 @@ int Flock(int fd, LockKind kind) {
 
 bool ReleaseFreeMemory() { return false; }
 
-int OpenFilesOnDevice(uint64_t, int, std::vector<OpenFile>*, std::vector<int>*) { return ENOSYS; }
+int OpenFilesOnDevice(uint64_t, int, const OpenFileQuery&, std::vector<OpenFile>*, std::vector<int>*) { return ENOSYS; }
 
 int RecordLockHolder(int, LockKind, int* pid) {
   *pid = 0;

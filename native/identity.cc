@@ -108,18 +108,30 @@ Napi::Value FileIdentities(const Napi::CallbackInfo& info) {
   return env.Undefined();
 }
 
-// openFilesOnDevice(dev, exceptPid) -> {files: [{pid, ino, write, path}], unreadable: [pid]}.
+// openFilesOnDevice(dev, exceptPid, ino, writers, name) -> {files: [{pid, ino, write, path}], unreadable: [pid]}.
 // Which processes hold which files of one device open (platform.h
 // OpenFilesOnDevice: darwin's libproc census), a fact for the holder rules
-// in src/kernel/holders.ts. `path` is a Buffer (the kernel's bytes). Throws
-// ENOSYS where the system has no such census (linux: /proc is read instead).
+// in src/kernel/holders.ts, kept by the query (platform.h OpenFileQuery:
+// `ino` 0 for any, `writers` a boolean, `name` a Buffer, empty for any) so
+// that only what the caller asks about crosses into JavaScript. `path` is a
+// Buffer (the kernel's bytes; empty unless a name was asked). Throws ENOSYS
+// where the system has no such census (linux: /proc is read instead).
 Napi::Value OpenFilesOnDeviceJs(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  int64_t dev = 0, except = 0;
-  if (info.Length() != 2 || !js::IntArg(env, info[0], "dev", &dev) || !js::IntArg(env, info[1], "exceptPid", &except)) return env.Undefined();
+  int64_t dev = 0, except = 0, ino = 0;
+  if (info.Length() != 5 || !js::IntArg(env, info[0], "dev", &dev) || !js::IntArg(env, info[1], "exceptPid", &except) || !js::IntArg(env, info[2], "ino", &ino)) return env.Undefined();
+  if (!info[3].IsBoolean() || !info[4].IsBuffer()) {
+    Napi::TypeError::New(env, "openFilesOnDevice(dev, exceptPid, ino, writers, name): writers must be a boolean and name a Buffer").ThrowAsJavaScriptException();
+    return env.Undefined();
+  }
+  OpenFileQuery query;
+  query.ino = static_cast<uint64_t>(ino);
+  query.writers = info[3].As<Napi::Boolean>().Value();
+  Napi::Buffer<char> name = info[4].As<Napi::Buffer<char>>();
+  query.name.assign(name.Data(), name.Length());
   std::vector<OpenFile> files;
   std::vector<int> unreadable;
-  int err = OpenFilesOnDevice(static_cast<uint64_t>(dev), static_cast<int>(except), &files, &unreadable);
+  int err = OpenFilesOnDevice(static_cast<uint64_t>(dev), static_cast<int>(except), query, &files, &unreadable);
   if (err != 0) {
     js::ThrowErrno(env, err, "openFilesOnDevice", nullptr);
     return env.Undefined();

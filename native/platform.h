@@ -145,13 +145,25 @@ struct OpenFile {
   std::string path;
 };
 
+// Which descriptors a census keeps (each condition given must hold): `ino`
+// (0: any file of the device), `writers` (open for writing only), `name`
+// (non-empty: the last component of the path the kernel gives the file; the
+// path is then read for each descriptor that meets the other conditions,
+// and only for those, and returned; empty: no path is read, and each
+// OpenFile's `path` is empty).
+struct OpenFileQuery {
+  uint64_t ino = 0;
+  bool writers = false;
+  std::string name;
+};
+
 // Every descriptor, of every process this one may inspect except
-// `except_pid`, on a file of device `dev`; *unreadable lists the pids of the
+// `except_pid`, on a file of device `dev` that `query` keeps; *unreadable lists the pids of the
 // processes whose descriptors could not all be read (darwin: another user's,
 // unless root; one whose descriptor the sandbox hides). darwin: libproc
 // proc_listpids, PROC_PIDLISTFDS, PROC_PIDFDVNODEPATHINFO. ENOSYS where there
 // is no such census here (linux reads /proc from TypeScript).
-int OpenFilesOnDevice(uint64_t dev, int except_pid, std::vector<OpenFile>* out, std::vector<int>* unreadable);
+int OpenFilesOnDevice(uint64_t dev, int except_pid, const OpenFileQuery& query, std::vector<OpenFile>* out, std::vector<int>* unreadable);
 
 // The pid of the process whose record lock (fcntl(2) F_SETLK, lockf(3))
 // keeps a flock of kind `kind` from being granted on the file open as `fd`,

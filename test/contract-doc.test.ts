@@ -162,6 +162,7 @@ const PARAMETERS: { phrase: string; why: string }[] = [
   { phrase: '`openRecheckMs` (default 5 s; 1 s for `watch`)', why: 'an option and its defaults (§5.5)' },
   { phrase: 'at most 1,000 runs every 50 ms', why: 'the darwin settled sweep\'s tick and its size (src/live/sweep.ts, §5.6 rule 4)' },
   { phrase: 'settled runs are each looked at within 0.5 s', why: 'derived from that tick and size for 10,000 runs, not measured' },
+  { phrase: 'each run about once every 0.5 s', why: 'the darwin settled sweep\'s rotation, no shorter (src/live/sweep.ts SWEEP_ROTATION_MS, §5.6 rule 4)' },
   { phrase: '`pollMs` (default 100 ms)', why: 'the live engine\'s poll of open legs without a watch, an option with a default (src/live/types.ts LIVE_POLL_MS, §5.8 rule 7)' },
 ];
 

@@ -15,8 +15,8 @@
 // never taken for a local one).
 //
 // libproc (libproc.h, xnu bsd/kern/proc_info.c): PROC_ALL_PIDS lists every
-// process; PROC_PIDLISTFDS and PROC_PIDFDVNODEPATHINFO answer EPERM for a
-// process of another user (proc_security_policy's CHECK_SAME_USER: the
+// process; PROC_PIDLISTFDS, PROC_PIDFDVNODEINFO and PROC_PIDFDVNODEPATHINFO
+// answer EPERM for a process of another user (proc_security_policy's CHECK_SAME_USER: the
 // caller's uid against the target's). fi_openflags carries FREAD/FWRITE from
 // the descriptor's access mode (xnu fill_fileinfo copies the open file's
 // fg_flag); vip_path is the path xnu rebuilds for the vnode from its name
@@ -202,13 +202,38 @@ int MayInspect(int pid) {
   return uid == CallerUid() ? 0 : EPERM;
 }
 
-// What PROC_PIDLISTFDS last read of one process's descriptors (their /proc links), for the
-// PROC_PIDFDVNODEPATHINFO calls that follow it on this thread: one readlink per descriptor, not
-// two, so the model's cost per descriptor is nearer xnu's one call. NOT modelled: a descriptor
-// closed and opened again on another file between the two calls (microseconds apart) pairs the
-// old path with the new file's identity here, where xnu answers the new file's path.
+// What PROC_PIDLISTFDS last read of one process's descriptors, for the
+// proc_pidfdinfo calls that follow it on this thread. xnu answers the
+// listing from the descriptor table in one call and each proc_pidfdinfo in
+// one more (fp_lookup, vn_stat; vn_getpath only for PROC_PIDFDVNODEPATHINFO);
+// linux has no call that lists a process's files with their identities, so
+// the listing takes, per descriptor, the two lookups relative to
+// /proc/<pid>/fd that the model needs (the file's stat, for its type and
+// identity; the link's, whose owner bits linux gives from the open file's
+// mode), and proc_pidfdinfo answers from them: about one linux call per
+// descriptor and flavor, as xnu makes, where reading each descriptor's link
+// and stat by its full path for each call would cost several. The path
+// (a readlink) is read only for PROC_PIDFDVNODEPATHINFO. NOT modelled: a
+// descriptor closed and opened again on another file between the listing
+// and a proc_pidfdinfo (microseconds apart) answers the listed file here,
+// where xnu answers the new one.
+struct Listed {
+  struct stat file;
+  mode_t link_mode;
+};
 thread_local int t_listed_pid = 0;
-thread_local std::map<int, std::string> t_listed;
+thread_local std::map<int, Listed> t_listed;
+
+// The descriptor's type as PROC_PIDLISTFDS gives it, from the stat of its
+// file: sockets, pipes, and linux's anonymous inodes (eventfd, epoll,
+// inotify: no file type bits) standing for xnu's kqueues; every other file
+// is a vnode (a regular file, a directory, a device).
+uint32_t TypeOf(const struct stat& st) {
+  if (S_ISSOCK(st.st_mode)) return PROX_FDTYPE_SOCKET;
+  if (S_ISFIFO(st.st_mode)) return PROX_FDTYPE_PIPE;
+  if ((st.st_mode & S_IFMT) == 0) return PROX_FDTYPE_KQUEUE;
+  return PROX_FDTYPE_VNODE;
+}
 
 // kern.maxfilesperproc, and linux's soft RLIMIT_NOFILE as it was before the model capped it.
 int MaxFilesPerProc() { return static_cast<int>(EnvNumber("XNU_MODEL_MAXFILESPERPROC", 10240)); }
@@ -466,20 +491,13 @@ extern "C" int proc_pidinfo(int pid, int flavor, uint64_t, void* buffer, int buf
     if (*end != '\0' || e->d_name[0] == '\0') continue;
     if (buffer != nullptr) {
       if (count >= cap) break;
-      char link[64], target[PATH_MAX + 1];
-      snprintf(link, sizeof link, "/proc/%d/fd/%ld", pid, fd);
-      ssize_t n = readlink(link, target, PATH_MAX);
-      uint32_t type = PROX_FDTYPE_ATALK;
-      if (n > 0) {
-        target[n] = '\0';
-        if (target[0] == '/') {
-          type = PROX_FDTYPE_VNODE;
-          t_listed[static_cast<int>(fd)] = target;
-        }
-        else if (strncmp(target, "socket:", 7) == 0) type = PROX_FDTYPE_SOCKET;
-        else if (strncmp(target, "pipe:", 5) == 0) type = PROX_FDTYPE_PIPE;
-        else type = PROX_FDTYPE_KQUEUE;
-      }
+      Listed l;
+      struct stat link;
+      // Closed since the directory was read: not listed.
+      if (fstatat(dirfd(d), e->d_name, &l.file, 0) != 0 || fstatat(dirfd(d), e->d_name, &link, AT_SYMLINK_NOFOLLOW) != 0) continue;
+      l.link_mode = link.st_mode;
+      uint32_t type = TypeOf(l.file);
+      if (type == PROX_FDTYPE_VNODE) t_listed[static_cast<int>(fd)] = l;
       auto* out = static_cast<struct proc_fdinfo*>(buffer) + count;
       out->proc_fd = static_cast<int32_t>(fd);
       out->proc_fdtype = type;
@@ -491,47 +509,32 @@ extern "C" int proc_pidinfo(int pid, int flavor, uint64_t, void* buffer, int buf
   return count * static_cast<int>(sizeof(struct proc_fdinfo));
 }
 
-extern "C" int proc_pidfdinfo(int pid, int fd, int flavor, void* buffer, int buffersize) {
-  if (flavor != PROC_PIDFDVNODEPATHINFO || buffer == nullptr || buffersize < static_cast<int>(sizeof(struct vnode_fdinfowithpath))) {
-    errno = EINVAL;
-    return 0;
+namespace {
+// The file open as `fd` in `pid` and its link's mode: from the listing when it read that process
+// last on this thread, else looked up now. 0 or an errno value (EBADF: gone, or not a vnode).
+int DescriptorOf(int pid, int fd, Listed* out) {
+  if (pid == t_listed_pid) {
+    auto it = t_listed.find(fd);
+    if (it != t_listed.end()) {
+      *out = it->second;
+      return 0;
+    }
   }
-  int err = MayInspect(pid);
-  if (err != 0) {
-    errno = err;
-    return 0;
-  }
-  char link[64], target[PATH_MAX + 1];
+  char link[64];
   snprintf(link, sizeof link, "/proc/%d/fd/%d", pid, fd);
-  // The link as the listing read it, if it did; its stat below is the descriptor's now.
-  ssize_t n;
-  auto listed = pid == t_listed_pid ? t_listed.find(fd) : t_listed.end();
-  if (listed != t_listed.end() && listed->second.size() <= PATH_MAX) {
-    n = static_cast<ssize_t>(listed->second.size());
-    memcpy(target, listed->second.data(), static_cast<size_t>(n));
-  } else {
-    n = readlink(link, target, PATH_MAX);
-  }
-  if (n <= 0 || target[0] != '/') {
-    errno = EBADF;
-    return 0;
-  }
-  target[n] = '\0';
-  static const char kDeleted[] = " (deleted)";
-  size_t len = static_cast<size_t>(n);
-  if (len > sizeof kDeleted - 1 && strcmp(target + len - (sizeof kDeleted - 1), kDeleted) == 0) target[len - (sizeof kDeleted - 1)] = '\0';
-  // The file (stat through the link), and the descriptor's access mode: linux gives its /proc link
-  // the owner bits of the open file's mode (r-x read, -wx write, rwx both).
-  struct stat st, self;
-  if (stat(link, &st) != 0 || lstat(link, &self) != 0) {
-    errno = EBADF;
-    return 0;
-  }
-  auto* out = static_cast<struct vnode_fdinfowithpath*>(buffer);
-  memset(out, 0, sizeof *out);
-  const bool r = (self.st_mode & S_IRUSR) != 0, w = (self.st_mode & S_IWUSR) != 0;
-  out->pfi.fi_openflags = (r ? FREAD : 0) | (w ? FWRITE : 0);
-  struct vinfo_stat& v = out->pvip.vip_vi.vi_stat;
+  struct stat self;
+  if (stat(link, &out->file) != 0 || lstat(link, &self) != 0 || TypeOf(out->file) != PROX_FDTYPE_VNODE) return EBADF;
+  out->link_mode = self.st_mode;
+  return 0;
+}
+
+// proc_fileinfo and vnode_info from what DescriptorOf found. fi_openflags: linux gives the /proc
+// link the owner bits of the open file's mode (r-x read, -wx write, rwx both).
+void FillVnode(const Listed& l, struct proc_fileinfo* pfi, struct vnode_info* vi) {
+  const bool r = (l.link_mode & S_IRUSR) != 0, w = (l.link_mode & S_IWUSR) != 0;
+  pfi->fi_openflags = (r ? FREAD : 0) | (w ? FWRITE : 0);
+  const struct stat& st = l.file;
+  struct vinfo_stat& v = vi->vi_stat;
   v.vst_dev = static_cast<uint32_t>(st.st_dev);
   v.vst_mode = static_cast<uint16_t>(st.st_mode);
   v.vst_nlink = static_cast<uint16_t>(st.st_nlink);
@@ -543,8 +546,49 @@ extern "C" int proc_pidfdinfo(int pid, int fd, int flavor, void* buffer, int buf
   v.vst_blksize = static_cast<int32_t>(st.st_blksize);
   v.vst_mtime = st.st_mtim.tv_sec;
   v.vst_mtimensec = st.st_mtim.tv_nsec;
+}
+}  // namespace
+
+extern "C" int proc_pidfdinfo(int pid, int fd, int flavor, void* buffer, int buffersize) {
+  const bool with_path = flavor == PROC_PIDFDVNODEPATHINFO;
+  const int need = with_path ? static_cast<int>(sizeof(struct vnode_fdinfowithpath)) : static_cast<int>(sizeof(struct vnode_fdinfo));
+  if ((flavor != PROC_PIDFDVNODEINFO && !with_path) || buffer == nullptr || buffersize < need) {
+    errno = EINVAL;
+    return 0;
+  }
+  int err = MayInspect(pid);
+  if (err != 0) {
+    errno = err;
+    return 0;
+  }
+  Listed l;
+  err = DescriptorOf(pid, fd, &l);
+  if (err != 0) {
+    errno = err;
+    return 0;
+  }
+  if (!with_path) {
+    auto* out = static_cast<struct vnode_fdinfo*>(buffer);
+    memset(out, 0, sizeof *out);
+    FillVnode(l, &out->pfi, &out->pvi);
+    return need;
+  }
+  char link[64], target[PATH_MAX + 1];
+  snprintf(link, sizeof link, "/proc/%d/fd/%d", pid, fd);
+  ssize_t n = readlink(link, target, PATH_MAX);
+  if (n <= 0 || target[0] != '/') {
+    errno = EBADF;
+    return 0;
+  }
+  target[n] = '\0';
+  static const char kDeleted[] = " (deleted)";
+  size_t len = static_cast<size_t>(n);
+  if (len > sizeof kDeleted - 1 && strcmp(target + len - (sizeof kDeleted - 1), kDeleted) == 0) target[len - (sizeof kDeleted - 1)] = '\0';
+  auto* out = static_cast<struct vnode_fdinfowithpath*>(buffer);
+  memset(out, 0, sizeof *out);
+  FillVnode(l, &out->pfi, &out->pvip.vip_vi);
   size_t plen = strnlen(target, sizeof out->pvip.vip_path - 1);
   memcpy(out->pvip.vip_path, target, plen);
   out->pvip.vip_path[plen] = '\0';
-  return static_cast<int>(sizeof *out);
+  return need;
 }

@@ -91,37 +91,56 @@ interface OpenFileSeen {
   pid: number;
   ino: number;
   write: boolean;
-  /** The path's bytes, as a latin1 string. */
+  /** The path's bytes, as a latin1 string ('' unless the census asked for a name). */
   path: string;
 }
 
-/** One census: the descriptors on one device, and the pids whose descriptors could not all be read. */
+/** One census: the descriptors it kept, and the pids whose descriptors could not all be read. */
 interface Census {
-  dev: number;
+  key: string;
   files: OpenFileSeen[];
   unreadable: ReadonlySet<number>;
 }
 
-const CENSUS_TURN: Census = { dev: -1, files: [], unreadable: new Set() };
+/**
+ * What a census keeps (native/platform.h OpenFileQuery), so that only what
+ * is asked about is fetched and crosses into JavaScript: descriptors of one
+ * inode (`ino`), open for writing only (`writers`), of a file whose path
+ * ends in `name` (the path is read for those only, and returned).
+ */
+export interface CensusQuery {
+  ino?: number | bigint;
+  writers?: boolean;
+  /** A file name (UTF-8 text, compared as bytes). */
+  name?: string;
+}
+
+const CENSUS_TURN: Census = { key: '', files: [], unreadable: new Set() };
 let censusHeld = false;
 
 /**
- * Every descriptor of this user's other processes on device `dev` (libproc, through the addon),
- * read once per turn of the event loop however many runs ask (`fresh`: read now, for a caller that
- * looks again within one synchronous turn); undefined when it cannot be taken.
+ * Every descriptor of this user's other processes on device `dev` that
+ * `query` keeps (libproc, through the addon), read once per turn of the
+ * event loop however many runs ask the same (`fresh`: read now, for a caller
+ * that looks again within one synchronous turn); undefined when it cannot be
+ * taken.
  */
-export function openFilesOn(dev: number | bigint, fresh = false): Omit<Census, 'dev'> | undefined {
+export function openFilesOn(dev: number | bigint, query: CensusQuery = {}, fresh = false): Omit<Census, 'key'> | undefined {
   const d = Number(BigInt.asUintN(32, BigInt(dev)));
-  if (!fresh && censusHeld && CENSUS_TURN.dev === d) return CENSUS_TURN;
+  const ino = query.ino === undefined ? 0 : Number(query.ino);
+  const writers = query.writers === true;
+  const name = query.name ?? '';
+  const key = `${d} ${ino} ${writers ? 'w' : 'rw'} ${name}`;
+  if (!fresh && censusHeld && CENSUS_TURN.key === key) return CENSUS_TURN;
   const n = native();
   if (typeof n.openFilesOnDevice !== 'function') return undefined;
   let got;
   try {
-    got = n.openFilesOnDevice(d, process.pid);
+    got = n.openFilesOnDevice(d, process.pid, ino, writers, Buffer.from(name, 'utf8'));
   } catch {
     return undefined;
   }
-  CENSUS_TURN.dev = d;
+  CENSUS_TURN.key = key;
   CENSUS_TURN.files = got.files.map((f) => ({ pid: f.pid, ino: f.ino, write: f.write, path: f.path.toString('latin1') }));
   CENSUS_TURN.unreadable = new Set(got.unreadable);
   censusHeld = true;
@@ -198,7 +217,8 @@ function procRoot(pid: number): string {
 
 /** {@link foreignHolder} from libproc's census: a writer of another inode carrying the lock path. */
 function foreignHolderByCensus(q: HolderQuery): HolderEvidence {
-  const census = openFilesOn(q.dev);
+  // Writers only, named like the lock file: the only descriptors that can be a replaced lock's leg.
+  const census = openFilesOn(q.dev, { writers: true, name: basename(q.lockPath) });
   if (census === undefined) return { kind: 'unknown', detail: 'the census of open files (libproc) could not be taken' };
   const exceptPid = q.exceptPid ?? process.pid;
   const place = placeOf(q.lockPath);
@@ -594,7 +614,7 @@ function descriptorHoldersByCensus(lockPath: string, except: number, max: number
   } catch {
     return [];
   }
-  const census = openFilesOn(dev);
+  const census = openFilesOn(dev, { name: basename(lockPath) });
   const place = placeOf(lockPath);
   if (census === undefined || place === undefined) return [];
   const seen = new Map<string, string>();

@@ -210,7 +210,7 @@ export interface NativeBinding {
    * `unreadable` the pids of the processes whose descriptors could not all be read. Throws ENOSYS
    * where there is no such census. Absent from an older addon.
    */
-  openFilesOnDevice?(dev: number, exceptPid: number): { files: { pid: number; ino: number; write: boolean; path: Buffer }[]; unreadable: number[] };
+  openFilesOnDevice?(dev: number, exceptPid: number, ino: number, writers: boolean, name: Buffer): { files: { pid: number; ino: number; write: boolean; path: Buffer }[]; unreadable: number[] };
   /** Frozen; read through {@link nativeConstants}, which has checked it. */
   readonly constants: unknown;
 }

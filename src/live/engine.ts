@@ -68,7 +68,7 @@ import { HolderWatch } from './holderwatch.js';
 import { FORGOTTEN, lockOf, NO_EVENTS, NO_LINES, RUN_FILES, RunState, stateOf } from './runstate.js';
 import { SafetyPass } from './safety.js';
 import { StreamReader } from './streamread.js';
-import { READ_FILES, SettledSweep } from './sweep.js';
+import { SettledSweep } from './sweep.js';
 import {
   LIVE_OPEN_RECHECK_MS,
   LIVE_POLL_MS,
@@ -133,8 +133,8 @@ export class LiveEngine {
   private readonly safety: SafetyPass;
   /** The settled sweep, where appends are not told (live/sweep.ts); undefined where they are. */
   private readonly sweep: SettledSweep | undefined;
-  /** The files process() takes the identities of: RUN_FILES, and the lock file for the sweep. */
-  private readonly readFiles: readonly string[];
+  /** The files process() takes the identities of (the sweep keeps the first: live/sweep.ts). */
+  private readonly readFiles: readonly string[] = RUN_FILES;
   private readonly safetyMs: number;
   private readonly runsPerTurn: number;
   private readonly openRecheckMs: number;
@@ -169,7 +169,6 @@ export class LiveEngine {
       settledPerPass,
     );
     this.sweep = systemFacts().entryWrites ? undefined : new SettledSweep(core);
-    this.readFiles = this.sweep === undefined ? RUN_FILES : READ_FILES;
     this.oneSig = new Float64Array(this.readFiles.length * identityStride());
   }
 

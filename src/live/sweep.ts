@@ -2,23 +2,29 @@
  * The settled sweep: where the change notifier does not tell a write to a
  * file by its directory's watch (kernel/system.ts `entryWrites` false:
  * kqueue, whose directory NOTE_WRITE fires only when an entry is created,
- * removed or renamed, kqueue(2)), the identities of every settled run's
- * `events.jsonl` and `resume.lock` are looked at again in rotation, so that
- * an append to a settled run (a resume by another process: it takes the
- * lock, may rewrite the lock's label in place and appends `run_started`,
- * CONTRACT §4.1, none of which changes an entry) or a new lock label is
- * found within a rotation rather than at the safety pass.
+ * removed or renamed, kqueue(2)), the identity of every settled run's
+ * `events.jsonl` is looked at again in rotation, so that an append to a
+ * settled run (a resume by another process takes the lock, may rewrite the
+ * lock's label in place and appends `run_started`, CONTRACT §4.1, none of
+ * which changes an entry) is found within a rotation rather than at the
+ * safety pass.
  *
  * Invariants, and why:
- * - Bounded: one tick every {@link SWEEP_TICK_MS} looks at no more than
- *   {@link SWEEP_RUNS_PER_TICK} runs (two `fstatat` each, in one native call,
- *   kernel/identity.ts) and at most once at each run per tick. That is at
- *   most 40,000 `fstatat` a second whatever the number of runs: 10,000
- *   settled runs are each looked at within 0.5 s, and a larger root is
- *   covered more slowly (100,000 runs: 5 s), never at more cost. Measured on
- *   the 2-core test VM (XNU model, ~3 µs per `fstatat`): an idle engine over
- *   10,000 settled runs takes 13 % of a core (0.4 % on linux, where nothing
- *   is swept); proportionally less below 20,000 runs a second's worth.
+ * - One file per run: every change the sweep exists for ends in an append
+ *   to the stream (a resume appends `run_started` once it holds the lock;
+ *   §4.1), and a run found changed is read and probed again whole, lock
+ *   included. A label rewritten without an append (a leg between its lock
+ *   and its first event, or one that died there) shows in the stream's next
+ *   append, or in the probe of the next read.
+ * - Bounded: one tick every {@link SWEEP_TICK_MS} at most looks at no more
+ *   than {@link SWEEP_RUNS_PER_TICK} runs (one `fstatat` each, in one native
+ *   call, kernel/identity.ts) and at most once at each run per tick: at most
+ *   20,000 `fstatat` a second whatever the number of runs.
+ * - No faster than needed: ticks are spaced so that each settled run is
+ *   looked at about once every {@link SWEEP_ROTATION_MS} and no more often
+ *   (a root of 1,000 runs or fewer: one tick of all of them every
+ *   {@link SWEEP_ROTATION_MS}); 10,000 runs take the full rate, and a larger
+ *   root is covered more slowly (100,000 runs: 5 s), never at more cost.
  * - Only where it is needed: the engine makes a sweep only where
  *   `entryWrites` is false. Where inotify tells every append and rewrite by
  *   name (linux), nothing is swept, and the cost follows what changes.
@@ -28,40 +34,37 @@
  *   is not swept: the reference replaces it by temp file and rename (§3.1),
  *   which a watched directory tells, and a leg that writes it appends to the
  *   stream as well.
- * - Compared with what the engine read: the identities kept here are taken
- *   by the engine in the same native call as those it reads a run after
- *   ({@link SettledSweep.noteRead}), or, for a seeded start, before the
- *   seed is asked for ({@link SettledSweep.baseline}), so a change made
- *   after the engine's read is never taken as the state it read. A run not
- *   read yet (no identities kept) is left to its first read.
- * - A run whose identities moved is marked to be read, probed and derived
+ * - Compared with what the engine read: the identity kept here is taken by
+ *   the engine in the same native call as those it reads a run after
+ *   ({@link SettledSweep.noteRead}: the first of RUN_FILES), or, for a
+ *   seeded start, before the seed is asked for
+ *   ({@link SettledSweep.baseline}), so a change made after the engine's
+ *   read is never taken as the state it read. A run not read yet (no
+ *   identity kept) is left to its first read.
+ * - A run whose identity moved is marked to be read, probed and derived
  *   again the normal way (engine.ts process), and announced with
  *   `announceFiles`; the sweep concludes nothing itself.
  * - The rotation follows the engine's runs in tracking order through one
  *   live iterator, so a tick costs its runs and no walk of the rest, and
  *   runs tracked or dropped meanwhile are taken or passed over.
- * - Reads only: `fstatat` of two names per run; nothing is opened.
+ * - Reads only: `fstatat` of one name per run; nothing is opened.
  */
-import { EVENTS_FILE, LOCK_FILE } from '../contract/files.js';
+import { EVENTS_FILE } from '../contract/files.js';
 import { identityStride, readIdentities } from '../kernel/identity.js';
 import type { EngineCore } from './core.js';
-import { RUN_FILES, SigSlots, type RunState } from './runstate.js';
+import { SigSlots, type RunState } from './runstate.js';
 
-/** Interval of the sweep's ticks (ms). */
+/** Shortest interval of the sweep's ticks (ms). */
 export const SWEEP_TICK_MS = 50;
 
-/** Settled runs one tick looks at, at most (two `fstatat` each). */
+/** Settled runs one tick looks at, at most (one `fstatat` each). */
 export const SWEEP_RUNS_PER_TICK = 1000;
 
-/** The files the sweep compares, per run. */
-export const SWEEP_FILES: readonly string[] = [EVENTS_FILE, LOCK_FILE];
+/** How often each settled run is looked at, at most (ms): the rotation's period while the root allows it. */
+export const SWEEP_ROTATION_MS = 500;
 
-/**
- * The files the engine takes the identities of before it reads a run where
- * a sweep runs: its own ({@link RUN_FILES}, first, so that its identities
- * are the first numbers) and the lock file.
- */
-export const READ_FILES: readonly string[] = [...RUN_FILES, LOCK_FILE];
+/** The file the sweep compares, per run: the first of RUN_FILES, whose identity the engine takes with each read. */
+export const SWEEP_FILES: readonly string[] = [EVENTS_FILE];
 
 /** The sweep (see the module comment). */
 export class SettledSweep {
@@ -74,8 +77,8 @@ export class SettledSweep {
   /** Where the rotation stands. */
   private at: IterableIterator<RunState> | undefined;
   private readonly stride = identityStride();
-  /** Where {@link noteRead} puts one run's lock and stream identities side by side. */
-  private readonly pair: Float64Array;
+  /** When the next tick is due (the timer's clock, ms). */
+  private due = 0;
 
   constructor(
     private readonly core: EngineCore,
@@ -83,25 +86,34 @@ export class SettledSweep {
   ) {
     this.prints = new SigSlots(SWEEP_FILES.length * this.stride);
     this.fresh = new Float64Array(perTick * SWEEP_FILES.length * this.stride);
-    this.pair = new Float64Array(SWEEP_FILES.length * this.stride);
-  }
-
-  /** Starts the ticks (the engine's timers: cleared when it closes). */
-  start(): void {
-    this.core.timer(() => this.tick(), SWEEP_TICK_MS);
   }
 
   /**
-   * Keeps `r`'s identities from `read`, which holds those of
-   * {@link READ_FILES} from `from` (taken before the engine read `r`).
-   * Answers whether the swept files moved since the identities kept.
+   * Starts the ticks (the engine's timers: cleared when it closes). The
+   * timer fires every {@link SWEEP_TICK_MS}; a tick is taken when due, so
+   * that a rotation of the runs there are takes about
+   * {@link SWEEP_ROTATION_MS}, and never sooner.
+   */
+  start(): void {
+    this.core.timer(() => {
+      const now = performance.now();
+      if (now < this.due) return;
+      const size = this.core.runsByDir.size;
+      // A tick's share of the rotation: ticks of `perTick` runs, `size / perTick` of them per rotation.
+      const gap = size <= this.perTick ? SWEEP_ROTATION_MS : Math.max(SWEEP_TICK_MS, (SWEEP_ROTATION_MS * this.perTick) / size);
+      // Due a little early (a tick's slack), so an interval that fires late does not lose a whole interval.
+      this.due = now + gap - SWEEP_TICK_MS / 2;
+      this.tick();
+    }, SWEEP_TICK_MS);
+  }
+
+  /**
+   * Keeps `r`'s stream identity from `read`, which holds those of RUN_FILES
+   * from `from` (taken before the engine read `r`; events.jsonl first).
+   * Answers whether the stream moved since the identity kept.
    */
   noteRead(r: RunState, read: Float64Array, from: number): boolean {
-    const s = this.stride;
-    // READ_FILES is [events.jsonl, state.json, resume.lock]; SWEEP_FILES is [events.jsonl, resume.lock].
-    this.pair.set(read.subarray(from, from + s), 0);
-    this.pair.set(read.subarray(from + 2 * s, from + 3 * s), s);
-    return this.prints.takeIfChanged(r.sig, this.pair, 0);
+    return this.prints.takeIfChanged(r.sig, read, from);
   }
 
   /** Forgets what was kept for a run that is dropped (its slot goes to another run). */

@@ -475,7 +475,8 @@ function lockCensus(dev: bigint, ino: bigint): LockCensus | undefined {
  * then ends at the readers-only window's end, refused all the same.
  */
 function openCensus(dev: bigint, ino: bigint): LockCensus | undefined {
-  const census = openFilesOn(dev, true);
+  // Descriptors of this inode only, and no paths: the census answers nothing else.
+  const census = openFilesOn(dev, { ino }, true);
   if (census === undefined) return undefined;
   const out: LockCensus = { exclusive: false, readers: new Set() };
   const want = Number(ino);

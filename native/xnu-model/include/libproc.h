@@ -4,8 +4,10 @@
 // `buffer` with pids and returns the bytes filled (with a NULL buffer, the
 // bytes needed); proc_pidinfo(pid, PROC_PIDLISTFDS, 0, buffer, size) fills
 // struct proc_fdinfo entries and returns the bytes filled;
-// proc_pidfdinfo(pid, fd, PROC_PIDFDVNODEPATHINFO, buffer, size) fills a
-// struct vnode_fdinfowithpath and returns its size. Each returns 0 (or
+// proc_pidfdinfo(pid, fd, PROC_PIDFDVNODEINFO, buffer, size) fills a
+// struct vnode_fdinfo (the open file's flags and the vnode's stat, no path)
+// and returns its size; PROC_PIDFDVNODEPATHINFO a struct
+// vnode_fdinfowithpath (the same and the path, xnu vn_getpath). Each returns 0 (or
 // less) on failure with errno set: ESRCH for a process that is gone, EPERM
 // for another user's process when the caller is not root (xnu
 // proc_pidinfo's same-user check), EBADF for a descriptor that is gone or

@@ -84,6 +84,11 @@ struct vnode_info {
   xnu_fsid_t vi_fsid;
 };
 
+struct vnode_fdinfo {
+  struct proc_fileinfo pfi;
+  struct vnode_info pvi;
+};
+
 struct vnode_info_path {
   struct vnode_info vip_vi;
   char vip_path[MAXPATHLEN];
