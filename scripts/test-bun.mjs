@@ -125,6 +125,10 @@ export const LEFT_OUT_TESTS = {
     'it counts the threads a command starts with strace, against the same command on fewer threads, and Bun starts a varying number of its own (5 or 6 for one `runs --json` of an empty root, six runs under strace)',
   'readers, the probe, the lock and a whole leg leave the descriptors as they found them':
     "it compares /dev/fd before and after the same work, and Bun's child_process keeps an exited child's stdio socket open until it closes it later (after 20 spawns: 2 more descriptors one time, none the next)",
+  'exec on a held run still refuses \\(75\\) when the wall clock steps back':
+    "Bun's Atomics.wait, which exec's synchronous acquire sleeps with between attempts, waits until a wall-clock instant (a futex with FUTEX_CLOCK_REALTIME, seen under strace), so the clock the test steps back an hour every 20 ms keeps exec asleep past the test's 60 s bound; a 5 × 50 ms Atomics.wait alone under the same stepping does not end in 10 s under Bun and ends at once under Node (docs/install.md, Runtimes)",
+  'one thread and two descriptors per notifier':
+    "it counts the process's threads before and after, and Bun starts threads of its own when it needs them (one more appeared during the test in one lane run of three: 8 against 7); the descriptors it counts matched every time",
   'with glibc: the arena a worker left behind shrinks by the call':
     "it measures what malloc_trim gives back of a worker's glibc arena, and Bun allocates a worker's memory with its own allocator, not in glibc's arenas (the call gave back nothing)",
 };
