@@ -39,7 +39,8 @@ export function cleanupTemp(): void {
   for (const d of tempDirs.splice(0)) {
     for (const pgid of recordedGroups(d)) {
       try {
-        process.kill(-pgid, 'SIGKILL');
+        // Windows has no process groups: exec.pgid holds the command's pid there (CONTRACT §5.8 rule 6).
+        process.kill(process.platform === 'win32' ? pgid : -pgid, 'SIGKILL');
       } catch {
         /* already gone */
       }
