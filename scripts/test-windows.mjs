@@ -21,7 +21,10 @@
 //   and that binding imports (scripts/wine/bcryptprimitives.c, built by zig),
 //   and a mapped network drive N: (Wine's drive type `network` on a directory
 //   of the cache, which GetDriveTypeW then calls DRIVE_REMOTE), for the test of
-//   a runs root on a network drive (RUNWARDEN_TEST_NETWORK_DRIVE=N:).
+//   a runs root on a network drive (RUNWARDEN_TEST_NETWORK_DRIVE=N:);
+// - ctrlc.exe (scripts/wine/ctrlc.c, built by zig), which sends a program a
+//   Ctrl-C in a console of its own, as a user's Ctrl-C reaches it: Node for
+//   Windows cannot (its kill is TerminateProcess); RUNWARDEN_TEST_CTRLC.
 //
 // The tests see RUNWARDEN_WINE=1 (test/helpers/prereq.ts: what Wine does not
 // show as Windows does is skipped under it, with its reason).
@@ -30,7 +33,7 @@
 // NODE_SKIP_PLATFORM_CHECK=1, and a linux pipe as its stdout fails with EBADF,
 // so vitest's output goes to a file, printed when the run ends.
 import { spawnSync } from 'node:child_process';
-import { closeSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, readdirSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { closeSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, readdirSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { delimiter, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { findZig } from './darwin.mjs';
@@ -152,6 +155,21 @@ if (!existsSync(bcp)) {
   rmSync(work, { recursive: true, force: true });
   if (r.status !== 0) fail(`cannot build the bcryptprimitives.dll stand-in:\n${r.stderr}`);
 }
+// A Ctrl-C for the tests (scripts/wine/ctrlc.c, RUNWARDEN_TEST_CTRLC): Node for Windows cannot send one.
+const ctrlc = join(wineHome(), 'ctrlc.exe');
+const ctrlcSource = join(root, 'scripts', 'wine', 'ctrlc.c');
+if (!existsSync(ctrlc) || statSync(ctrlc).mtimeMs < statSync(ctrlcSource).mtimeMs) {
+  const work = mkdtempSync(join(wineHome(), '.ctrlc-'));
+  const r = spawnSync(zig.zig, ['cc', '-target', 'x86_64-windows-gnu', '-O2', '-Wall', '-Werror', ctrlcSource, '-lshell32', '-o', join(work, 'ctrlc.exe')], {
+    cwd: work,
+    encoding: 'utf8',
+    env: { ...process.env, ZIG_LOCAL_CACHE_DIR: join(work, 'zig-cache') },
+  });
+  if (r.status === 0) copyFileSync(join(work, 'ctrlc.exe'), ctrlc);
+  rmSync(work, { recursive: true, force: true });
+  if (r.status !== 0) fail(`cannot build the tests' Ctrl-C sender:\n${r.stderr}`);
+}
+env.RUNWARDEN_TEST_CTRLC = winePath(ctrlc);
 // N: a network drive: a dosdevices link to a directory, typed `network` in Wine's registry.
 const share = join(wineHome(), 'network-drive');
 mkdirSync(share, { recursive: true });

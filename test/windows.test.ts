@@ -345,6 +345,67 @@ describe('the CLI on Windows', () => {
     expect(err).toContain('a leg started and never reported an end');
   });
 
+  describe('Ctrl-C (a console control event, as a user at the console sends it)', () => {
+    /**
+     * Runs `args` under ctrlc.exe (scripts/wine/ctrlc.c): in a console of its own, whose Ctrl-C the
+     * helper sends once `gate` exists; its output comes back here. Resolves with the exit code.
+     */
+    function underCtrlC(gate: string, args: string[]): { out: () => string; code: Promise<number | null> } {
+      const proc = spawn(process.env['RUNWARDEN_TEST_CTRLC'] as string, [gate, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+      track(proc);
+      let out = '';
+      proc.stdout?.on('data', (d: Buffer) => (out += d.toString()));
+      proc.stderr?.on('data', (d: Buffer) => (out += d.toString()));
+      return { out: () => out, code: new Promise((r) => proc.once('exit', (c) => r(c))) };
+    }
+
+    it('exec: the command gets it and ends as it chooses; exec waits, records that exit and passes it on', async (ctx) => {
+      needs(ctx, 'ctrl-c');
+      const root = tempDir();
+      const gate = join(root, 'gate');
+      const ready = join(root, 'ready');
+      const child = join(root, 'child.js');
+      writeFileSync(child, `process.on('SIGINT', () => process.exit(42)); require('fs').writeFileSync(${JSON.stringify(ready)}, ''); setInterval(() => {}, 1 << 30);`);
+      const r = underCtrlC(gate, [process.execPath, CLI, 'exec', 'win-ctrlc', '--root', root, '--', process.execPath, child]);
+      await until(() => existsSync(ready));
+      writeFileSync(gate, '');
+      expect(await r.code, r.out()).toBe(42);
+      const dir = join(root, 'win-ctrlc');
+      const lines = readFileSync(join(dir, 'events.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+      expect(lines.slice(-2)).toMatchObject([
+        { event: 'node_failed', detail: 'exit code 42' },
+        { event: 'run_finished', outcome: 'failed' },
+      ]);
+      expect(probeLock(join(dir, 'resume.lock'))).toEqual({ liveness: 'free', reason: 'flock-free' });
+      expect(runStatus(dir).status).toBe('FAIL');
+    });
+
+    it('watch exits 130', async (ctx) => {
+      needs(ctx, 'ctrl-c');
+      const root = tempDir();
+      const id = runId();
+      const dir = join(root, id);
+      mkdirSync(dir);
+      writeFileSync(join(dir, 'events.jsonl'), openLeg(id));
+      await startHolder(join(dir, 'resume.lock'));
+      const gate = join(root, 'gate');
+      const r = underCtrlC(gate, [process.execPath, CLI, 'watch', id, '--root', root]);
+      await until(() => r.out().includes('node work started'));
+      writeFileSync(gate, '');
+      expect(await r.code, r.out()).toBe(130);
+    });
+
+    it('serve stops and exits 130', async (ctx) => {
+      needs(ctx, 'ctrl-c');
+      const root = tempDir();
+      const gate = join(root, 'gate');
+      const r = underCtrlC(gate, [process.execPath, CLI, 'serve', '--root', root, '--port', '0']);
+      await until(() => /^runwarden serve: http:\/\/[^\s]+:\d+\/$/m.test(r.out()));
+      writeFileSync(gate, '');
+      expect(await r.code, r.out()).toBe(130);
+    });
+  });
+
   it('demo shows every status on Windows', async () => {
     const root = join(tempDir(), 'demo');
     const r = cli(['demo', '--root', root, '--hold-seconds', '1']);
