@@ -262,7 +262,7 @@ function unlabeledRefusal(path: string, head: Buffer, len: number): LockHeldErro
   const presence = pid === undefined ? 'unknown' : pidPresence(pid);
   if (presence === 'gone') return undefined;
   const del = `  del "${path}"`;
-  const lead = `run lock "${path}" was written by a writer that takes no lock on Windows (oh-my-graph's own Windows build), so that the lock being free proves nothing about it`;
+  const lead = `run lock "${path}" was written by a writer that takes no lock on Windows (oh-my-graph's own Windows build), so its lock being free proves nothing about it`;
   if (presence === 'present') {
     return new LockHeldError(
       [
