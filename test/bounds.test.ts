@@ -6,13 +6,14 @@
  * files, with real holder processes for liveness.
  */
 import { spawnSync } from 'node:child_process';
-import { appendFileSync, writeFileSync } from 'node:fs';
+import { appendFileSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { MAX_JSON_DEPTH, jsonDeeperThan } from '../dist/contract/depth.js';
 import { readLastLeg, readSnapshot, readStream, runStatus } from '../dist/index.js';
 import { runDetail } from '../dist/status/detail.js';
-import { CLI, cleanupTemp, killAll, ROOT, tempDir } from './helpers/lock-procs.js';
+import { CLI, cleanupTemp, killAll, tempDir } from './helpers/lock-procs.js';
+import { DIST_URL } from './helpers/portable.js';
 import { DIAMOND, ev, holdRun, killedHolder, openRun, passedRun, runDir, writeEvents } from './helpers/serve-fixtures.js';
 import { encodeEvents, eventJson } from './helpers/events.js';
 
@@ -69,7 +70,7 @@ describe('the nesting bound (contract/depth.ts)', () => {
     const half = 8 * 1024 * 1024 - 2;
     writeFileSync(join(dir, 'state.json'), nest(half));
     // Parsing this would build ~8 million arrays (hundreds of MB); the scan stops at byte 65.
-    const script = `import { runStatus } from ${JSON.stringify(join(ROOT, 'dist', 'index.js'))};
+    const script = `import { runStatus } from ${JSON.stringify(DIST_URL)};
       let out; try { runStatus(process.argv[1]); out = { ok: true }; } catch (e) { out = { ok: false, message: e.message }; }
       out.maxRssKb = process.resourceUsage().maxRSS; console.log(JSON.stringify(out));`;
     const r = spawnSync(process.execPath, ['--input-type=module', '-e', script, dir], { encoding: 'utf8' });
@@ -116,7 +117,11 @@ function appendJunk(dir: string, bytes: number, line = '{}'): void {
 }
 
 function lineCount(dir: string): number {
-  return spawnSync('wc', ['-l', join(dir, 'events.jsonl')], { encoding: 'utf8' }).stdout.trim().split(/\s+/).map(Number)[0];
+  // What wc -l counts: the newline bytes.
+  const bytes = readFileSync(join(dir, 'events.jsonl'));
+  let n = 0;
+  for (let i = bytes.indexOf(10); i >= 0; i = bytes.indexOf(10, i + 1)) n++;
+  return n;
 }
 
 describe('junk lines (lines that cannot be events) cost a scan, and change no status', () => {

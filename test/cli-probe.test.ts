@@ -4,6 +4,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { cleanupTemp, CLI, killAll, startHolder, tempDir } from './helpers/lock-procs.js';
+import { leftByLeg } from './helpers/portable.js';
 
 afterEach(async () => {
   await killAll();
@@ -27,7 +28,7 @@ describe('runwarden probe', () => {
 
   it('a lock file path works too, and text output names liveness and reason', () => {
     const dir = tempDir();
-    writeFileSync(join(dir, 'resume.lock'), 'oh-my-graph-lock 1\n1\n');
+    writeFileSync(join(dir, 'resume.lock'), leftByLeg(1));
     const r = run('probe', join(dir, 'resume.lock'));
     expect(r.status).toBe(0);
     expect(r.stdout).toMatch(/^free\s+\(flock-free\)/);

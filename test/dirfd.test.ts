@@ -139,7 +139,8 @@ describe('no descriptor is leaked', () => {
 });
 
 describe('exec and a run directory that is a symlink', () => {
-  it('refuses it in one line (exit 2) and writes nothing outside the root', async () => {
+  it('refuses it in one line (exit 2) and writes nothing outside the root', async (ctx) => {
+    needs(ctx, 'not-wine: symbolic links (Wine 8 reports one made and makes nothing)');
     const root = tempDir('rw-exec-link-');
     const outside = tempDir('rw-exec-out-');
     symlinkSync(outside, join(root, 'r1'));
@@ -151,7 +152,8 @@ describe('exec and a run directory that is a symlink', () => {
     expect(readdirSync(outside)).toEqual([]);
   });
 
-  it('a leg whose run directory became a symlink after the command line was checked is refused there, nothing written through it', async () => {
+  it('a leg whose run directory became a symlink after the command line was checked is refused there, nothing written through it', async (ctx) => {
+    needs(ctx, 'not-wine: symbolic links (Wine 8 reports one made and makes nothing)');
     const root = tempDir('rw-exec-link-');
     const outside = tempDir('rw-exec-out-');
     symlinkSync(outside, join(root, 'r2'));

@@ -14,6 +14,7 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { readStream, runStatus } from '../src/index.js';
 import { run } from './helpers/exec-procs.js';
 import { cleanupTemp, killAll, tempDir } from './helpers/lock-procs.js';
+import { touching } from './helpers/portable.js';
 import { ev, runDir, writeEvents } from './helpers/serve-fixtures.js';
 import { encodeEvents } from './helpers/events.js';
 
@@ -55,7 +56,7 @@ describe('exec on a run the whole-file fold holds paused, past the tail reader\'
       expect(runStatus(dir).status).toBe('PASS');
       const before = readFileSync(join(dir, 'events.jsonl'));
       const marker = join(tempDir(), 'ran');
-      const r = await run(['exec', id, '--root', root, '--', 'touch', marker]);
+      const r = await run(['exec', id, '--root', root, '--', ...touching(marker)]);
       expect(r.stderr).toContain(`run ${id} is PAUSED at gate review, waiting for a decision`);
       expect(r.code).toBe(2);
       expect(readFileSync(join(dir, 'events.jsonl'))).toEqual(before);
@@ -68,7 +69,7 @@ describe('exec on a run the whole-file fold holds paused, past the tail reader\'
     const id = '20261202-100002.000000001-1';
     const dir = pausedThenStray(root, id, 40 * 1024);
     const marker = join(tempDir(), 'ran');
-    const r = await run(['exec', id, '--root', root, '--force', '--', 'touch', marker]);
+    const r = await run(['exec', id, '--root', root, '--force', '--', ...touching(marker)]);
     expect(r.code).toBe(0);
     expect(r.stderr).toContain(`run ${id} is PAUSED at gate review; starting a leg anyway (--force)`);
     expect(lstatSync(marker).isFile()).toBe(true);

@@ -17,6 +17,7 @@ import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { runStatus } from '../src/index.js';
 import { events, run } from './helpers/exec-procs.js';
 import { cleanupTemp, killAll, tempDir } from './helpers/lock-procs.js';
+import { exitWith, touching } from './helpers/portable.js';
 import { ev, runDir, writeEvents, writeState } from './helpers/serve-fixtures.js';
 import { fingerprint } from './helpers/tree.js';
 
@@ -50,7 +51,7 @@ describe('exec on a run paused at a gate', () => {
     expect(runStatus(dir).status).toBe('PAUSED'); // the scenario: the run really reads PAUSED
     const marker = join(tempDir(), 'ran');
     const before = fingerprint(dir);
-    const r = await run(['exec', id, '--root', root, '--', 'touch', marker]);
+    const r = await run(['exec', id, '--root', root, '--', ...touching(marker)]);
     expect(r.code).toBe(2);
     expect(r.stdout).toBe('');
     expect(r.stderr.split('\n').filter((l) => l !== '')).toEqual([
@@ -68,7 +69,7 @@ describe('exec on a run paused at a gate', () => {
     const id = '20261201-100100.000000001-2';
     const dir = pausedRun(root, id, ['gate-a', 'gate-b']);
     const before = fingerprint(dir);
-    const r = await run(['exec', id, '--root', root, '--', 'true']);
+    const r = await run(['exec', id, '--root', root, '--', ...exitWith(0)]);
     expect(r.code).toBe(2);
     expect(r.stderr).toContain('is PAUSED at gates gate-a, gate-b, waiting for a decision');
     expect(r.stderr).toContain(`\`oh-my-graph resume ${id} --approve <gate-id>\``);
@@ -82,7 +83,7 @@ describe('exec on a run paused at a gate', () => {
     const id = '20261201-100200.000000001-3';
     const dir = pausedRun(root, id, ['approve-deploy']);
     const marker = join(tempDir(), 'ran');
-    const r = await run(['exec', id, '--root', root, '--force', '--', 'touch', marker]);
+    const r = await run(['exec', id, '--root', root, '--force', '--', ...touching(marker)]);
     expect(r.code).toBe(0);
     expect(r.stderr).toBe(`runwarden: warning: run ${id} is PAUSED at gate approve-deploy; starting a leg anyway (--force) ends the pause without a decision.\n`);
     expect(lstatSync(marker).isFile()).toBe(true);
@@ -99,7 +100,7 @@ describe('exec on a run paused at a gate', () => {
     const { appendEvents } = await import('./helpers/serve-fixtures.js');
     appendEvents(dir, [ev(id, 'run_started'), ev(id, 'gate_approved', { node_id: 'approve-deploy' }), ev(id, 'run_finished', { outcome: 'failed' })]);
     expect(runStatus(dir).status).toBe('FAIL');
-    const r = await run(['exec', id, '--root', root, '--', 'true']);
+    const r = await run(['exec', id, '--root', root, '--', ...exitWith(0)]);
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
   });

@@ -12,6 +12,11 @@ import { runLeg } from '../src/write/leg.js';
 import { events, run, start } from './helpers/exec-procs.js';
 import { cleanupTemp, CLI, killAll, tempDir, track, until, waitExit } from './helpers/lock-procs.js';
 import { needs } from './helpers/prereq.js';
+import { exitWith, leftByLeg, RUNS_ON, touching } from './helpers/portable.js';
+
+/** Modes, signals and process groups: POSIX systems only (CONTRACT §5.8 rules 4 to 6). */
+const POSIX = process.platform !== 'win32';
+const SIGNALS = 'posix: signals sent to another process and forwarded to its command (Windows has none; its kill is TerminateProcess)';
 import { eventLine } from './helpers/events.js';
 
 afterEach(async () => {
@@ -31,27 +36,31 @@ function mustMount(args: string[]): void {
 describe('runwarden exec', () => {
   it('success: exit 0, the exact stream, the lock released, files 0600 in a 0700 dir', async () => {
     const r = root();
-    const res = await run(['exec', '--root', r, 'run-a', '--', 'sh', '-c', 'echo out; echo err >&2']);
+    const command = POSIX ? ['sh', '-c', 'echo out; echo err >&2'] : [process.execPath, '-e', "process.stdout.write('out\\n'); process.stderr.write('err\\n')"];
+    const res = await run(['exec', '--root', r, 'run-a', '--', ...command]);
     expect(res.code).toBe(0);
     expect(res.stdout).toBe('out\n');
     expect(res.stderr).toBe('err\n');
     const dir = join(r, 'run-a');
     expect(events(dir)).toEqual([
-      { schema: 3, run_id: 'run-a', event: 'run_started', command: ['sh', '-c', 'echo out; echo err >&2'] },
+      { schema: 3, run_id: 'run-a', event: 'run_started', command },
       { schema: 3, run_id: 'run-a', event: 'node_started', node_id: 'command' },
       { schema: 3, run_id: 'run-a', event: 'node_passed', node_id: 'command', verdict: 'PASS', detail: 'exit code 0' },
       { schema: 3, run_id: 'run-a', event: 'run_finished', outcome: 'passed' },
     ]);
     expect(probeLock(join(dir, 'resume.lock'))).toEqual({ liveness: 'free', reason: 'flock-free' });
-    expect(statSync(dir).mode & 0o777).toBe(0o700);
-    expect(statSync(join(dir, 'events.jsonl')).mode & 0o777).toBe(0o600);
-    expect(statSync(join(dir, 'resume.lock')).mode & 0o777).toBe(0o600);
+    // Windows applies no mode: created files inherit their directory's access control list (CONTRACT §5.8 rule 4).
+    if (POSIX) {
+      expect(statSync(dir).mode & 0o777).toBe(0o700);
+      expect(statSync(join(dir, 'events.jsonl')).mode & 0o777).toBe(0o600);
+      expect(statSync(join(dir, 'resume.lock')).mode & 0o777).toBe(0o600);
+    }
     expect(runStatus(dir)).toMatchObject({ status: 'PASS', has_snapshot: false });
   });
 
   it('failure: exits with the command\'s code and records it; --name names the node', async () => {
     const r = root();
-    const res = await run(['exec', '--root', r, 'run-b', '--name', 'build', '--', 'sh', '-c', 'exit 3']);
+    const res = await run(['exec', '--root', r, 'run-b', '--name', 'build', '--', ...exitWith(3)]);
     expect(res.code).toBe(3);
     expect(events(join(r, 'run-b')).slice(2)).toEqual([
       { schema: 3, run_id: 'run-b', event: 'node_failed', node_id: 'build', verdict: 'FAIL', detail: 'exit code 3' },
@@ -60,7 +69,8 @@ describe('runwarden exec', () => {
     expect(runStatus(join(r, 'run-b')).status).toBe('FAIL');
   });
 
-  it('a command ended by a signal: exit 128+N, detail names the signal', async () => {
+  it('a command ended by a signal: exit 128+N, detail names the signal', async (ctx) => {
+    needs(ctx, 'posix: a command that signals itself (sh, kill)');
     const r = root();
     const res = await run(['exec', '--root', r, 'run-c', '--', 'sh', '-c', 'kill -TERM $$']);
     expect(res.code).toBe(143);
@@ -75,7 +85,8 @@ describe('runwarden exec', () => {
     expect(evs.map((e) => e['event'])).toEqual(['run_started', 'node_started', 'node_failed', 'run_finished']);
   });
 
-  it('a command that does not exist exits 127 even when PATH holds a directory the user cannot search', () => {
+  it('a command that does not exist exits 127 even when PATH holds a directory the user cannot search', (ctx) => {
+    needs(ctx, 'posix: modes and another uid');
     // A shell says "not found" (127) there; a bare exec would say 126 (EACCES from that directory).
     // As root the leg runs as uid 65534 past a root-only directory; as anyone else, past a mode 000 one.
     const r = root();
@@ -100,18 +111,19 @@ describe('runwarden exec', () => {
   it('a second exec on a held run is refused with exit 75, appends nothing and runs nothing', async () => {
     const r = root();
     const dir = join(r, 'run-e');
-    const first = start(['exec', '--root', r, 'run-e', '--', 'sleep', '30']);
+    const first = start(['exec', '--root', r, 'run-e', '--', ...RUNS_ON]);
     await until(() => existsSync(join(dir, 'exec.pgid')));
     const before = readFileSync(join(dir, 'events.jsonl'));
     const marker = join(r, 'ran');
-    const second = await run(['exec', '--root', r, 'run-e', '--', 'touch', marker]);
+    const second = await run(['exec', '--root', r, 'run-e', '--', ...touching(marker)]);
     expect(second.code).toBe(75);
     expect(second.stderr).toContain(`a leg of this run is in flight (started by pid ${first.proc.pid}); wait for it, or stop it`);
     expect(second.stderr).not.toMatch(/\brm\b|delete|kill/i);
     expect(readFileSync(join(dir, 'events.jsonl'))).toEqual(before);
     expect(existsSync(marker)).toBe(false);
     first.proc.kill('SIGTERM');
-    expect((await first.done).code).toBe(143);
+    const ended = await first.done;
+    if (POSIX) expect(ended.code).toBe(143); // forwarded to the command, which it ended
   });
 
   it('SIGKILL to exec while its child sleeps: ABANDONED, the child\'s group reported alive, then gone', async (ctx) => {
@@ -182,20 +194,22 @@ describe('runwarden exec', () => {
   it('exec on an abandoned run warns with the orphan evidence before taking the lock, then runs', async () => {
     const r = root();
     const dir = join(r, 'run-g');
-    const leg = start(['exec', '--root', r, 'run-g', '--', 'sleep', '60']);
+    const leg = start(['exec', '--root', r, 'run-g', '--', ...RUNS_ON]);
     await until(() => existsSync(join(dir, 'exec.pgid')));
     const pgid = Number(readFileSync(join(dir, 'exec.pgid'), 'utf8'));
-    track(-pgid);
+    track(POSIX ? -pgid : pgid);
     leg.proc.kill('SIGKILL');
     await leg.done;
-    const again = await run(['exec', '--root', r, 'run-g', '--', 'true']);
+    const again = await run(['exec', '--root', r, 'run-g', '--', ...exitWith(0)]);
     expect(again.code).toBe(0);
     expect(again.stderr).toContain('starting a new leg of an abandoned run');
-    expect(again.stderr).toContain(`still has live processes (pgid ${pgid})`);
+    // The orphan evidence is the command's process group, which Windows does not have (CONTRACT §5.8 rule 5).
+    if (POSIX) expect(again.stderr).toContain(`still has live processes (pgid ${pgid})`);
     expect(runStatus(dir).status).toBe('PASS');
   });
 
-  it('SIGTERM to exec goes to the child; the leg closes failed and the lock is released', async () => {
+  it('SIGTERM to exec goes to the child; the leg closes failed and the lock is released', async (ctx) => {
+    needs(ctx, SIGNALS);
     const r = root();
     const dir = join(r, 'run-h');
     const got = join(r, 'got-term');
@@ -213,7 +227,8 @@ describe('runwarden exec', () => {
     expect(probeLock(join(dir, 'resume.lock')).liveness).toBe('free');
   });
 
-  it('SIGHUP and SIGINT are forwarded too', async () => {
+  it('SIGHUP and SIGINT are forwarded too', async (ctx) => {
+    needs(ctx, SIGNALS);
     for (const sig of ['SIGHUP', 'SIGINT'] as const) {
       const r = root();
       const leg = start(['exec', '--root', r, 'run-s', '--', 'sh', '-c', 'echo READY; exec sleep 30']);
@@ -231,12 +246,12 @@ describe('runwarden exec', () => {
     mkdirSync(dir);
     writeFileSync(join(dir, 'events.jsonl'), eventLine({ event: 'run_started' }, { runId: 'run-i', ts: '2026-01-01T00:00:00Z' }));
     const before = readFileSync(join(dir, 'events.jsonl'));
-    const refused = await run(['exec', '--root', r, 'run-i', '--', 'true']);
+    const refused = await run(['exec', '--root', r, 'run-i', '--', ...exitWith(0)]);
     expect(refused.code).toBe(75);
     expect(refused.stderr).toContain('--force');
     expect(readFileSync(join(dir, 'events.jsonl'))).toEqual(before);
     expect(existsSync(join(dir, 'resume.lock'))).toBe(false);
-    const forced = await run(['exec', '--root', r, 'run-i', '--force', '--', 'true']);
+    const forced = await run(['exec', '--root', r, 'run-i', '--force', '--', ...exitWith(0)]);
     expect(forced.code).toBe(0);
     expect(runStatus(dir).status).toBe('PASS');
   });
@@ -268,7 +283,7 @@ describe('runwarden exec', () => {
     const dir = join(r, 'run-l');
     mkdirSync(dir);
     writeFileSync(join(dir, 'events.jsonl'), '{"schema":3,"run_id":"run-l","event":"run_fini');
-    const res = await run(['exec', '--root', r, 'run-l', '--', 'true']);
+    const res = await run(['exec', '--root', r, 'run-l', '--', ...exitWith(0)]);
     expect(res.code).toBe(0);
     const lines = readFileSync(join(dir, 'events.jsonl'), 'utf8').split('\n');
     expect(lines[0]).toBe('{"schema":3,"run_id":"run-l","event":"run_fini');
@@ -294,7 +309,7 @@ describe('runwarden exec', () => {
   describe('a run directory that cannot be created: exit 1, one line with the real reason', () => {
     /** Runs exec on `runDir`, optionally as another user; returns its exit code and stderr. */
     function execAt(runDir: string, as?: { uid: number; gid: number }): { code: number | null; stderr: string } {
-      const res = spawnSync(process.execPath, [CLI, 'exec', runDir, '--', 'true'], { encoding: 'utf8', env: { ...process.env, NO_COLOR: '1' }, timeout: 60_000, ...(as ?? {}) });
+      const res = spawnSync(process.execPath, [CLI, 'exec', runDir, '--', ...exitWith(0)], { encoding: 'utf8', env: { ...process.env, NO_COLOR: '1' }, timeout: 60_000, ...(as ?? {}) });
       return { code: res.status, stderr: res.stderr };
     }
 
@@ -309,7 +324,8 @@ describe('runwarden exec', () => {
       expect(readdirSync(r)).toEqual(['file']);
     });
 
-    it('permission denied (EACCES), not ENOENT', () => {
+    it('permission denied (EACCES), not ENOENT', (ctx) => {
+      needs(ctx, 'posix: modes and another uid');
       // Root ignores mode bits, so as root the leg runs as uid 65534 under a root-owned directory.
       const r = root();
       const asRoot = process.getuid?.() === 0;
@@ -356,10 +372,10 @@ describe('runwarden exec', () => {
   it('the lock is held while the child runs, by the exec process', async () => {
     const r = root();
     const dir = join(r, 'run-m');
-    const leg = start(['exec', '--root', r, 'run-m', '--', 'sleep', '30']);
+    const leg = start(['exec', '--root', r, 'run-m', '--', ...RUNS_ON]);
     await until(() => existsSync(join(dir, 'exec.pgid')));
     expect(probeLock(join(dir, 'resume.lock'))).toEqual({ liveness: 'held', reason: 'flock-held' });
-    expect(readFileSync(join(dir, 'resume.lock'), 'latin1')).toBe(`oh-my-graph-lock 1\n${leg.proc.pid}\n`);
+    expect(readFileSync(join(dir, 'resume.lock'), 'latin1')).toBe(leftByLeg(leg.proc.pid));
     leg.proc.kill('SIGTERM');
     await leg.done;
     await waitExit(leg.proc);

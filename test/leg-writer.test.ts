@@ -23,6 +23,7 @@ import {
 } from '../src/index.js';
 import { events } from './helpers/exec-procs.js';
 import { CLI, cleanupTemp, killAll, ROOT, startFlock1, startHolder, tempDir, track, waitReady } from './helpers/lock-procs.js';
+import { OPEN_NAME_UNDER_WINE } from './helpers/portable.js';
 import { needs } from './helpers/prereq.js';
 import { encodeEvents, eventLine } from './helpers/events.js';
 
@@ -85,7 +86,8 @@ describe('a leg written through the library', () => {
       { schema: 3, run_id: 'lib-run', event: 'node_passed', node_id: 'build', cost_usd: 0.25, tokens: 7, verdict: 'PASS' },
       { schema: 3, run_id: 'lib-run', event: 'run_finished', outcome: 'passed' },
     ]);
-    expect(statSync(join(dir, 'events.jsonl')).mode & 0o777).toBe(0o600);
+    // Windows applies no mode (CONTRACT §5.8 rule 4).
+    if (process.platform !== 'win32') expect(statSync(join(dir, 'events.jsonl')).mode & 0o777).toBe(0o600);
     expect(runDetail(dir).nodes).toMatchObject([{ id: 'build', state: 'passed' }]);
   });
 
@@ -229,7 +231,8 @@ describe('a leg written through the library', () => {
 });
 
 describe('a leg that loses its run', () => {
-  it('resume.lock removed while held: the next append throws ELOCKLOST (lock-missing) and writes nothing, then every write does', () => {
+  it('resume.lock removed while held: the next append throws ELOCKLOST (lock-missing) and writes nothing, then every write does', (ctx) => {
+    needs(ctx, OPEN_NAME_UNDER_WINE);
     const root = tempDir('rw-leg-');
     const dir = join(root, 'rm');
     const leg: Leg = startLeg(dir);
@@ -267,7 +270,8 @@ describe('a leg that loses its run', () => {
     expect(lines(dir)).toBe(before);
   });
 
-  it('resume.lock replaced by a file nobody holds: the leg retakes it and goes on; readers see it held', () => {
+  it('resume.lock replaced by a file nobody holds: the leg retakes it and goes on; readers see it held', (ctx) => {
+    needs(ctx, OPEN_NAME_UNDER_WINE);
     const root = tempDir('rw-leg-');
     const dir = join(root, 'restored');
     using leg = startLeg(dir, { guard: false });
@@ -283,7 +287,8 @@ describe('a leg that loses its run', () => {
     expect(listed(root, 'restored')).toMatchObject({ status: 'PASS' });
   });
 
-  it('the run directory removed: the next append throws ELOCKLOST (run-dir-gone)', () => {
+  it('the run directory removed: the next append throws ELOCKLOST (run-dir-gone)', (ctx) => {
+    needs(ctx, OPEN_NAME_UNDER_WINE);
     const dir = join(tempDir('rw-leg-'), 'gone');
     using leg = startLeg(dir);
     rmSync(dir, { recursive: true });

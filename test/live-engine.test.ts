@@ -17,6 +17,7 @@ import { needs } from './helpers/prereq.js';
 import { fingerprint } from './helpers/tree.js';
 import { cleanupTemp, killAll, ROOT, startHolder, tempDir, track, until, waitReady } from './helpers/lock-procs.js';
 import { eventLine } from './helpers/events.js';
+import { RELEASED } from './helpers/portable.js';
 
 const LEG = join(ROOT, 'test', 'fixtures', 'leg.mjs');
 const CHILD = join(ROOT, 'test', 'fixtures', 'live-engine.mjs');
@@ -29,6 +30,14 @@ afterEach(async () => {
 });
 
 const line = (o: Record<string, unknown>) => eventLine(o, { ts: '2026-11-30T10:00:00Z' });
+
+/**
+ * Where there is no change notification (Windows: CONTRACT §5.8 rule 7) a settled run's change and a
+ * new or vanished run are found by the safety pass's looks: these engines look every 50 ms there.
+ */
+const LOOKS = process.platform === 'win32' ? { safetyMs: 50 } : {};
+/** The watch-limit tests: a limit on watches means nothing where there are none. */
+const WATCHES = 'posix: change notification and its limit on watches (Windows has none: open legs are polled, CONTRACT §5.8 rule 7)';
 
 /** An engine whose timers cannot find anything within a test: only notification (or polling, when asked) can. */
 function engine(opts: ConstructorParameters<typeof LiveEngine>[0] = {}): { e: LiveEngine; changes: LiveChange[] } {
@@ -120,7 +129,7 @@ describe('LiveEngine', () => {
     mkdirSync(dir);
     const events = join(dir, 'events.jsonl');
     writeFileSync(events, line({ event: 'run_started' }) + line({ event: 'run_finished', outcome: 'passed' }));
-    const { e } = engine({ root });
+    const { e } = engine({ root, ...LOOKS });
     await e.start();
     await until(() => statusOf(e, dir) === 'PASS');
     // Rewritten in place (same inode, truncated by the open), longer than before:
@@ -149,7 +158,7 @@ describe('LiveEngine', () => {
 
   it('runs appearing in and vanishing from the root are followed', async () => {
     const root = tempDir('rw-live-');
-    const { e, changes } = engine({ root });
+    const { e, changes } = engine({ root, ...LOOKS });
     await e.start();
     expect(e.runs()).toEqual([]);
     const dir = join(root, '20261130-140000-new');
@@ -164,7 +173,8 @@ describe('LiveEngine', () => {
     expect(e.get(dir)).toBeUndefined();
   });
 
-  it('past the watch limit (injection seam) it says so once, polls the open legs, and still reports the death', async () => {
+  it('past the watch limit (injection seam) it says so once, polls the open legs, and still reports the death', async (ctx) => {
+    needs(ctx, WATCHES);
     const root = tempDir('rw-live-');
     const dirs = ['20261130-150000-a', '20261130-150001-b'].map((n) => join(root, n));
     const procs = [];
@@ -206,7 +216,8 @@ describe('LiveEngine', () => {
     proc.kill('SIGKILL');
   });
 
-  it('past the watch limit, the newest runs are the watched ones (the oldest are left to polling)', async () => {
+  it('past the watch limit, the newest runs are the watched ones (the oldest are left to polling)', async (ctx) => {
+    needs(ctx, WATCHES);
     const root = tempDir('rw-live-');
     const ids = ['20261130-150600-old', '20261130-150601-mid', '20261130-150602-new'];
     for (const id of ids) {
@@ -270,7 +281,8 @@ describe('LiveEngine', () => {
     child.stdin.end();
   });
 
-  it('the safety re-check compares every open run on each pass and settled, watched runs in turns', async () => {
+  it('the safety re-check compares every open run on each pass and settled, watched runs in turns', async (ctx) => {
+    needs(ctx, WATCHES);
     const root = tempDir('rw-live-');
     const settled = Array.from({ length: 7 }, (_, i) => join(root, `20261130-16000${i}-settled`));
     for (const d of settled) {
@@ -325,7 +337,7 @@ describe('LiveEngine', () => {
     for (const d of runs) {
       mkdirSync(d);
       writeFileSync(join(d, 'events.jsonl'), line({ event: 'run_started' }) + line({ event: 'run_finished', outcome: 'passed' }));
-      writeFileSync(join(d, 'resume.lock'), 'oh-my-graph-lock 1\n4242\n');
+      writeFileSync(join(d, 'resume.lock'), RELEASED);
     }
     // The queue is overflowed at the machine's own limit, not a lowered one: fs.inotify.max_queued_events
     // is one machine-wide value (not per user namespace, unlike /proc/sys/user/max_inotify_*: an

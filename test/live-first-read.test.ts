@@ -18,6 +18,7 @@ import { LiveEngine, runStatus } from '../src/index.js';
 import { LIVE_FIRST_READ_WHOLE_MAX, LIVE_STEP_BYTES } from '../src/live/engine.js';
 import { cleanupTemp, killAll, ROOT, startHolder, tempDir, until } from './helpers/lock-procs.js';
 import { eventLine } from './helpers/events.js';
+import { RELEASED } from './helpers/portable.js';
 
 const engines: LiveEngine[] = [];
 
@@ -119,7 +120,7 @@ describe('the live engine first reads a long stream in steps, with the tail read
     mkdirSync(big);
     const size = fillerStream(join(big, 'events.jsonl'), 8, line({ event: 'run_started', command: ['make', 'it'] }));
     // A lock file nobody holds.
-    writeFileSync(join(big, 'resume.lock'), 'oh-my-graph-lock 1\n4242\n');
+    writeFileSync(join(big, 'resume.lock'), RELEASED);
     const e = engine(root);
     await e.start();
     expect(statusOf(e, big)).toBe('ABANDONED');
@@ -136,7 +137,7 @@ describe('the live engine first reads a long stream in steps, with the tail read
     mkdirSync(big);
     const events = join(big, 'events.jsonl');
     const size = fillerStream(events, 16, line({ event: 'run_started' }));
-    writeFileSync(join(big, 'resume.lock'), 'oh-my-graph-lock 1\n4242\n');
+    writeFileSync(join(big, 'resume.lock'), RELEASED);
     const lib = pathToFileURL(join(ROOT, 'dist', 'index.js')).href;
     const script = `const { LiveEngine } = await import(${JSON.stringify(lib)});
       const e = new LiveEngine({ root: ${JSON.stringify(root)}, ref: false });

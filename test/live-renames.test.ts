@@ -17,6 +17,7 @@ import { LiveEngine } from '../src/index.js';
 import { encodeEvents, eventObject } from './helpers/events.js';
 import { cleanupTemp, killAll, startHolder, tempDir, until } from './helpers/lock-procs.js';
 import { needs } from './helpers/prereq.js';
+import { RELEASED } from './helpers/portable.js';
 
 const engines: LiveEngine[] = [];
 afterEach(async () => {
@@ -32,7 +33,7 @@ function makeRun(root: string, name: string, settled: boolean): void {
   const lines = [eventObject({ event: 'run_started', command: ['x'] })];
   if (settled) lines.push(eventObject({ event: 'run_finished', outcome: 'completed', exit_code: 0 }));
   writeFileSync(join(dir, 'events.jsonl'), encodeEvents(lines));
-  writeFileSync(join(dir, 'resume.lock'), 'oh-my-graph-lock 1\n4242\n');
+  writeFileSync(join(dir, 'resume.lock'), RELEASED);
 }
 
 /** renameat2(RENAME_EXCHANGE) through Python's ctypes (coreutils' `mv --exchange` is newer than Debian 12's). */
@@ -119,7 +120,7 @@ describe('a run named by bytes that are not UTF-8', () => {
     const file = (dir: Buffer, f: string): Buffer => Buffer.concat([dir, Buffer.from('/' + f)]);
     mkdirSync(ff);
     writeFileSync(file(ff, 'events.jsonl'), encodeEvents([eventObject({ event: 'run_started', command: ['x'] })]));
-    writeFileSync(file(ff, 'resume.lock'), 'oh-my-graph-lock 1\n4242\n');
+    writeFileSync(file(ff, 'resume.lock'), RELEASED);
     makeRun(root, 'plain', false);
     const e = new LiveEngine({ root, safetyMs: 1e9, pollMs: 1e9, openRecheckMs: 1e9 });
     engines.push(e);

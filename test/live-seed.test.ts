@@ -15,6 +15,7 @@ import { LiveEngine, runStatus, type RunReport } from '../src/index.js';
 import { DashboardModel } from '../src/serve/model.js';
 import { cleanupTemp, tempDir, until } from './helpers/lock-procs.js';
 import { eventLine } from './helpers/events.js';
+import { RELEASED } from './helpers/portable.js';
 
 const ev = (id: string, event: string, extra: Record<string, unknown> = {}): string => eventLine({ event, ...extra }, { runId: id, ts: '2026-11-30T08:00:00Z' });
 
@@ -33,7 +34,7 @@ function makeRoot(): { root: string; settled: string; open: string } {
   writeFileSync(join(root, settled, 'events.jsonl'), ev(settled, 'run_started') + ev(settled, 'node_passed', { node_id: 'a', verdict: 'PASS' }) + ev(settled, 'run_finished', { outcome: 'passed' }));
   mkdirSync(join(root, open));
   writeFileSync(join(root, open, 'events.jsonl'), ev(open, 'run_started') + ev(open, 'node_started', { node_id: 'a' }));
-  writeFileSync(join(root, open, 'resume.lock'), 'oh-my-graph-lock 1\n4242\n');
+  writeFileSync(join(root, open, 'resume.lock'), RELEASED);
   return { root, settled, open };
 }
 

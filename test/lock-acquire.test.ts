@@ -8,7 +8,8 @@ import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { acquireLock, LockFileError, LockHeldError, probeLock, processPresence } from '../src/index.js';
-import { cleanupTemp, flockHolders, killAll, ROOT, startFlock1, startGatedReader, startHolder, tempDir, track, waitExit, waitReady } from './helpers/lock-procs.js';
+import { cleanupTemp, flockHolders, killAll, startFlock1, startGatedReader, startHolder, tempDir, track, waitExit, waitReady } from './helpers/lock-procs.js';
+import { DIST_URL, leftByLeg } from './helpers/portable.js';
 import { needs } from './helpers/prereq.js';
 import { systemFacts } from '../src/kernel/system.js';
 
@@ -34,9 +35,12 @@ describe('acquireLock: taking and releasing', () => {
     const dir = join(tempDir(), 'a', 'run-1');
     const lock = acquireLock(join(dir, 'resume.lock'));
     try {
-      expect(statSync(dir).mode & 0o777).toBe(0o700);
-      expect(statSync(join(dir, 'resume.lock')).mode & 0o777).toBe(0o600);
-      expect(readFileSync(join(dir, 'resume.lock'), 'latin1')).toBe(`oh-my-graph-lock 1\n${process.pid}\n`);
+      // Windows applies no mode: a created file inherits its directory's access control list (CONTRACT §5.8 rule 4).
+      if (process.platform !== 'win32') {
+        expect(statSync(dir).mode & 0o777).toBe(0o700);
+        expect(statSync(join(dir, 'resume.lock')).mode & 0o777).toBe(0o600);
+      }
+      expect(readFileSync(join(dir, 'resume.lock'), 'latin1')).toBe(leftByLeg(process.pid));
       expect(lock.pid).toBe(process.pid);
       expect(lock.held).toBe(true);
     } finally {
@@ -44,7 +48,8 @@ describe('acquireLock: taking and releasing', () => {
     }
   });
 
-  it('keeps the mode of an existing directory and file', () => {
+  it('keeps the mode of an existing directory and file', (ctx) => {
+    needs(ctx, 'posix: modes');
     const dir = tempDir();
     chmodSync(dir, 0o755);
     writeFileSync(join(dir, 'resume.lock'), '', { mode: 0o644 });
@@ -74,7 +79,7 @@ describe('acquireLock: taking and releasing', () => {
     const path = join(tempDir(), 'resume.lock');
     writeFileSync(path, 'oh-my-graph-lock 1\n2147483647\nsome trailing junk from an old writer\n');
     acquireLock(path, { pid: 12 }).release();
-    expect(readFileSync(path, 'latin1')).toBe('oh-my-graph-lock 1\n12\n');
+    expect(readFileSync(path, 'latin1')).toBe(leftByLeg(12));
   });
 
   it('a refused acquire does not touch the holder\'s file', async () => {
@@ -85,14 +90,14 @@ describe('acquireLock: taking and releasing', () => {
     refusal(() => acquireLock(path, { retryMs: 0 }));
     expect(readFileSync(path)).toEqual(before);
     expect(statSync(path).mtimeMs).toBe(st.mtimeMs);
-    expect(before.toString()).toBe(`oh-my-graph-lock 1\n${h.pid}\n`);
+    expect(before.toString()).toBe(leftByLeg(h.pid));
   });
 
   it('a reused lock file is never empty while a leg rewrites it (readers see the marker, not empty-file)', async () => {
     const path = join(tempDir(), 'run', 'resume.lock');
     acquireLock(path).release(); // the file exists and is marked, as after any earlier leg
     const script = `
-      import { acquireLock } from '${ROOT}/dist/index.js';
+      import { acquireLock } from ${JSON.stringify(DIST_URL)};
       console.log('READY');
       // A long retry window: the probing test process may be preempted while it holds its shared lock.
       for (let i = 0; i < 3000; i++) acquireLock(${JSON.stringify(path)}, { pid: 1 + (i % 2) * 1000000, retryMs: 30000 }).release();
@@ -118,7 +123,7 @@ describe('acquireLock: taking and releasing', () => {
     const path = join(tempDir(), 'resume.lock');
     writeFileSync(path, '');
     acquireLock(path).release();
-    expect(readFileSync(path, 'latin1')).toMatch(/^oh-my-graph-lock 1\n\d+\n$/);
+    expect(readFileSync(path, 'latin1')).toBe(leftByLeg(process.pid));
   });
 
   it('retries past a reader\'s brief shared lock instead of refusing', async (ctx) => {
@@ -172,7 +177,7 @@ describe('acquireLock: refusals and their exact wording', () => {
   });
 
   it('a pre-flock file whose pid is gone: says "very likely stale" and names that pid', () => {
-    const r = spawnSync('true');
+    const r = spawnSync(process.execPath, ['-e', '']);
     const pid = r.pid;
     expect(processPresence(pid)).toBe('gone');
     const path = join(tempDir(), 'resume.lock');
@@ -222,7 +227,10 @@ describe('acquireLock: refusals and their exact wording', () => {
     ],
   ];
   for (const [kind, make] of notRegular) {
-    it(`a ${kind} in place of the lock file is refused, naming the path and what it is`, async () => {
+    it(`a ${kind} in place of the lock file is refused, naming the path and what it is`, async (ctx) => {
+      if (kind === 'fifo') needs(ctx, 'posix: a FIFO (mkfifo)');
+      if (kind === 'socket') needs(ctx, 'posix: a socket in the filesystem (on Windows a path given to listen names a pipe, outside it)');
+      if (kind === 'symlink') needs(ctx, 'not-wine: symbolic links (Wine 8 reports one made and makes nothing)');
       const path = join(tempDir(), 'resume.lock');
       await make(path);
       let caught: unknown;
@@ -247,7 +255,7 @@ describe('acquireLock: refusals and their exact wording', () => {
     // file in its place, and only then lets go of the old inode.
     const script = `
       import { renameSync, writeFileSync } from 'node:fs';
-      import { acquireLock } from '${ROOT}/dist/index.js';
+      import { acquireLock } from ${JSON.stringify(DIST_URL)};
       const p = ${JSON.stringify(path)};
       const l = acquireLock(p);
       console.log('READY');

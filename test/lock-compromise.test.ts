@@ -9,6 +9,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { acquireLock, probeLock } from '../dist/index.js';
+import { OPEN_NAME_UNDER_WINE as OPEN_NAME } from './helpers/portable.js';
+import { needs } from './helpers/prereq.js';
 
 const dirs: string[] = [];
 afterAll(() => {
@@ -36,7 +38,8 @@ function told(lock: ReturnType<typeof acquireLock>, n: number, intervalMs = 20):
 }
 
 describe('HeldLock.onCompromised', () => {
-  it('tells a holder its lock file was replaced (cp + mv), once; retake() from the callback heals it', async () => {
+  it('tells a holder its lock file was replaced (cp + mv), once; retake() from the callback heals it', async (ctx) => {
+    needs(ctx, OPEN_NAME);
     const dir = runDir();
     const path = join(dir, 'resume.lock');
     const lock = acquireLock(path);
@@ -62,7 +65,8 @@ describe('HeldLock.onCompromised', () => {
     lock.release();
   });
 
-  it('tells a holder its lock file was removed, and says nothing more while nothing changes', async () => {
+  it('tells a holder its lock file was removed, and says nothing more while nothing changes', async (ctx) => {
+    needs(ctx, OPEN_NAME);
     const dir = runDir();
     const path = join(dir, 'resume.lock');
     const lock = acquireLock(path);

@@ -65,7 +65,8 @@ describe('kernel facts behind the probe', () => {
     expect(probeLock(lock).liveness).toBe('held');
   });
 
-  it('a SIGSTOPped holder still reads held (silence is not death)', async () => {
+  it('a SIGSTOPped holder still reads held (silence is not death)', async (ctx) => {
+    needs(ctx, 'posix: SIGSTOP, which stops another process (Windows has no signal to send)');
     const lock = runLock();
     const h = await startHolder(lock);
     process.kill(h.pid, 'SIGSTOP');

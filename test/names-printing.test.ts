@@ -13,13 +13,14 @@
  */
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, utimesSync, writeFileSync } from 'node:fs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { nameBytes, printableText, showName } from '../src/contract/names.js';
 import { run } from './helpers/exec-procs.js';
 import { cleanupTemp, tempDir } from './helpers/lock-procs.js';
 import { needs } from './helpers/prereq.js';
 import { parseExposition, samplesOf } from './helpers/prom-text.js';
 import { eventLine } from './helpers/events.js';
+import { RELEASED } from './helpers/portable.js';
 
 afterAll(() => cleanupTemp());
 
@@ -30,7 +31,7 @@ function abandonedRun(root: string, name: Buffer, graph: string, mtimeSec: numbe
   const file = (f: string): Buffer => Buffer.concat([dir, Buffer.from('/' + f)]);
   writeFileSync(file('events.jsonl'), eventLine({ event: 'run_started' }, { ts: '2026-12-01T10:00:00Z' }));
   writeFileSync(file('state.json'), JSON.stringify({ schema: 3, graph: { name: graph, nodes: [{ id: 'a' }] }, nodes: {} }));
-  writeFileSync(file('resume.lock'), 'oh-my-graph-lock 1\n4242\n');
+  writeFileSync(file('resume.lock'), RELEASED);
   utimesSync(file('events.jsonl'), mtimeSec, mtimeSec);
 }
 
@@ -64,10 +65,13 @@ describe('names on every surface', () => {
     { bytes: Buffer.from('cr\rnul'), graph: 'cr', mtime: T + 7 },
     { bytes: Buffer.of(0x61, 0xc3, 0x28), graph: 'bad-utf8', mtime: T + 8 },
   ];
+  // Control characters, bidi controls in a name and bytes that are not UTF-8: POSIX systems' names.
+  const POSIX_NAMES = 'posix: names holding control characters and bytes that are not UTF-8 (Windows allows neither in a name)';
   beforeAll(() => {
     root = tempDir();
-    for (const n of NAMES) abandonedRun(root, n.bytes, n.graph, n.mtime);
+    if (process.platform !== 'win32') for (const n of NAMES) abandonedRun(root, n.bytes, n.graph, n.mtime);
   });
+  beforeEach((ctx) => needs(ctx, POSIX_NAMES));
   const printed = (b: Buffer): string => printableText(showName(b));
 
   it('runs: one row per run and its hint lines, no forged row, no raw control anywhere', async () => {

@@ -11,6 +11,8 @@ import { classifyHead, parseLegacyPid, probeLock, processPresence, PROBE_REASONS
 import { markedPid } from '../src/contract/marker.js';
 import { fingerprint } from './helpers/tree.js';
 import { cleanupTemp, CLI, killAll, ROOT, startHolder, tempDir } from './helpers/lock-procs.js';
+import { DIST_URL, RELEASED } from './helpers/portable.js';
+import { needs } from './helpers/prereq.js';
 
 const servers: Server[] = [];
 afterEach(async () => {
@@ -19,11 +21,13 @@ afterEach(async () => {
   cleanupTemp();
 });
 
-const MARKED = 'oh-my-graph-lock 1\n4242\n';
+/** A released leg's lock file here (on Windows with the lock label: test/helpers/portable.ts). */
+const MARKED = RELEASED;
+const POSIX = process.platform !== 'win32';
 
 /** A pid that belonged to a process which has exited. */
 function deadPid(): number {
-  const r = spawnSync('true');
+  const r = spawnSync(process.execPath, ['-e', '']);
   const pid = r.pid;
   expect(processPresence(pid)).toBe('gone');
   return pid;
@@ -139,8 +143,11 @@ describe('probeLock on files', () => {
     expect(JSON.stringify(r)).not.toContain(String(process.pid));
   });
 
-  it('a pre-flock file naming pid 1 (present) is unknown', () => {
-    expect(probeLock(fileWith('1\n'))).toMatchObject({ liveness: 'unknown', reason: 'legacy-pid-alive' });
+  it('a pre-flock file naming a process this user may not signal (present) is unknown', (ctx) => {
+    // pid 1, init, on POSIX systems (kill(1, 0) fails with EPERM); pid 4, the System process, on Windows
+    // (OpenProcess fails with ERROR_ACCESS_DENIED).
+    if (!POSIX) needs(ctx, 'not-wine: the System process (pid 4), which Wine does not have');
+    expect(probeLock(fileWith(POSIX ? '1\n' : '4\n'))).toMatchObject({ liveness: 'unknown', reason: 'legacy-pid-alive' });
   });
 
   it('pre-flock files that are not exactly one pid are unknown and never reach kill()', () => {
@@ -160,13 +167,14 @@ describe('probeLock on files', () => {
     expect(probeLock(join(dir, 'resume.lock'))).toMatchObject({ liveness: 'unknown', reason: 'not-regular-file', detail: 'directory' });
   });
 
-  it('a FIFO answers at once, unknown, without waiting for a writer', () => {
+  it('a FIFO answers at once, unknown, without waiting for a writer', (ctx) => {
+    needs(ctx, 'posix: a FIFO (mkfifo)');
     const dir = tempDir();
     const fifo = join(dir, 'resume.lock');
     expect(spawnSync('mkfifo', [fifo]).status).toBe(0);
     // If the probe blocked on the FIFO this call would never return (and the
     // test would time out); the child below proves the same in a bounded way.
-    const r = spawnSync(process.execPath, ['-e', `import('${ROOT}/dist/index.js').then(m => console.log(JSON.stringify(m.probeLock(${JSON.stringify(fifo)}))))`], {
+    const r = spawnSync(process.execPath, ['-e', `import(${JSON.stringify(DIST_URL)}).then(m => console.log(JSON.stringify(m.probeLock(${JSON.stringify(fifo)}))))`], {
       timeout: 60_000,
       encoding: 'utf8',
     });
@@ -175,7 +183,8 @@ describe('probeLock on files', () => {
     expect(probeLock(fifo)).toMatchObject({ liveness: 'unknown', reason: 'not-regular-file' });
   });
 
-  it('a symlink is not followed, even to a free marked file', () => {
+  it('a symlink is not followed, even to a free marked file', (ctx) => {
+    needs(ctx, 'not-wine: symbolic links (Wine 8 reports one made and makes nothing)');
     const dir = tempDir();
     writeFileSync(join(dir, 'real'), MARKED);
     symlinkSync(join(dir, 'real'), join(dir, 'resume.lock'));
@@ -183,7 +192,8 @@ describe('probeLock on files', () => {
     expect(probeLock(join(dir, 'resume.lock'))).toMatchObject({ liveness: 'unknown', reason: 'not-regular-file', detail: 'symlink' });
   });
 
-  it('a socket is unknown', async () => {
+  it('a socket is unknown', async (ctx) => {
+    needs(ctx, 'posix: a socket in the filesystem (on Windows a path given to listen names a pipe, outside it)');
     const dir = tempDir();
     const sock = join(dir, 'resume.lock');
     const server = createServer();
@@ -204,7 +214,8 @@ describe('probeLock on files', () => {
     expect(probeLock(fileWith(big))).toEqual({ liveness: 'free', reason: 'flock-free' });
   });
 
-  it('a file the reader may not open is unknown (run as an unprivileged user)', () => {
+  it('a file the reader may not open is unknown (run as an unprivileged user)', (ctx) => {
+    needs(ctx, 'posix: modes and another uid (the Windows case, a file opened without sharing, is in test/windows.test.ts)');
     // As root the probe runs as uid 65534 on a file only root may read; as any
     // other user (already unprivileged) it runs as us on a file we made mode 000.
     const asRoot = process.getuid?.() === 0;
@@ -213,7 +224,7 @@ describe('probeLock on files', () => {
     const lock = join(dir, 'resume.lock');
     writeFileSync(lock, MARKED, { mode: 0o600 });
     if (!asRoot) chmodSync(lock, 0o000);
-    const r = spawnSync(process.execPath, ['-e', `import('${ROOT}/dist/index.js').then(m => console.log(JSON.stringify(m.probeLock(${JSON.stringify(lock)}))))`], {
+    const r = spawnSync(process.execPath, ['-e', `import(${JSON.stringify(DIST_URL)}).then(m => console.log(JSON.stringify(m.probeLock(${JSON.stringify(lock)}))))`], {
       ...(asRoot ? { uid: 65534, gid: 65534 } : {}),
       timeout: 60_000,
       encoding: 'utf8',
@@ -270,19 +281,23 @@ describe('a probe changes nothing on disk', () => {
       mk('garbage', Buffer.from([0, 1, 2, 255, 10, 13])),
       mk('big', Buffer.alloc(1024 * 1024, 0x42)),
     ];
-    const fifoDir = mk('fifo');
-    spawnSync('mkfifo', [join(fifoDir, 'resume.lock')]);
     const dirDir = mk('dir');
     mkdirSync(join(dirDir, 'resume.lock'));
-    const linkDir = mk('link');
-    symlinkSync(join(root, 'marked', 'resume.lock'), join(linkDir, 'resume.lock'));
-    const sockDir = mk('sock');
-    const server = createServer();
-    servers.push(server);
-    await new Promise<void>((r) => server.listen(join(sockDir, 'resume.lock'), () => r()));
     const heldDir = join(root, 'held');
     await startHolder(join(heldDir, 'resume.lock'));
-    dirs.push(fifoDir, dirDir, linkDir, sockDir, heldDir);
+    dirs.push(dirDir, heldDir);
+    // The shapes only POSIX systems have in a directory (and links, which Wine does not make).
+    if (POSIX) {
+      const fifoDir = mk('fifo');
+      spawnSync('mkfifo', [join(fifoDir, 'resume.lock')]);
+      const linkDir = mk('link');
+      symlinkSync(join(root, 'marked', 'resume.lock'), join(linkDir, 'resume.lock'));
+      const sockDir = mk('sock');
+      const server = createServer();
+      servers.push(server);
+      await new Promise<void>((r) => server.listen(join(sockDir, 'resume.lock'), () => r()));
+      dirs.push(fifoDir, linkDir, sockDir);
+    }
 
     const before = fingerprint(root);
     await new Promise((r) => setTimeout(r, 20)); // so any write would move an mtime

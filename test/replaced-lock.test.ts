@@ -13,6 +13,7 @@ import { probeLock, runStatus } from '../src/index.js';
 import { start, run } from './helpers/exec-procs.js';
 import { cleanupTemp, killAll, startHolder, tempDir, until } from './helpers/lock-procs.js';
 import { needs, type Prereq } from './helpers/prereq.js';
+import { OPEN_NAME_UNDER_WINE } from './helpers/portable.js';
 import { eventLine } from './helpers/events.js';
 
 afterEach(async () => {
@@ -176,7 +177,9 @@ describe('runwarden exec heals a replaced lock', () => {
 });
 
 describe('the run directory removed under a running exec', () => {
-  it('exec says so, exits non-zero, and a second leg of the same id is refused meanwhile', async () => {
+  it('exec says so, exits non-zero, and a second leg of the same id is refused meanwhile', async (ctx) => {
+    needs(ctx, OPEN_NAME_UNDER_WINE);
+    needs(ctx, 'posix: sh, touch and sleep as the command');
     const root = tempDir();
     const dir = join(root, 'r');
     const gate = join(root, 'go');

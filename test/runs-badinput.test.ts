@@ -11,6 +11,7 @@ import { listRuns } from '../src/status/list.js';
 import type { RunReport } from '../src/contract/types.js';
 import { buildHostileRoot, type Case } from './helpers/reading-cases.js';
 import { BIN, cleanup, cli, ev, makeRun, snapshot, tempDir } from './helpers/reading-fixtures.js';
+import { needs } from './helpers/prereq.js';
 
 afterAll(cleanup);
 
@@ -90,7 +91,8 @@ function cliAsUser(args: string[]): { status: number | null; stdout: string; std
 }
 
 describe('unreadable directories and files', () => {
-  it('an unreadable run directory or file is a named skip; readable runs keep their rows', () => {
+  it('an unreadable run directory or file is a named skip; readable runs keep their rows', (ctx) => {
+    needs(ctx, 'posix: modes and another uid');
     const root = tempDir('rw-perm-');
     chmodSync(root, 0o755);
     const done = ev('run_started') + ev('run_finished', { outcome: 'passed' });
@@ -126,7 +128,8 @@ describe('unreadable directories and files', () => {
     expect(human.stdout).toMatch(/1 run shown \(1 passed\); 3 skipped \(3 permission denied\)/);
   });
 
-  it('an unreadable root is a clear error (exit 2), not a crash', () => {
+  it('an unreadable root is a clear error (exit 2), not a crash', (ctx) => {
+    needs(ctx, 'posix: modes and another uid');
     const base = tempDir('rw-permroot-');
     chmodSync(base, 0o755);
     const root = join(base, 'runs');

@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { listRuns, runsDocument, writeRunsDocument, type ListRunsOptions } from '../src/status/list.js';
 import { cleanup, ev, makeRun, runId, snapshot, tempDir } from './helpers/reading-fixtures.js';
+import { underWine } from './helpers/prereq.js';
 
 afterAll(cleanup);
 
@@ -30,10 +31,12 @@ describe('the streamed runs --json document', () => {
     makeRun(root, runId(), { events: 'x'.repeat(1_100_000) }); // unreadable: skipped
     writeFileSync(join(root, 'zz-file'), 'not a run');
     mkdirSync(join(root, 'elsewhere'));
-    symlinkSync(join(root, 'elsewhere'), join(root, 'zz-link'));
+    // A symlink, skipped, where links are made (Wine makes none: it reports one made).
+    const links = !underWine();
+    if (links) symlinkSync(join(root, 'elsewhere'), join(root, 'zz-link'));
     const all = JSON.parse(same(root));
     expect(all.runs.length).toBe(4);
-    expect(all.skipped.length).toBe(3);
+    expect(all.skipped.length).toBe(links ? 3 : 2);
     const page = JSON.parse(same(root, { select: { limit: 2 } }));
     expect(page.more).toBe(true);
     expect(page.next_before).toBe(page.runs[1].run_id);

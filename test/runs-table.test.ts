@@ -4,6 +4,7 @@
  * cell so far, and a list no longer than a page is aligned as a whole.
  * Real run directories, real reports (forEachRun), the real CLI.
  */
+import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { RunsTable, TABLE_PAGE_ROWS, renderRuns } from '../src/cli/commands/runs.js';
 import { forEachRun, listRuns } from '../src/status/list.js';
@@ -106,7 +107,7 @@ describe('runs table: bounded by a page, not by the list', () => {
   it('an empty root, a missing root and a root of skipped runs only still print their one-line answers', () => {
     const empty = tempDir('rw-table-empty-');
     expect(cli(['runs', '--root', empty]).stdout).toBe(`No runs under ${empty}.\n`);
-    expect(cli(['runs', '--root', `${empty}/nope`]).stdout).toBe(`No runs: ${empty}/nope does not exist (nothing has run under this root yet).\n`);
+    expect(cli(['runs', '--root', join(empty, 'nope')]).stdout).toBe(`No runs: ${join(empty, 'nope')} does not exist (nothing has run under this root yet).\n`);
     const bad = tempDir('rw-table-bad-');
     makeRun(bad, 'r1', { events: finished, state: '{' });
     const lines = cli(['runs', '--root', bad, '--show-skipped']).stdout.trimEnd().split('\n');

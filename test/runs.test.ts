@@ -138,7 +138,8 @@ describe('runs: colour', () => {
 });
 
 describe('runs: hostile names', () => {
-  it('control characters from a run directory are shown escaped, never sent to the terminal', () => {
+  it('control characters from a run directory are shown escaped, never sent to the terminal', (ctx) => {
+    needs(ctx, 'posix: control characters in a file name (Windows allows none, 1 to 31, in a name)');
     const root = tempDir();
     const id = 'evil\x1b[31mred';
     makeRun(root, id, { events: finished('passed'), state: snapshot({ 'n\x07': 'PASS' }, { name: 'g\x1b[2J' }) });
@@ -155,7 +156,8 @@ describe('runs: hostile names', () => {
 });
 
 describe('runs: a reader that stops early', () => {
-  it('`runs | head -1` ends quietly: exit 0, no stack trace', () => {
+  it('`runs | head -1` ends quietly: exit 0, no stack trace', (ctx) => {
+    needs(ctx, 'posix: bash, head and a pipe that closes early');
     const root = tempDir();
     for (let i = 0; i < 3000; i++) mkdirSync(join(root, `run-${String(i).padStart(5, '0')}`)); // > 64 KiB of rows
     const script = '"$0" "$1" runs --root "$2" | head -n 1 >/dev/null; echo "${PIPESTATUS[0]}"';

@@ -13,6 +13,7 @@ import { closeAll, getJson, raw, SseStream, startDashboard } from './helpers/ser
 import { DIAMOND, ev, holdRun, killedHolder, openRun, passedRun, runDir, writeEvents, writeState } from './helpers/serve-fixtures.js';
 import type { Holder } from './helpers/lock-procs.js';
 import { tree } from './helpers/tree.js';
+import { underWine } from './helpers/prereq.js';
 
 const ID = {
   passed: '20261130-080000.000000001-1',
@@ -25,7 +26,8 @@ const ID = {
   newer: '20261130-080700.000000001-8', // unreadable: newer schema
   longline: '20261130-080800.000000001-9', // unreadable: a line over 1 MiB
   huge: '20261130-080900.000000001-10', // a big stream, over the card cap in this test
-  hostile: '<img src=x onerror=alert(1)>',
+  // Windows allows no < > in a name: there the attack is a quote that would end an attribute.
+  hostile: process.platform === 'win32' ? "x' onerror='alert(1)' &" : '<img src=x onerror=alert(1)>',
 };
 const HOSTILE_NODE = '<script>window.__pwned=1</script>';
 const HOSTILE_GRAPH = '</title><script>alert(2)</script>';
@@ -75,7 +77,7 @@ beforeAll(async () => {
 
   // Entries that are not runs: a stray file and a symlink to a directory outside the root.
   writeFileSync(join(root, 'notes.txt'), 'stray\n');
-  symlinkSync(outside, join(root, '20261130-090000.000000001-99'));
+  if (!underWine()) symlinkSync(outside, join(root, '20261130-090000.000000001-99')); // (Wine makes no link)
 
   // The card cap is lowered so the 700 KB stream counts as huge here.
   server = await startDashboard(root, { intervalMs: 300, cardStreamMax: 256 * 1024 });
@@ -132,7 +134,7 @@ describe('GET /api/runs', () => {
     expect(by.get(ID.pending).status).toBeNull();
     for (const id of [ID.abandoned, ID.bare, ID.passed, ID.paused]) expect(by.get(id)).toEqual(runStatus(join(root, id)));
     const skipped = body.skipped.map((s: any) => s.run_id);
-    expect(skipped).toEqual(expect.arrayContaining([ID.newer, ID.longline, 'notes.txt', '20261130-090000.000000001-99']));
+    expect(skipped).toEqual(expect.arrayContaining([ID.newer, ID.longline, 'notes.txt', ...(underWine() ? [] : ['20261130-090000.000000001-99'])]));
   });
 });
 

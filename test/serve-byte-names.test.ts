@@ -15,6 +15,7 @@ import { encodeEvents, eventObject } from './helpers/events.js';
 import { cleanupTemp, killAll, tempDir } from './helpers/lock-procs.js';
 import { startServeCli } from './helpers/serve-cli.js';
 import { getJson, raw } from './helpers/serve-client.js';
+import { RELEASED } from './helpers/portable.js';
 
 afterAll(async () => {
   await killAll();
@@ -27,7 +28,7 @@ function settledRun(root: string, name: Buffer): void {
   mkdirSync(dir);
   const file = (f: string): Buffer => Buffer.concat([dir, Buffer.from('/' + f)]);
   writeFileSync(file('events.jsonl'), encodeEvents([eventObject({ event: 'run_started', command: ['true'] }), eventObject({ event: 'run_finished', outcome: 'completed', exit_code: 0 })]));
-  writeFileSync(file('resume.lock'), 'oh-my-graph-lock 1\n4242\n');
+  writeFileSync(file('resume.lock'), RELEASED);
 }
 
 const CASES: { label: string; names: Buffer[]; order: string[] }[] = [

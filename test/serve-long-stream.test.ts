@@ -16,6 +16,7 @@ import { getJson } from './helpers/serve-client.js';
 import { startServeCli } from './helpers/serve-cli.js';
 import { CLI, cleanupTemp, killAll, tempDir } from './helpers/lock-procs.js';
 import { eventLine } from './helpers/events.js';
+import { RELEASED } from './helpers/portable.js';
 
 afterEach(async () => {
   await killAll();
@@ -42,7 +43,7 @@ describe('serve over a root with one huge stream', () => {
     for (let i = 0; i < 24; i++) writeSync(fd, block);
     writeSync(fd, line({ event: 'run_started' }));
     closeSync(fd);
-    writeFileSync(join(big, 'resume.lock'), 'oh-my-graph-lock 1\n4242\n');
+    writeFileSync(join(big, 'resume.lock'), RELEASED);
     writeFileSync(join(small, 'events.jsonl'), line({ event: 'run_started' }) + line({ event: 'run_finished', outcome: 'passed' }));
 
     const srv = await startServeCli(root);

@@ -27,6 +27,7 @@ import { cleanupTemp, killAll, ROOT, tempDir, waitExit } from './helpers/lock-pr
 import { needs } from './helpers/prereq.js';
 import { startServeCli } from './helpers/serve-cli.js';
 import { eventLine } from './helpers/events.js';
+import { RELEASED } from './helpers/portable.js';
 
 const MB = 1_000_000;
 /**
@@ -62,7 +63,7 @@ function settledRoot(n: number): string {
     const id = `20261130-${String(i).padStart(9, '0')}-1`;
     mkdirSync(join(root, id));
     writeFileSync(join(root, id, 'events.jsonl'), ev(id, 'run_started') + ev(id, 'node_passed', { node_id: 'a', verdict: 'PASS' }) + ev(id, 'run_finished', { outcome: 'passed' }));
-    writeFileSync(join(root, id, 'resume.lock'), 'oh-my-graph-lock 1\n4242\n');
+    writeFileSync(join(root, id, 'resume.lock'), RELEASED);
   }
   return root;
 }

@@ -28,6 +28,7 @@ import { parseExposition, samplesOf } from './helpers/prom-text.js';
 import { mulberry32 } from './helpers/random.js';
 import { getJson, raw } from './helpers/serve-client.js';
 import { startServeCli, type ServeProcess } from './helpers/serve-cli.js';
+import { RELEASED } from './helpers/portable.js';
 
 const execFileP = promisify(execFile);
 
@@ -110,7 +111,7 @@ class Root {
       ev.push(eventObject({ event: 'gate_paused', node_id: 'a' }), eventObject({ event: 'run_finished', outcome: 'paused' }));
     }
     writeFileSync(this.path(name, 'state.json'), JSON.stringify(graph));
-    writeFileSync(this.path(name, 'resume.lock'), 'oh-my-graph-lock 1\n4242\n');
+    writeFileSync(this.path(name, 'resume.lock'), RELEASED);
     // A leg takes its lock before it writes its first event (CONTRACT §4.1).
     if (kind === 'running' || kind === 'planning') await this.hold(name);
     writeFileSync(this.path(name, 'events.jsonl'), encodeEvents(ev));

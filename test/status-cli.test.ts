@@ -4,16 +4,17 @@
  * listRuns give the same report for every run, because they are one function.
  */
 import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { listRuns } from '../src/status/list.js';
-import { resolveRunArg, runDirForId } from '../src/contract/runid.js';
+import { isRunPath, resolveRunArg, runDirForId } from '../src/contract/runid.js';
 import { runDetail } from '../src/status/detail.js';
 import { RunIdError } from '../src/contract/errors.js';
 import { runStatus } from '../src/status/inspect.js';
 import type { RunReport } from '../src/contract/types.js';
 import { buildHostileRoot } from './helpers/reading-cases.js';
 import { cleanup, cli, ev, makeRun, snapshot, startHolder, tempDir } from './helpers/reading-fixtures.js';
+import { needs } from './helpers/prereq.js';
 
 afterEach(cleanup);
 afterAll(cleanup);
@@ -35,7 +36,7 @@ describe('status [RUN]', () => {
     expect(JSON.parse(cli(['status', '--root', root, '--json']).stdout)).toMatchObject({ run_id: 'c-dead', status: 'ABANDONED' });
   });
 
-  it('RUN is an id under the root, or a path when it contains "/"', () => {
+  it('RUN is an id under the root, or a path when it contains "/" (on Windows, a drive letter or a backslash too)', () => {
     const root = tempDir();
     const dir = makeRun(root, 'r1', { events: started + ev('gate_paused', { node_id: 'g' }) + ev('run_finished', { outcome: 'paused' }), state: snapshot({ a: 'PASS' }) });
     const byId = cli(['status', 'r1', '--root', root, '--json']);
@@ -49,20 +50,23 @@ describe('status [RUN]', () => {
     expect(human.stdout).toMatch(/^ {2}liveness +not probed \(last leg closed\)$/m);
     expect(human.stdout).toMatch(/^hint:\n {2}run r1 is PAUSED at gate g/m);
     expect(human.stdout).toMatch(/^ {4}g +gate-paused$/m);
+    if (process.platform === 'win32') {
+      // dir is C:\...\r1: a path by its drive letter and backslashes; forward slashes name it too.
+      expect(dir).toMatch(/^[A-Za-z]:\\/);
+      expect(cli(['status', dir.replace(/\\/g, '/'), '--json']).stdout).toBe(byId.stdout);
+    }
   });
 
-  it('refuses an empty id, ".", "..", an unknown run, a file and a symlinked id (exit 2, one line)', () => {
+  it('refuses an empty id, ".", "..", an unknown run and a file (exit 2, one line)', () => {
     const root = tempDir();
     makeRun(root, 'r1', {});
     writeFileSync(join(root, 'plain'), '');
-    symlinkSync(join(root, 'r1'), join(root, 'alias'));
     const cases: [string[], string][] = [
       [['status', '', '--root', root], 'runwarden: a run id must not be empty\n'],
       [['status', '.', '--root', root], 'runwarden: "." is not a run id\n'],
       [['status', '..', '--root', root], 'runwarden: ".." is not a run id\n'],
       [['status', 'nope', '--root', root], `runwarden: no run "nope" under ${root}\n`],
       [['status', 'plain', '--root', root], `runwarden: run "plain" under ${root} is not a directory\n`],
-      [['status', 'alias', '--root', root], `runwarden: run "alias" under ${root} is a symlink; links under the runs root are not followed\n`],
       [['status', join(root, 'missing') + '/'], `runwarden: no run directory at ${join(root, 'missing')}\n`],
       [['status', '--root', join(root, 'none')], `runwarden: no runs to report: ${join(root, 'none')} does not exist\n`],
     ];
@@ -71,6 +75,16 @@ describe('status [RUN]', () => {
       expect(r.status, args.join(' ')).toBe(2);
       expect(r.stderr, args.join(' ')).toBe(message);
     }
+  });
+
+  it('refuses a symlinked id (exit 2, one line)', (ctx) => {
+    needs(ctx, 'not-wine: symbolic links (Wine 8 reports one made and makes nothing)');
+    const root = tempDir();
+    makeRun(root, 'r1', {});
+    symlinkSync(join(root, 'r1'), join(root, 'alias'));
+    const r = cli(['status', 'alias', '--root', root]);
+    expect(r.status).toBe(2);
+    expect(r.stderr).toBe(`runwarden: run "alias" under ${root} is a symlink; links under the runs root are not followed\n`);
   });
 
   it('an unreadable run: exit 1 and the reason', () => {
@@ -85,10 +99,27 @@ describe('status [RUN]', () => {
 describe('run id resolution (CONTRACT §1.1)', () => {
   it('ids never escape the root', () => {
     for (const bad of ['', '.', '..', 'a/b', '../x', 'x\0y']) expect(() => runDirForId('/r', bad)).toThrow(RunIdError);
-    expect(runDirForId('/r', 'a..b')).toBe('/r/a..b');
-    expect(runDirForId('/r/', '...')).toBe('/r/...');
-    expect(resolveRunArg('../elsewhere/run', '/r')).toMatch(/\/elsewhere\/run$/); // a path, used as given
+    // resolve('/r') is /r on POSIX systems, the current drive's \r on Windows.
+    expect(runDirForId('/r', 'a..b')).toBe(join(resolve('/r'), 'a..b'));
+    expect(runDirForId('/r/', '...')).toBe(join(resolve('/r'), '...'));
+    expect(resolveRunArg('../elsewhere/run', '/r')).toMatch(/[\\/]elsewhere[\\/]run$/); // a path, used as given
     expect(() => resolveRunArg('..', '/r')).toThrow(RunIdError);
+  });
+
+  it('a path or an id: "/" everywhere; on Windows a drive letter or a backslash standing for itself too, never an escape', () => {
+    for (const p of ['linux', 'darwin', 'win32'] as const) {
+      expect(isRunPath('a/b', p), p).toBe(true);
+      expect(isRunPath('r1', p), p).toBe(false);
+      // \xff is an escape of a shown name (CONTRACT §1.1 rule 6): an id on every system.
+      expect(isRunPath('run-\\xff', p), p).toBe(false);
+    }
+    expect(isRunPath('C:\\runs\\r1', 'win32')).toBe(true);
+    expect(isRunPath('C:r1', 'win32')).toBe(true);
+    expect(isRunPath('\\\\server\\share\\r1', 'win32')).toBe(true);
+    expect(isRunPath('runs\\r1', 'win32')).toBe(true);
+    expect(isRunPath('run-\\\\x', 'win32')).toBe(true); // an escaped backslash stands for a backslash
+    expect(isRunPath('C:\\runs\\r1', 'linux')).toBe(false);
+    expect(isRunPath('runs\\r1', 'darwin')).toBe(false);
   });
 });
 

@@ -171,7 +171,8 @@ const PATHS: Array<{ path: string; needs: Prereq }> = [
 ];
 
 describe("the addon's lastMatch", () => {
-  it('takes the widest path this CPU has, and has every path /proc/cpuinfo says it can (no more)', () => {
+  it('takes the widest path this CPU has, and has every path /proc/cpuinfo says it can (no more)', (ctx) => {
+    if (process.platform === 'win32') needs(ctx, "posix: the CPU's flags as /proc/cpuinfo lists them, the reference for the paths");
     const paths = native().searchPaths();
     console.log(`lastMatch paths in this process: ${paths.join(', ')}; lastMatch takes ${paths[0]}`);
     // What the CPU says, beside what the addon found: a detection that missed a path would leave it untested.

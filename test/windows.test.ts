@@ -11,7 +11,7 @@ import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 
 import { get } from 'node:http';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { acquireLock, filesystemType, listRuns, probeLock, processPresence, runStatus } from '../src/index.js';
+import { acquireLock, acquireLockAsync, filesystemType, listRuns, probeLock, processPresence, runStatus } from '../src/index.js';
 import { loadedAddonPath } from '../src/kernel/native.js';
 import { ev, runId } from './helpers/reading-fixtures.js';
 import { CLI, cleanupTemp, killAll, startHolder, tempDir, track, until, waitExit, waitReady } from './helpers/lock-procs.js';
@@ -96,6 +96,76 @@ describe("a lock oh-my-graph's Windows build wrote (unlabelled: it takes no lock
     const status = cli(['status', id, '--root', root, '--json']);
     expect(status.status, status.stderr).toBe(0);
     expect(JSON.parse(status.stdout)).toMatchObject({ run_id: id, status: 'RUNNING', reason: 'unlabeled-lock' });
+  });
+});
+
+describe("taking over a lock oh-my-graph's Windows build wrote (unlabelled): its pid label decides (CONTRACT §5.8 rule 8)", () => {
+  /** A stand-in for oh-my-graph's Windows build mid-leg: it writes the marker and its pid, takes no lock, and runs on. */
+  async function unlockedLeg(dir: string): Promise<ChildProcess> {
+    const script = `require('fs').writeFileSync(process.argv[1], 'oh-my-graph-lock 1\\n' + process.pid + '\\n'); console.log('READY'); setInterval(() => {}, 1 << 30);`;
+    const proc = spawn(process.execPath, ['-e', script, join(dir, 'resume.lock')], { stdio: ['ignore', 'pipe', 'pipe'] });
+    track(proc);
+    await waitReady(proc);
+    return proc;
+  }
+
+  it('exec refuses (exit 75, saying why and how to go on) while the writer lives, and takes the run over once it is gone', async () => {
+    const root = tempDir();
+    const id = runId();
+    const dir = join(root, id);
+    mkdirSync(dir);
+    writeFileSync(join(dir, 'events.jsonl'), openLeg(id));
+    const leg = await unlockedLeg(dir);
+    const written = readFileSync(join(dir, 'resume.lock'), 'latin1');
+    expect(written).toBe(unlabelled(leg.pid as number));
+    const refused = cli(['exec', id, '--root', root, '--', process.execPath, '-e', 'process.exit(0)']);
+    expect(refused.status, refused.stderr).toBe(75);
+    expect(refused.stderr).toContain('takes no lock on Windows');
+    expect(refused.stderr).toContain('still running');
+    expect(refused.stderr).toContain(`del "${join(dir, 'resume.lock')}"`);
+    // A pid that may be alive (or another program's by now) is never offered.
+    expect(refused.stderr).not.toMatch(/pid \d/);
+    // Nothing was run or written: the file and the stream are as the writer left them.
+    expect(readFileSync(join(dir, 'resume.lock'), 'latin1')).toBe(written);
+    expect(readFileSync(join(dir, 'events.jsonl'), 'utf8')).toBe(openLeg(id));
+    expect(() => acquireLock(join(dir, 'resume.lock'))).toThrow(expect.objectContaining({ code: 'ELOCKHELD', legacy: false }));
+    await expect(acquireLockAsync(join(dir, 'resume.lock'), { timeoutMs: 300 })).rejects.toMatchObject({ code: 'ELOCKHELD' });
+    expect(runStatus(dir).status).toBe('RUNNING');
+
+    leg.kill('SIGKILL');
+    await waitExit(leg);
+    await until(() => processPresence(leg.pid as number) === 'gone');
+    const taken = cli(['exec', id, '--root', root, '--', process.execPath, '-e', 'process.exit(0)']);
+    expect(taken.status, taken.stderr).toBe(0);
+    expect(readFileSync(join(dir, 'resume.lock'), 'latin1')).toMatch(/^oh-my-graph-lock 1\n\d+\nlocked-by LockFileEx\n$/);
+    expect(runStatus(dir).status).toBe('PASS');
+  });
+
+  it('an async acquire waits while the writer lives and takes the lock once it is ended', async () => {
+    const dir = join(tempDir(), 'run');
+    mkdirSync(dir);
+    const leg = await unlockedLeg(dir);
+    const waiting = acquireLockAsync(join(dir, 'resume.lock'), { timeoutMs: Infinity });
+    let settled = false;
+    void waiting.then(
+      () => (settled = true),
+      () => (settled = true),
+    );
+    await new Promise((r) => setTimeout(r, 500));
+    expect(settled).toBe(false);
+    leg.kill('SIGKILL');
+    const lock = await waiting;
+    expect(readFileSync(join(dir, 'resume.lock'), 'latin1')).toBe(labelled(process.pid));
+    lock.release();
+  });
+
+  it('a marked file that names no pid is refused at once, by the async acquire too, never waited on for ever', async () => {
+    const dir = join(tempDir(), 'run');
+    mkdirSync(dir);
+    writeFileSync(join(dir, 'resume.lock'), 'oh-my-graph-lock 1\n');
+    expect(() => acquireLock(join(dir, 'resume.lock'))).toThrow(/names no pid/);
+    await expect(acquireLockAsync(join(dir, 'resume.lock'), { timeoutMs: Infinity })).rejects.toThrow(/names no pid/);
+    expect(readFileSync(join(dir, 'resume.lock'), 'latin1')).toBe('oh-my-graph-lock 1\n');
   });
 });
 
@@ -236,6 +306,104 @@ describe('the CLI on Windows', () => {
     await waitExit(watch);
     expect(out).toContain('ABANDONED');
     expect(runStatus(dir).status).toBe('ABANDONED');
+  });
+
+  it('watch notices a killed exec within 1 s and exits 3 (no change notification on Windows: open legs are polled)', async () => {
+    // The issue's bound, written here: from the moment this process sees the exec end to the
+    // moment watch's ABANDONED line reaches it. Windows has no change notification that tells of a
+    // death (CONTRACT §5.8 rule 7), so this measures the poll of open legs, not a kernel event.
+    const BOUND_MS = 1000;
+    const root = tempDir();
+    const exec = spawn(process.execPath, [CLI, 'exec', 'win-dies', '--root', root, '--', process.execPath, '-e', 'setInterval(() => {}, 1 << 30)'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    track(exec);
+    const dir = join(root, 'win-dies');
+    await until(() => existsSync(join(dir, 'exec.pgid')) && probeLock(join(dir, 'resume.lock')).liveness === 'held');
+    const child = Number(readFileSync(join(dir, 'exec.pgid'), 'utf8').trim());
+    const watch = spawn(process.execPath, [CLI, 'watch', 'win-dies', '--root', root], { stdio: ['ignore', 'pipe', 'pipe'] });
+    track(watch);
+    let out = '';
+    let noticedAt: number | undefined;
+    watch.stdout?.on('data', (d: Buffer) => {
+      out += d.toString();
+      if (noticedAt === undefined && out.includes('is ABANDONED')) noticedAt = performance.now();
+    });
+    let err = '';
+    watch.stderr?.on('data', (d: Buffer) => (err += d.toString()));
+    await until(() => out.includes('node command started'));
+    const ended = new Promise<number>((r) => exec.once('exit', () => r(performance.now())));
+    exec.kill('SIGKILL');
+    const diedAt = await ended;
+    await waitExit(watch);
+    try {
+      process.kill(child);
+    } catch {
+      /* already gone */
+    }
+    expect(watch.exitCode, err).toBe(3);
+    expect(noticedAt).toBeDefined();
+    expect((noticedAt as number) - diedAt, `watch noticed the death ${Math.round((noticedAt as number) - diedAt)} ms after it`).toBeLessThanOrEqual(BOUND_MS);
+    expect(err).toContain('a leg started and never reported an end');
+  });
+
+  describe('Ctrl-C (a console control event, as a user at the console sends it)', () => {
+    /**
+     * Runs `args` under ctrlc.exe (scripts/wine/ctrlc.c): in a console of its own, whose Ctrl-C the
+     * helper sends once `gate` exists; its output comes back here. Resolves with the exit code.
+     */
+    function underCtrlC(gate: string, args: string[]): { out: () => string; code: Promise<number | null> } {
+      const proc = spawn(process.env['RUNWARDEN_TEST_CTRLC'] as string, [gate, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+      track(proc);
+      let out = '';
+      proc.stdout?.on('data', (d: Buffer) => (out += d.toString()));
+      proc.stderr?.on('data', (d: Buffer) => (out += d.toString()));
+      return { out: () => out, code: new Promise((r) => proc.once('exit', (c) => r(c))) };
+    }
+
+    it('exec: the command gets it and ends as it chooses; exec waits, records that exit and passes it on', async (ctx) => {
+      needs(ctx, 'ctrl-c');
+      const root = tempDir();
+      const gate = join(root, 'gate');
+      const ready = join(root, 'ready');
+      const child = join(root, 'child.js');
+      writeFileSync(child, `process.on('SIGINT', () => process.exit(42)); require('fs').writeFileSync(${JSON.stringify(ready)}, ''); setInterval(() => {}, 1 << 30);`);
+      const r = underCtrlC(gate, [process.execPath, CLI, 'exec', 'win-ctrlc', '--root', root, '--', process.execPath, child]);
+      await until(() => existsSync(ready));
+      writeFileSync(gate, '');
+      expect(await r.code, r.out()).toBe(42);
+      const dir = join(root, 'win-ctrlc');
+      const lines = readFileSync(join(dir, 'events.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+      expect(lines.slice(-2)).toMatchObject([
+        { event: 'node_failed', detail: 'exit code 42' },
+        { event: 'run_finished', outcome: 'failed' },
+      ]);
+      expect(probeLock(join(dir, 'resume.lock'))).toEqual({ liveness: 'free', reason: 'flock-free' });
+      expect(runStatus(dir).status).toBe('FAIL');
+    });
+
+    it('watch exits 130', async (ctx) => {
+      needs(ctx, 'ctrl-c');
+      const root = tempDir();
+      const id = runId();
+      const dir = join(root, id);
+      mkdirSync(dir);
+      writeFileSync(join(dir, 'events.jsonl'), openLeg(id));
+      await startHolder(join(dir, 'resume.lock'));
+      const gate = join(root, 'gate');
+      const r = underCtrlC(gate, [process.execPath, CLI, 'watch', id, '--root', root]);
+      await until(() => r.out().includes('node work started'));
+      writeFileSync(gate, '');
+      expect(await r.code, r.out()).toBe(130);
+    });
+
+    it('serve stops and exits 130', async (ctx) => {
+      needs(ctx, 'ctrl-c');
+      const root = tempDir();
+      const gate = join(root, 'gate');
+      const r = underCtrlC(gate, [process.execPath, CLI, 'serve', '--root', root, '--port', '0']);
+      await until(() => /^runwarden serve: http:\/\/[^\s]+:\d+\/$/m.test(r.out()));
+      writeFileSync(gate, '');
+      expect(await r.code, r.out()).toBe(130);
+    });
   });
 
   it('demo shows every status on Windows', async () => {

@@ -8,7 +8,7 @@ import { runDirPath } from '../kernel/dirfd.js';
 import { basename } from 'node:path';
 import { InvalidArgumentError } from 'commander';
 import { RunIdError } from '../contract/errors.js';
-import { resolveRoot, resolveRunArg } from '../contract/runid.js';
+import { isRunPath, resolveRoot, resolveRunArg } from '../contract/runid.js';
 import { listRuns, type RunList } from '../status/list.js';
 import { parseLimit, parseStatusFilter, type RunSelection } from '../status/select.js';
 import { UserError } from './io.js';
@@ -73,14 +73,14 @@ export function selectionFrom(opts: { status?: string; graph?: string; id?: stri
 
 /**
  * The run directory RUN names, checked to exist and be a directory. A RUN
- * with "/" is a path used as given; otherwise an id under `root`, where a
+ * that is a path (contract/runid.ts isRunPath: a "/"; on Windows a drive letter or a backslash) is used as given; otherwise an id under `root`, where a
  * symlink is refused as `runs` refuses it.
  */
 export function runDirFromArg(run: string, root: string): string {
   let dir = asUsage(() => resolveRunArg(run, root));
-  const explicit = run.includes('/');
+  const explicit = isRunPath(run);
   try {
-    // A path given with "/" is the user's own: a link there is resolved once, here,
+    // A path given as one is the user's own: a link there is resolved once, here,
     // and every later read opens the real directory without following links.
     if (explicit && lstatSync(runDirPath(dir)).isSymbolicLink()) dir = realpathSync(dir);
     const st = lstatSync(runDirPath(dir));
@@ -95,9 +95,9 @@ export function runDirFromArg(run: string, root: string): string {
   return dir;
 }
 
-/** A RUN given as a path ("/") that is a symlink, resolved once (the user's own link); anything else as it is. */
+/** A RUN given as a path (isRunPath) that is a symlink, resolved once (the user's own link); anything else as it is. */
 function explicitResolved(run: string, dir: string): string {
-  if (!run.includes('/')) return dir;
+  if (!isRunPath(run)) return dir;
   try {
     return lstatSync(runDirPath(dir)).isSymbolicLink() ? realpathSync(dir) : dir;
   } catch {
@@ -112,7 +112,7 @@ export interface RunTarget {
 }
 
 /**
- * Resolves RUN (a run id under the root, or a path containing "/") and the
+ * Resolves RUN (a run id under the root, or a path: isRunPath) and the
  * root. With `mustExist`, RUN must name an existing run directory (as for
  * `status`), so a typo is reported instead of being waited on; without it
  * (exec, which creates the run) the directory may be missing.

@@ -80,12 +80,23 @@ export function runDirForId(root: string, id: string): string {
 }
 
 /**
- * The run directory a command-line RUN names: containing "/", an explicit
- * path used as given (made absolute); otherwise a run id under `root`.
- * Throws RunIdError for an empty id, `.`, `..` or a NUL byte.
+ * Whether a command-line RUN is a path rather than a run id (CONTRACT §1.1 rule 8): it holds a `/`;
+ * on Windows also when it starts with a drive letter (`C:`), or holds a backslash that stands for
+ * itself (not an escape of the shown name, names.ts), since no file name there can hold either.
+ */
+export function isRunPath(run: string, platform: NodeJS.Platform = process.platform): boolean {
+  if (run.includes('/')) return true;
+  if (platform !== 'win32') return false;
+  return /^[A-Za-z]:/.test(run) || (run.includes('\\') && nameBytes(run).includes(0x5c));
+}
+
+/**
+ * The run directory a command-line RUN names: a path ({@link isRunPath}) used
+ * as given (made absolute); otherwise a run id under `root`. Throws
+ * RunIdError for an empty id, `.`, `..` or a NUL byte.
  */
 export function resolveRunArg(run: string, root: string): string {
   if (run.includes('\0')) throw new RunIdError('RUN cannot contain a NUL byte');
-  if (run.includes('/')) return resolve(run);
+  if (isRunPath(run)) return resolve(run);
   return runDirForId(root, run);
 }

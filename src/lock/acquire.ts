@@ -16,6 +16,10 @@
  * - The marker selects the semantics: an unmarked, non-empty file was written
  *   by a pre-flock version whose live leg holds no flock, so taking the flock
  *   would prove nothing; it is refused under the legacy rules instead.
+ * - On Windows a marked file without the lock label (CONTRACT §5.8 rule 8)
+ *   was written by a writer that takes no lock (oh-my-graph's own Windows
+ *   build): the lock granted says nothing of it, so its pid label decides,
+ *   and the file is taken over only once that process is gone.
  * - No link is followed: the run directory is opened once with
  *   O_DIRECTORY|O_NOFOLLOW (a symlink there is refused, ENOTREGULAR), and
  *   the lock file is opened, checked and retaken relative to that descriptor
@@ -28,7 +32,7 @@ import { AbortError, LockFileError, LockHeldError, NativeError, RunwardenError, 
 import { closeFd, errnoCode, identityAt, kindOfEntry, openAt, openDirNoFollow, runDirPath } from '../kernel/dirfd.js';
 import { kindAt, kindOfStats, type FileKind } from '../kernel/filekind.js';
 import { monotonicMs } from '../kernel/clock.js';
-import { classifyHead, HEAD_BYTES, markedContent, markedPid, parseLegacyPid } from '../contract/marker.js';
+import { classifyHead, hasLockLabel, HEAD_BYTES, markedContent, markedPid, parseLegacyPid } from '../contract/marker.js';
 import { foreignHolder, openFilesOn, procDevice } from '../kernel/holders.js';
 import { flock, hasFlock, lockPrimitive, pidPresence, recordLockHolder } from '../kernel/flock.js';
 import { nativeConstants } from '../kernel/native.js';
@@ -250,6 +254,46 @@ function heldRefusal(path: string, pid: number | undefined, why: Contention = { 
 /** Refusals for a third party's record lock: a wait for a leg to end does not end it. */
 const RECORD_LOCKED = new WeakSet<LockHeldError>();
 
+/**
+ * Refusals of an unlabeled file that a person must settle: no pid label to watch, so no wait can
+ * end them (acquireLockAsync refuses these at once, as it does a legacy file).
+ */
+const NEEDS_A_PERSON = new WeakSet<LockHeldError>();
+
+/**
+ * With the lock just granted on Windows: a marked file without the lock label (CONTRACT §5.8 rule 8)
+ * was written by a writer that takes no lock, oh-my-graph's own Windows build, so the granted lock
+ * proves nothing about that writer. Its pid label is the evidence left: the file is taken over only
+ * when that process is gone (OpenProcess, kernel/presence.ts); while it is present, or its presence
+ * cannot be told, or there is no pid label, this refuses. A present pid may be another program's by
+ * now (Windows reuses pids), so, as for a legacy file, a pid that may be alive is never printed.
+ */
+function unlabeledRefusal(path: string, head: Buffer, len: number): LockHeldError | undefined {
+  if (classifyHead(head, len) !== 'marked' || hasLockLabel(head, len)) return undefined;
+  const pid = markedPid(head, len);
+  const presence = pid === undefined ? 'unknown' : pidPresence(pid);
+  if (presence === 'gone') return undefined;
+  const del = `  del "${path}"`;
+  const lead = `run lock "${path}" was written by a writer that takes no lock on Windows (oh-my-graph's own Windows build), so its lock being free proves nothing about it`;
+  if (presence === 'present') {
+    return new LockHeldError(
+      [
+        `${lead}, and the process its pid label names is still running: a leg of this run may be in flight. Wait for it to end and try again.`,
+        `If no leg of this run is running (Windows reuses pids, so that process may be another program by now), delete the file and try again:`,
+        del,
+      ].join('\n'),
+      { path },
+    );
+  }
+  const why = pid === undefined ? 'it names no pid' : 'whether the process its pid label names is running cannot be told';
+  const e = new LockHeldError(
+    [`${lead}, and ${why}: a leg of this run may be in flight.`, `If no leg of this run is running, delete the file and try again:`, del].join('\n'),
+    { path },
+  );
+  NEEDS_A_PERSON.add(e);
+  return e;
+}
+
 /** Refusals decided from the file's head before (or right after) locking. */
 function refusalForHead(path: string, fd: number, head: Buffer): LockHeldError | undefined {
   const len = readHead(fd, head);
@@ -343,7 +387,7 @@ export async function acquireLockAsync(lockPath: string, options: AcquireAsyncOp
       } catch (err) {
         // Waiting helps only while a leg holds the lock; a legacy or future
         // file needs a person or a newer version, not time.
-        if (!(err instanceof LockHeldError) || err.legacy || err.future) throw err;
+        if (!(err instanceof LockHeldError) || err.legacy || err.future || NEEDS_A_PERSON.has(err)) throw err;
         const left = timeoutMs - (performance.now() - start);
         if (left <= 0 && RECORD_LOCKED.has(err)) throw err;
         if (left <= 0) {
@@ -656,6 +700,9 @@ function lockOnce(at: number, lockPath: string, pid: number, retryMs: number, lo
     // lock only if it did not see ours; re-check under the lock anyway.
     const late = refusalForHead(lockPath, fd, head);
     if (late) throw late;
+    // Windows: a free lock proves a dead leg only where its file says the writer locked.
+    const unlabeled = lockPrimitive() === 'LockFileEx' ? unlabeledRefusal(lockPath, head, readHead(fd, head)) : undefined;
+    if (unlabeled) throw unlabeled;
 
     // Write, then cut off whatever an earlier, longer content left behind.
     // In this order a reused file never passes through an empty state, so a

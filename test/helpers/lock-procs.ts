@@ -39,7 +39,8 @@ export function cleanupTemp(): void {
   for (const d of tempDirs.splice(0)) {
     for (const pgid of recordedGroups(d)) {
       try {
-        process.kill(-pgid, 'SIGKILL');
+        // Windows has no process groups: exec.pgid holds the command's pid there (CONTRACT §5.8 rule 6).
+        process.kill(process.platform === 'win32' ? pgid : -pgid, 'SIGKILL');
       } catch {
         /* already gone */
       }
@@ -166,7 +167,8 @@ export async function startHolder(lockPath: string, flags: string[] = []): Promi
   const proc = spawn(process.execPath, [HOLDER, lockPath, ...flags], { stdio: ['ignore', 'pipe', 'pipe'] });
   track(proc);
   const r = await waitReady<{ held: number; child?: number }>(proc);
-  if (r.child !== undefined) track(-r.child);
+  // Its group on POSIX systems; Windows has none, so the child itself.
+  if (r.child !== undefined) track(process.platform === 'win32' ? r.child : -r.child);
   return r.child === undefined ? { proc, pid: r.held } : { proc, pid: r.held, child: r.child };
 }
 

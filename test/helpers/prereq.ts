@@ -77,6 +77,8 @@ export type Prereq =
   | 'sse2'
   /** Windows: a mapped network drive, named (`N:`) by RUNWARDEN_TEST_NETWORK_DRIVE (the Wine lane maps one). */
   | 'network-drive'
+  /** Windows: a Ctrl-C sender, scripts/wine/ctrlc.c built, named by RUNWARDEN_TEST_CTRLC (the Wine lane builds one). */
+  | 'ctrl-c'
   /** A runtime in scripts/runtime.sh's cache (test/helpers/runtimes.ts). */
   | Runtime
   /** A test that only means something on linux; after the colon, why (e.g. `linux: /proc/locks`). */
@@ -294,6 +296,14 @@ const CHECKS: Record<Exclude<Prereq, 'zig' | `${'linux' | 'darwin' | 'posix' | '
     },
     onlyOn: ['win32'],
     missing: 'needs a mapped network drive named by RUNWARDEN_TEST_NETWORK_DRIVE (e.g. N:); the Wine lane maps one',
+  },
+  'ctrl-c': {
+    present: () => {
+      const p = process.env['RUNWARDEN_TEST_CTRLC'] ?? '';
+      return p !== '' && existsSync(p);
+    },
+    onlyOn: ['win32'],
+    missing: 'needs a Ctrl-C sender: scripts/wine/ctrlc.c built (zig cc -target x86_64-windows-gnu) and named by RUNWARDEN_TEST_CTRLC; the Wine lane builds one',
   },
   // A user namespace of one's own, whose inotify watch limit (/proc/sys/user/max_inotify_watches)
   // it may lower without touching the machine's: how a test meets a real ENOSPC.

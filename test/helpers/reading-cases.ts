@@ -24,6 +24,9 @@ function fifo(path: string): void {
   execFileSync('mkfifo', [path]);
 }
 
+/** FIFOs and symbolic links: the cases that need them are built on POSIX systems only (Windows has no FIFO, and Wine makes no link). */
+const POSIX = process.platform !== 'win32';
+
 /**
  * Builds the cases under `root` (ids sort in the order listed). `outside` is
  * a directory outside the root for symlink targets. Returns the cases.
@@ -36,15 +39,18 @@ export function buildHostileRoot(root: string, outside: string): Case[] {
     build(join(root, id), id);
     cases.push({ id, what, expect });
   };
+  const addPosix: typeof add = (...args) => {
+    if (POSIX) add(...args);
+  };
 
   add('a healthy passed run', { row: 'PASS' }, (_d, id) => makeRun(root, id, { events: DONE, state: snapshot({ a: 'PASS' }) }));
   add('a run "directory" that is a regular file', { skip: /is a regular file, not a run directory/ }, (d) => writeFileSync(d, 'not a run\n'));
-  add('a symlink to a run directory outside the root', { skip: /is a symlink; links under the runs root are not followed/ }, (d) => {
+  addPosix('a symlink to a run directory outside the root', { skip: /is a symlink; links under the runs root are not followed/ }, (d) => {
     makeRun(outside, 'real-run', { events: DONE, state: snapshot({ a: 'PASS' }) });
     symlinkSync(join(outside, 'real-run'), d);
   });
-  add('a symlink to /etc', { skip: /is a symlink/ }, (d) => symlinkSync('/etc', d));
-  add('a FIFO where a run directory should be', { skip: /is a fifo, not a run directory/ }, (d) => fifo(d));
+  addPosix('a symlink to /etc', { skip: /is a symlink/ }, (d) => symlinkSync('/etc', d));
+  addPosix('a FIFO where a run directory should be', { skip: /is a fifo, not a run directory/ }, (d) => fifo(d));
   add('binary garbage in events.jsonl', { row: null, warning: /events\.jsonl: skipped \d+ malformed lines?/ }, (d, id) => {
     const bytes = Buffer.from(Array.from({ length: 8192 }, (_, i) => (i * 131 + 7) % 256));
     makeRun(root, id, {});
@@ -65,19 +71,19 @@ export function buildHostileRoot(root: string, outside: string): Case[] {
   add('an empty events.jsonl', { row: null }, (_d, id) => makeRun(root, id, { events: '' }));
   add('an empty state.json on a settled run', { skip: /state\.json: empty file/ }, (_d, id) => makeRun(root, id, { events: DONE, state: '' }));
   add('an empty resume.lock beside an open leg', { row: 'RUNNING', reason: 'empty-file' }, (_d, id) => makeRun(root, id, { events: S, lock: '' }));
-  add('a FIFO in place of events.jsonl', { skip: /events\.jsonl is a fifo, not a regular file/ }, (d, id) => {
+  addPosix('a FIFO in place of events.jsonl', { skip: /events\.jsonl is a fifo, not a regular file/ }, (d, id) => {
     makeRun(root, id, {});
     fifo(join(d, 'events.jsonl'));
   });
-  add('a FIFO in place of state.json on a settled run', { skip: /state\.json is a fifo/ }, (d, id) => {
+  addPosix('a FIFO in place of state.json on a settled run', { skip: /state\.json is a fifo/ }, (d, id) => {
     makeRun(root, id, { events: DONE });
     fifo(join(d, 'state.json'));
   });
-  add('a FIFO in place of state.json beside a dead open leg', { row: 'ABANDONED', warning: /state\.json is a fifo/ }, (d, id) => {
+  addPosix('a FIFO in place of state.json beside a dead open leg', { row: 'ABANDONED', warning: /state\.json is a fifo/ }, (d, id) => {
     makeRun(root, id, { events: S, lock: 'marked' });
     fifo(join(d, 'state.json'));
   });
-  add('a FIFO in place of resume.lock beside an open leg', { row: 'RUNNING', reason: 'not-regular-file' }, (d, id) => {
+  addPosix('a FIFO in place of resume.lock beside an open leg', { row: 'RUNNING', reason: 'not-regular-file' }, (d, id) => {
     makeRun(root, id, { events: S });
     fifo(join(d, 'resume.lock'));
   });
@@ -85,17 +91,17 @@ export function buildHostileRoot(root: string, outside: string): Case[] {
     makeRun(root, id, {});
     mkdirSync(join(d, 'events.jsonl'));
   });
-  add('a symlink in place of events.jsonl', { skip: /events\.jsonl is a symlink/ }, (d, id) => {
+  addPosix('a symlink in place of events.jsonl', { skip: /events\.jsonl is a symlink/ }, (d, id) => {
     makeRun(root, id, {});
     writeFileSync(join(outside, 'ev.jsonl'), DONE);
     symlinkSync(join(outside, 'ev.jsonl'), join(d, 'events.jsonl'));
   });
-  add('a symlink in place of state.json on a settled run', { skip: /state\.json is a symlink/ }, (d, id) => {
+  addPosix('a symlink in place of state.json on a settled run', { skip: /state\.json is a symlink/ }, (d, id) => {
     makeRun(root, id, { events: DONE });
     writeFileSync(join(outside, 'st.json'), JSON.stringify(snapshot({ a: 'PASS' })));
     symlinkSync(join(outside, 'st.json'), join(d, 'state.json'));
   });
-  add('a FIFO in place of exec.pgid of a dead exec leg', { row: 'ABANDONED' }, (d, id) => {
+  addPosix('a FIFO in place of exec.pgid of a dead exec leg', { row: 'ABANDONED' }, (d, id) => {
     makeRun(root, id, { events: ev('run_started', { command: ['make'] }), lock: 'marked' });
     fifo(join(d, 'exec.pgid'));
   });

@@ -11,6 +11,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { HOLDER, waitReady } from './lock-procs.js';
 import { removeTree } from './remove-tree.js';
 import { eventLine } from './events.js';
+import { RELEASED } from './portable.js';
 
 export const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const BIN = join(REPO, 'bin', 'runwarden.js');
@@ -60,7 +61,7 @@ export function snapshot(verdicts: Record<string, string>, opts: { graph?: strin
 export interface RunSpec {
   events?: string | string[];
   state?: object | string;
-  /** 'marked' writes a released marked lock; a string is written as is. */
+  /** 'marked' writes the lock file a released leg leaves on this system (test/helpers/portable.ts); a string is written as is. */
   lock?: string;
   pgid?: string;
 }
@@ -77,7 +78,7 @@ export function makeRun(root: string, id: string, spec: RunSpec): string {
   const put = (name: string, text: string): void => writeFileSync(join(dir, name), text, { mode: 0o600 });
   if (spec.events !== undefined) put('events.jsonl', Array.isArray(spec.events) ? spec.events.join('') : spec.events);
   if (spec.state !== undefined) put('state.json', typeof spec.state === 'string' ? spec.state : JSON.stringify(spec.state));
-  if (spec.lock !== undefined) put('resume.lock', spec.lock === 'marked' ? 'oh-my-graph-lock 1\n4242\n' : spec.lock);
+  if (spec.lock !== undefined) put('resume.lock', spec.lock === 'marked' ? RELEASED : spec.lock);
   if (spec.pgid !== undefined) put('exec.pgid', spec.pgid);
   return dir;
 }

@@ -151,7 +151,7 @@ export function registerExec(program: Command): void {
         'events.jsonl, run CMD in its own process group with stdio passed through, forward SIGINT, ' +
         'SIGTERM and SIGHUP to it, append its verdict and run_finished, release the lock, and exit ' +
         'with its exit code (128+N if signal N ended it).\n\n' +
-        'RUN is a run id under the runs root, or a path containing "/"; the run directory is created if missing.\n\n' +
+        'RUN is a run id under the runs root, or a path containing "/" (on Windows also a drive letter or "\\"); the run directory is created if missing.\n\n' +
         'Refuses (exit 75, nothing appended, nothing run) when a leg of the run is in flight, when the ' +
         'lock file was written by a pre-flock or newer version, or when the stream shows an open leg and ' +
         'the lock file is missing (override that last case only with --force). Warns first when the run is abandoned.\n\n' +

@@ -54,7 +54,7 @@ export function registerStatus(program: Command): void {
     .description(
       "Print one run's full report: status, liveness and the probe's reason, graph, nodes, cost, legs, " +
         'node states, and the hint for an ABANDONED or PAUSED run.\n\n' +
-        'RUN is a run id under the runs root, or (when it contains "/") a path to a run directory. ' +
+        'RUN is a run id under the runs root, or (when it contains "/", or on Windows a drive letter or "\\") a path to a run directory. ' +
         'Without RUN: the run happening now, i.e. the newest PLANNING or RUNNING run (never an ' +
         'ABANDONED one), else the newest run. Runs root, first match wins: --root DIR; $OMG_HOME/runs; ' +
         '$HOME/.oh-my-graph/runs.\n\n' +
