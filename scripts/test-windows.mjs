@@ -50,7 +50,7 @@ export const NODE_WIN_VERSION = '20.20.2';
  * The lane's test files: test/windows.test.ts (the lock, the label, paths, bad input, Ctrl-C and the CLI
  * on Windows), and the library and CLI test files that apply there: the lock and probe, legs and exec,
  * watch and the follower, the live engine, the listing, status and metrics, the readers, serve and demo,
- * the addon. A test in them of what Windows does not have skips there through test/helpers/prereq.ts
+ * the addon, runwarden/lockfile. A test in them of what Windows does not have skips there through test/helpers/prereq.ts
  * ("POSIX only"), and one of what Wine does not show as Windows does, under Wine ("Windows itself
  * only"); docs/install.md lists both. Left out: files whose every test needs linux (/proc, mounts,
  * strace, flock(1)); runs-fast (runs --json on worker threads over 1,400 runs: over three minutes under
@@ -113,6 +113,8 @@ export const WINDOWS_TESTS = [
   'test/demo.test.ts',
   // The addon.
   'test/native.test.ts',
+  // runwarden/lockfile, beside genuine proper-lockfile processes.
+  'test/lockfile.test.ts',
 ];
 
 function fail(msg) {

@@ -10,7 +10,7 @@
  * through named functions like these (test/layout.test.ts checks it).
  */
 import type { KernelPath } from './dirfd.js';
-import { nativeLocalList } from './fsgate.js';
+import { isKnownLocalFs, nativeLocalList } from './fsgate.js';
 import { native, type ProcessPresence } from './native.js';
 import { systemFacts } from './system.js';
 
@@ -54,6 +54,14 @@ export function recordLockHolder(fd: number, op: number): number | undefined {
 /** kill(pid, 0) classified, for a pid read from a lock file: `gone`, `present` or `unknown`. */
 export function pidPresence(pid: number): ProcessPresence {
   return native().pidProbe(pid);
+}
+
+/**
+ * Whether the lock taken on files in the directory `path` is this system's own (CONTRACT §4.2 step 2):
+ * its filesystem is on the known-local list of the addon's platform. Throws NativeError.
+ */
+export function isKnownLocalDir(path: KernelPath): boolean {
+  return isKnownLocalFs(native().fsType(path), native().platform);
 }
 
 /** The filesystem type of a path (linux statfs f_type, darwin f_fstypename). Throws NativeError. */

@@ -66,7 +66,11 @@ export function describeFsType(type: number | string): string {
   return name ? `${name} (${hex})` : hex;
 }
 
-/** Whether a filesystem type (a linux magic or a darwin name, as fsTypeOf answers) is on the known-local list. */
-export function isKnownLocalFs(type: number | string): boolean {
-  return typeof type === 'string' ? DARWIN_LOCAL_FS.includes(type) : LINUX_LOCAL_FS.has(type);
+/**
+ * Whether a filesystem type (a linux magic, a darwin or Windows name, as fsTypeOf answers) is on the
+ * known-local list of `platform` (the addon's: a name is darwin's or Windows' by where it was read).
+ */
+export function isKnownLocalFs(type: number | string, platform: string): boolean {
+  if (typeof type !== 'string') return LINUX_LOCAL_FS.has(type);
+  return (platform === 'win32' ? WINDOWS_LOCAL_FS : DARWIN_LOCAL_FS).includes(type);
 }

@@ -8,9 +8,14 @@
  * mtime, so the holder must refresh it every `update` ms for as long as it
  * holds, also while its own event loop is blocked (a long synchronous job, a
  * debugger pause of the main thread); a timer on the main thread cannot. The
- * worker has its own loop, and holds each lock directory open, so it
- * refreshes (futimes) only the directory it was handed, never whatever else
- * is put at the path.
+ * worker has its own loop, and refreshes (futimes) only the directory it was
+ * handed, never whatever else is put at the path: on POSIX it holds each lock
+ * directory open; on Windows it opens the directory for each refresh and
+ * checks its identity on that handle, because there a directory removed while
+ * any handle to it is open stays at its name until the last one closes
+ * ("RemoveDirectory ... marks a directory for deletion on close",
+ * learn.microsoft.com/windows/win32/api/fileapi/nf-fileapi-removedirectoryw),
+ * and a held handle would keep a released lock's directory in everyone's way.
  *
  * What it watches, every {@link TICK_MS}: that the lock directory, and the
  * sidecar when there is one, are still at their paths (device and inode, by
@@ -56,6 +61,8 @@ const WORKER_SOURCE = `
 const { parentPort } = require('node:worker_threads');
 const fs = require('node:fs');
 const TICK_MS = ${TICK_MS};
+// Windows keeps a removed directory at its name while a handle to it is open (see the module comment).
+const HOLD_OPEN = process.platform !== 'win32';
 const held = new Map();
 let timer;
 function ident(path) {
@@ -71,7 +78,7 @@ function drop(id) {
   const l = held.get(id);
   if (l === undefined) return;
   held.delete(id);
-  try { fs.closeSync(l.fd); } catch {}
+  if (l.fd >= 0) try { fs.closeSync(l.fd); } catch {}
   if (held.size === 0 && timer !== undefined) { clearInterval(timer); timer = undefined; }
 }
 let losses = [];
@@ -96,11 +103,24 @@ function look(id, l, now) {
   if (now >= l.due) {
     const t = l.sig === 0 ? Date.now() / 1000 : (Date.now() + (l.sig + 0.5) / 1000) / 1000;
     try {
-      fs.futimesSync(l.fd, t, t);
+      if (HOLD_OPEN) fs.futimesSync(l.fd, t, t);
+      else if (!touchByPath(l, t)) return lost(id, 'directory', 'replaced');
       l.due = now + l.update;
     } catch {
       l.due = now + 1000;
     }
+  }
+}
+// Opens the directory, refreshes it only if it is still the one taken, and closes it. false: another is there.
+function touchByPath(l, t) {
+  const fd = fs.openSync(l.dir, fs.constants.O_RDONLY);
+  try {
+    const st = fs.fstatSync(fd, { bigint: true });
+    if (st.dev + ':' + st.ino !== l.dirId) return false;
+    fs.futimesSync(fd, t, t);
+    return true;
+  } finally {
+    fs.closeSync(fd);
   }
 }
 function tick() {
@@ -120,6 +140,10 @@ parentPort.on('message', (m) => {
     return flush();
   }
   const st = fs.fstatSync(fd, { bigint: true });
+  if (!HOLD_OPEN) {
+    fs.closeSync(fd);
+    fd = -1;
+  }
   const l = { dir: b.dir, dirId: b.dev + ':' + b.ino, sidecar: b.sidecar, sideId: b.sidecar === undefined ? undefined : b.sideDev + ':' + b.sideIno, sig: b.sig, update: b.update, fd, due: performance.now() + b.update };
   held.set(m.id, l);
   if (st.dev + ':' + st.ino !== l.dirId) {

@@ -42,8 +42,7 @@
 import { closeSync, constants, fstatSync, ftruncateSync, lstatSync, mkdirSync, openSync, readSync, rmdirSync, statSync, unlinkSync, utimesSync, writeSync, type BigIntStats, type Stats } from 'node:fs';
 import { dirname } from 'node:path';
 import { ProperLockfileError } from '../contract/errors.js';
-import { flock, fsTypeOf, hasFlock } from '../kernel/flock.js';
-import { isKnownLocalFs } from '../kernel/fsgate.js';
+import { flock, hasFlock, isKnownLocalDir } from '../kernel/flock.js';
 import { nativeConstants } from '../kernel/native.js';
 
 /** The sidecar's name: the lock directory's, with this suffix. */
@@ -111,7 +110,7 @@ export function lockDirOf(file: string, lockfilePath: string | undefined): strin
 function kernelLockHere(dir: string): boolean {
   if (!hasFlock()) return false;
   try {
-    return isKnownLocalFs(fsTypeOf(dirname(dir)));
+    return isKnownLocalDir(dirname(dir));
   } catch {
     return false;
   }
