@@ -210,6 +210,12 @@ function namesPlace(link: string, place: LockPlace, root: string, seen: Map<stri
   return id === 'unreadable' ? 'doubt' : id === place.dir;
 }
 
+/** The file name a descriptor's link ends in (without linux's " (deleted)"), as bytes in a latin1 string. */
+function linkName(link: string): string {
+  const text = link.endsWith(DELETED) ? link.slice(0, -DELETED.length) : link;
+  return text.slice(text.lastIndexOf('/') + 1);
+}
+
 /** The root a linux process's descriptor paths are relative to, as seen from here. */
 function procRoot(pid: number): string {
   return `/proc/${pid}/root`;
@@ -278,6 +284,47 @@ export function foreignHolder(q: HolderQuery): HolderEvidence {
   // make a name that is not UTF-8 (0xff) equal to one really named U+FFFD (CONTRACT §1.1).
   const place = placeOf(lockPath);
   if (place === undefined) return { kind: 'unknown', detail: 'the lock file\'s directory cannot be looked at' };
+  const { holders, key } = parsedTable(table);
+  const targets = descriptorCensus(key);
+  let doubt: string | undefined;
+  // A pid's descriptors are looked at once however many exclusive flocks it holds: the first of its
+  // lines that passes the filters is the one reported, as it would be line by line.
+  const looked = new Set<number>();
+  for (const { pid, file } of holders) {
+    if (pid <= 0 || pid === exceptPid || !file.startsWith(device)) continue;
+    if (currentIno !== undefined && file.slice(device.length) === currentIno) continue;
+    if (looked.has(pid)) continue;
+    looked.add(pid);
+    const fds = targets(pid);
+    if (typeof fds === 'string') {
+      if (fds === 'ENOENT' || fds === 'ESRCH') continue; // it exited since /proc/locks was read
+      if (pid === q.labelPid) doubt ??= `pid ${pid} holds an exclusive flock on this filesystem and its descriptors cannot be read (${fds})`;
+      continue;
+    }
+    const seen = census?.dirs ?? new Map<string, string>();
+    for (const link of fds.get(place.name) ?? []) {
+      const at = namesPlace(link, place, procRoot(pid), seen);
+      if (at === true) return { kind: 'held-elsewhere', holder: { pid, file } };
+      if (at === 'doubt') doubt ??= `pid ${pid} holds an exclusive flock on this filesystem through a file named like the lock file whose directory cannot be looked at`;
+    }
+  }
+  return doubt === undefined ? { kind: 'none-known' } : { kind: 'unknown', detail: doubt };
+}
+
+/** One lock table's exclusive flocks, in table order, and the key a descriptor census is kept under. */
+interface ParsedTable {
+  holders: { pid: number; file: string }[];
+  key: string;
+}
+
+let lastParsed: { text: string; parsed: ParsedTable } | undefined;
+
+/**
+ * The exclusive flocks in `table`; the last table's parse is kept, since a
+ * listing asks about a batch of free probes against one table read.
+ */
+function parsedTable(table: string): ParsedTable {
+  if (lastParsed !== undefined && lastParsed.text === table) return lastParsed.parsed;
   const holders: { pid: number; file: string }[] = [];
   let key = '';
   for (const line of table.split('\n')) {
@@ -286,25 +333,9 @@ export function foreignHolder(q: HolderQuery): HolderEvidence {
     holders.push({ pid: Number(m[1]), file: m[2] as string });
     key += `${m[1]} ${m[2]}\n`;
   }
-  const targets = descriptorCensus(key);
-  let doubt: string | undefined;
-  for (const { pid, file } of holders) {
-    if (pid <= 0 || pid === exceptPid || !file.startsWith(device)) continue;
-    if (currentIno !== undefined && file.slice(device.length) === currentIno) continue;
-    const fds = targets(pid);
-    if (typeof fds === 'string') {
-      if (fds === 'ENOENT' || fds === 'ESRCH') continue; // it exited since /proc/locks was read
-      if (pid === q.labelPid) doubt ??= `pid ${pid} holds an exclusive flock on this filesystem and its descriptors cannot be read (${fds})`;
-      continue;
-    }
-    const seen = census?.dirs ?? new Map<string, string>();
-    for (const link of fds) {
-      const at = namesPlace(link, place, procRoot(pid), seen);
-      if (at === true) return { kind: 'held-elsewhere', holder: { pid, file } };
-      if (at === 'doubt') doubt ??= `pid ${pid} holds an exclusive flock on this filesystem through a file named like the lock file whose directory cannot be looked at`;
-    }
-  }
-  return doubt === undefined ? { kind: 'none-known' } : { kind: 'unknown', detail: doubt };
+  const parsed = { holders, key };
+  lastParsed = { text: table, parsed };
+  return parsed;
 }
 
 /** The buffer /proc/locks is read into, kept between calls (grown when a table fills it). */
@@ -338,10 +369,11 @@ function readProcLocks(): string {
 
 /** How long a census of holders' descriptors may be reused while the exclusive flocks are the same (ms). */
 const CENSUS_MS = 1000;
-let census: { key: string; at: number; byPid: Map<number, Set<string> | string>; dirs: Map<string, string> } | undefined;
+let census: { key: string; at: number; byPid: Map<number, Map<string, string[]> | string>; dirs: Map<string, string> } | undefined;
 
 /**
- * What each exclusive holder's descriptors name (`/proc/<pid>/fd`, as bytes in latin1 strings), or the
+ * What each exclusive holder's descriptors name (`/proc/<pid>/fd`, as bytes in latin1 strings, by
+ * the file name each ends in, so a lock is matched against its own name's links only), or the
  * errno code that kept them from being read; reused while the list of
  * exclusive flocks (`key`: every holder pid and file) is exactly the one it
  * was taken under, for at most {@link CENSUS_MS}. Why reuse is sound: a
@@ -352,7 +384,7 @@ let census: { key: string; at: number; byPid: Map<number, Set<string> | string>;
  * without changing the key. Without it, listing N runs with free locks
  * read every holder's descriptors N times.
  */
-function descriptorCensus(key: string): (pid: number) => Set<string> | string {
+function descriptorCensus(key: string): (pid: number) => Map<string, string[]> | string {
   const now = monotonicMs();
   if (census === undefined || census.key !== key || now - census.at > CENSUS_MS) census = { key, at: now, byPid: new Map(), dirs: new Map() };
   const byPid = census.byPid;
@@ -360,15 +392,20 @@ function descriptorCensus(key: string): (pid: number) => Set<string> | string {
     let got = byPid.get(pid);
     if (got !== undefined) return got;
     try {
-      const set = new Set<string>();
+      const byName = new Map<string, string[]>();
       for (const fd of readdirSync(`/proc/${pid}/fd`)) {
+        let link: string;
         try {
-          set.add(readlinkSync(`/proc/${pid}/fd/${fd}`, { encoding: 'buffer' }).toString('latin1'));
+          link = readlinkSync(`/proc/${pid}/fd/${fd}`, { encoding: 'buffer' }).toString('latin1');
         } catch {
-          /* closed since the listing */
+          continue; // closed since the listing
         }
+        const name = linkName(link);
+        const links = byName.get(name);
+        if (links === undefined) byName.set(name, [link]);
+        else if (!links.includes(link)) links.push(link);
       }
-      got = set;
+      got = byName;
     } catch (e) {
       got = (e as NodeJS.ErrnoException).code ?? 'error';
     }
