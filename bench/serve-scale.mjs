@@ -46,7 +46,7 @@
  * 10^6 bytes.
  *
  * usage: node bench/serve-scale.mjs [--quick] [--sizes 1000,10000] [--no-write]
- *          [--latency-only] [--with-poll] [--gap MS] [--dump FILE]
+ *          [--latency-only] [--with-poll] [--gap MS] [--dump FILE] [--memory-reps K]
  *          [--targets | --million]
  *   --targets   the targets' measurement: 100,000 runs (unless --sizes), full
  *               mode, written to its own section "## The dashboard at
@@ -65,6 +65,11 @@
  *               U probes it as any reader would. inotify's watch budget is
  *               per user: a million-run serve then cannot starve this user's
  *               other programs of watches.
+ *   --memory-reps K  read the memory of K serves per size (default 3 with
+ *                   --targets, else 1): K − 1 more serves over the same root
+ *                   before the full measurement, each with one page, taken
+ *                   through start-up and its aftermath window, then stopped;
+ *                   their min–max is the memory headline's spread
  *   --latency-only  skip the idle windows and the 20 pages (latencies only)
  *   --with-poll     also time each death with the old playwright 5 ms poll
  *   --warmup S      after start-up settles, measure S s on their own before the
@@ -132,6 +137,13 @@ const IDLE_S = quick ? 10 : 60;
 const warmArg = args.indexOf('--warmup');
 const WARMUP_S = warmArg >= 0 ? Number(args[warmArg + 1]) : quick ? 0 : 120;
 const KILLS = MILLION ? 0 : quick ? 10 : 50;
+const memArg = args.indexOf('--memory-reps');
+/** How many serve processes' memory is read per size (the full measurement's, and MEMORY_REPS − 1 before it): the memory headline's spread. */
+const MEMORY_REPS = memArg >= 0 ? Number(args[memArg + 1]) : TARGETS ? 3 : 1;
+if (!(Number.isInteger(MEMORY_REPS) && MEMORY_REPS >= 1)) {
+  console.error('bench: --memory-reps needs a whole number of at least 1');
+  process.exit(2);
+}
 /** How many times `runs --json` is timed per size (the median is the ratio's base). */
 const LISTINGS = MILLION || quick ? 1 : 3;
 const WITH_POLL = args.includes('--with-poll');
@@ -338,6 +350,48 @@ function sseWatch(url) {
 
 const LAUNCH = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
 
+/** Resolves when the page is complete: every in-flight card drawn and the tallies counting every run (not "Loading…", not a part). */
+function completePage(page, k, total) {
+  return page.waitForFunction(
+    ([k, total]) => {
+      if (document.body.classList.contains('is-loading')) return false;
+      if (document.querySelectorAll('section[data-section="in-flight"] article.card').length !== k) return false;
+      let sum = 0;
+      for (const b of document.querySelectorAll('#tallies [data-tally] b')) sum += Number(b.textContent);
+      return sum === total;
+    },
+    [k, total],
+    { timeout: MILLION ? 3_600_000 : 600_000, polling: 20 },
+  );
+}
+
+/**
+ * One more serve over the same root, for its memory alone: started with one
+ * page open, waited until the page is complete and start-up has settled, its
+ * aftermath window let pass as in the full measurement, then its peak
+ * (VmHWM, which start-up sets: the first page's high-water mark is the whole
+ * run's) and steady (VmRSS) read, and stopped. Run before the full
+ * measurement, so every serve sees the same root; the min–max over these and
+ * the full measurement's is the spread the memory headline is judged by.
+ */
+async function memoryRep(root, browser, k, total) {
+  const page = await browser.newPage();
+  const serve = await startServe(root);
+  const pid = serve.proc.pid;
+  try {
+    await page.goto(serve.url);
+    const failure = await Promise.race([completePage(page, k, total).then(() => undefined), serve.failed]);
+    if (failure !== undefined) return { failure: String(failure), hwm: NaN, steady: NaN };
+    const s0 = performance.now();
+    while ((await idleCpu(pid, 2)) >= 10 && performance.now() - s0 < 300_000);
+    if (WARMUP_S > 0) await idleCpu(pid, WARMUP_S);
+    return { hwm: vm(pid, 'VmHWM'), steady: vm(pid, 'VmRSS') };
+  } finally {
+    await page.close();
+    serve.proc.kill('SIGKILL');
+  }
+}
+
 async function measure(n) {
   const load0 = loadavg();
   log(`size ${n}: generating…`);
@@ -356,30 +410,24 @@ async function measure(n) {
 
   // The browser is up before serve starts, so its own start is not counted.
   const browser = await playwright.chromium.launch({ executablePath: CHROMIUM, args: LAUNCH });
+  const memory = [];
+  for (let i = 1; i < MEMORY_REPS; i++) {
+    const m = await memoryRep(root, browser, live.length, n - IN_FLIGHT + live.length);
+    memory.push(m);
+    log(`size ${n}: memory repetition ${i}: ${m.failure ?? `peak ${(m.hwm / 1e6).toFixed(0)} MB, steady ${(m.steady / 1e6).toFixed(0)} MB`}`);
+  }
   const page = await browser.newPage();
   const t0 = performance.now();
   const serve = await startServe(root);
   const pid = serve.proc.pid;
   const addrMs = performance.now() - t0;
   log(`size ${n}: serve at ${serve.url} after ${addrMs.toFixed(0)} ms`);
-  // Complete: every in-flight card drawn and the tallies counting every run (not "Loading…", not a part).
   await page.goto(serve.url);
-  const complete = page.waitForFunction(
-    ([k, total]) => {
-      if (document.body.classList.contains('is-loading')) return false;
-      if (document.querySelectorAll('section[data-section="in-flight"] article.card').length !== k) return false;
-      let sum = 0;
-      for (const b of document.querySelectorAll('#tallies [data-tally] b')) sum += Number(b.textContent);
-      return sum === total;
-    },
-    [live.length, n - IN_FLIGHT + live.length],
-    { timeout: MILLION ? 3_600_000 : 600_000, polling: 20 },
-  );
-  const failure = await Promise.race([complete.then(() => undefined), serve.failed]);
+  const failure = await Promise.race([completePage(page, live.length, n - IN_FLIGHT + live.length).then(() => undefined), serve.failed]);
   if (failure !== undefined) {
     // No complete page: say why, with the memory it took to get there.
     log(`size ${n}: no complete page: ${failure}`);
-    const row = { n, failure, listMs, listings, addrMs, firstPageMs: NaN, hwmStart: NaN, hwm: vm(pid, 'VmHWM'), steady: NaN, rssEnd: vm(pid, 'VmRSS'), bytes: NaN, coldMs: NaN, settleMs: NaN, warm: NaN, cpu1: NaN, cpu20: NaN, rss: NaN, appendMs: [], deathMs: [], parts: [], clock: { offset: NaN, err: NaN }, load0, load1: loadavg() };
+    const row = { n, failure, listMs, listings, addrMs, firstPageMs: NaN, hwmStart: NaN, hwm: vm(pid, 'VmHWM'), steady: NaN, rssEnd: vm(pid, 'VmRSS'), bytes: NaN, coldMs: NaN, settleMs: NaN, warm: NaN, cpu1: NaN, cpu20: NaN, rss: NaN, appendMs: [], deathMs: [], parts: [], clock: { offset: NaN, err: NaN }, memory, load0, load1: loadavg() };
     await browser.close();
     serve.proc.kill('SIGKILL');
     for (const h of holders.values()) h.kill('SIGKILL');
@@ -523,7 +571,8 @@ async function measure(n) {
   serve.proc.kill('SIGKILL');
   for (const h of holders.values()) h.kill('SIGKILL');
   rmSync(root, { recursive: true, force: true });
-  return { n, bytes, coldMs, listMs, listings, addrMs, firstPageMs, hwmStart, hwm, steady, rssEnd, settleMs, warm, cpu1, cpu20, rss, appendMs, deathMs, parts, clock, load0, load1: loadavg() };
+  memory.unshift({ hwm, steady });
+  return { n, bytes, coldMs, listMs, listings, addrMs, firstPageMs, hwmStart, hwm, steady, rssEnd, settleMs, warm, cpu1, cpu20, rss, appendMs, deathMs, parts, clock, memory, load0, load1: loadavg() };
 }
 
 /** The commit measured, and whether the work tree differed from it (tracked files only). */
@@ -563,7 +612,7 @@ for (const r of rows) {
   out += `| ${r.n.toLocaleString('en')} | ${MB(r.hwm)}${judged(r, r.hwm < 250e6)} | ${MB(r.steady)}${judged(r, r.steady < 150e6)} | ${f(r.listMs / 1000, 2)} s | ${f(r.firstPageMs / 1000, 2)} s | ${f(ratio, 2)}×${judged(r, ratio <= 2)} | ${f(r.cpu20, 1)} %${judged(r, Number.isFinite(r.cpu20) ? r.cpu20 < 2 : undefined)} | ${f(p99)} ms${judged(r, Number.isFinite(p99) ? p99 < 100 : undefined)} |\n`;
 }
 for (const r of rows.filter((x) => x.failure !== undefined)) out += `\nAt ${r.n.toLocaleString('en')} runs no complete page came: ${r.failure}.\n`;
-out += `\nMemory beside those: VmHWM when the first complete page was shown${rows.map((r) => ` ${MB(r.hwmStart)} (${r.n.toLocaleString('en')})`).join(',')}; VmRSS at the end${rows.map((r) => ` ${MB(r.rssEnd)} (${r.n.toLocaleString('en')})`).join(',')}. Each \`runs --json\`: ${rows.map((r) => `${r.listings.map((x) => f(x.ms / 1000, 2)).join(', ')} s (${r.n.toLocaleString('en')}, ${f(r.listings[0].bytes / 2 ** 20, 1)} MiB)`).join('; ')}. serve printed its address ${rows.map((r) => `${f(r.addrMs)} ms`).join(', ')} after it was spawned.\n\n`;
+out += `\nMemory beside those: VmHWM when the first complete page was shown${rows.map((r) => ` ${MB(r.hwmStart)} (${r.n.toLocaleString('en')})`).join(',')}; VmRSS at the end${rows.map((r) => ` ${MB(r.rssEnd)} (${r.n.toLocaleString('en')})`).join(',')}. Each serve's memory (peak / steady), ${MEMORY_REPS === 1 ? 'one serve per size' : `${MEMORY_REPS} serves per size, the full measurement's first`}:${rows.map((r) => ` ${r.memory.map((m) => (m.failure ? 'no complete page' : `${f(m.hwm / 1e6)} / ${f(m.steady / 1e6)} MB`)).join(', ')} (${r.n.toLocaleString('en')})`).join(';')}. Each \`runs --json\`: ${rows.map((r) => `${r.listings.map((x) => f(x.ms / 1000, 2)).join(', ')} s (${r.n.toLocaleString('en')}, ${f(r.listings[0].bytes / 2 ** 20, 1)} MiB)`).join('; ')}. serve printed its address ${rows.map((r) => `${f(r.addrMs)} ms`).join(', ')} after it was spawned.\n\n`;
 
 out += `| runs | /api/dashboard bytes | /api/dashboard after the first page | first complete page (from spawn) | settled after | CPU ${WARMUP_S} s after start-up, 1 page | idle CPU, 1 page | idle CPU, 20 pages | RSS, 20 pages | append → page p50 / max | death → page p50 / p99 / max |\n|---|---|---|---|---|---|---|---|---|---|---|\n`;
 for (const r of rows) {
@@ -579,7 +628,7 @@ for (const r of rows.filter((x) => x.parts.length > 0)) {
 }
 if (DUMP) writeFileSync(DUMP, JSON.stringify(rows.map((r) => ({ n: r.n, clock: r.clock, load0: r.load0, load1: r.load1, parts: r.parts, appendMs: r.appendMs })), null, 1));
 if (JSON_TO) {
-  const figures = (r) => ({ n: r.n, failure: r.failure, listMs: r.listMs, listingsMs: r.listings.map((x) => x.ms), firstPageMs: r.firstPageMs, hwm: r.hwm, steady: r.steady, deathMs: r.deathMs, kills: r.deathMs.length });
+  const figures = (r) => ({ n: r.n, failure: r.failure, listMs: r.listMs, listingsMs: r.listings.map((x) => x.ms), firstPageMs: r.firstPageMs, hwm: r.hwm, steady: r.steady, memory: r.memory.map((m) => ({ hwm: m.hwm, steady: m.steady })), deathMs: r.deathMs, kills: r.deathMs.length });
   writeFileSync(JSON_TO, JSON.stringify({ command, commit, targets: TARGETS, quick, latencyOnly: LATENCY_ONLY, rows: rows.map(figures) }) + '\n');
 }
 process.stdout.write(out);
