@@ -8,9 +8,8 @@
  *
  * Ratios (bench/lib/headlines.js judge): the run takes R interleaved
  * repetitions, one ratio each; the value now is their median and the spread
- * their min–max, rounded to two decimals, widened by the entry's stated
- * `tolerance` (a fraction; none unless the entry states one). A stored value
- * outside it is STALE. Facts (outcomes, counts, times against a target the
+ * their min–max, rounded to two decimals. A stored value outside it is
+ * STALE. Facts (outcomes, counts, times against a target the
  * product states in absolute terms) are judged by FACT_JUDGES, each of which
  * states its tolerance and, where the headline has one, the target it holds
  * the value to; a stored time is held, both ways, to the fresh run's own
@@ -47,8 +46,8 @@ const HELP = `usage: npm run bench -- --check [options]   (or: node bench/check.
 Re-derives every headline in bench/headlines.json by the command that measured
 it and prints the stored value, the value now (a ratio: the median of this
 run's repetitions, with their min–max) and STALE when the stored value lies
-outside that min–max (widened by the entry's stated tolerance), or when a
-fact's claim no longer holds within the tolerance its judge states.
+outside that min–max, or when a fact's claim no longer holds within the
+spread and target its judge states.
 
 Every headline at its own scale takes tens of minutes (100,000-run roots,
 5 GB of streams, Chromium); --only and --quick make it shorter.
@@ -667,9 +666,8 @@ export async function check(o) {
       const j = f.judge(h.value, m.facts);
       return { ...base, now: j.now, tolerance: f.tolerance, stale: !j.holds, group: m.group, verdict: m.comparable ? (j.holds ? 'fresh' : 'stale') : 'not comparable' };
     }
-    const tolerance = h.tolerance ?? 0;
-    const j = judge(h.value, m.ratios, tolerance);
-    return { ...base, ...j, ...(tolerance > 0 ? { tolerance } : {}), ratios: m.ratios, group: m.group, verdict: m.comparable ? (j.stale ? 'stale' : 'fresh') : 'not comparable' };
+    const j = judge(h.value, m.ratios);
+    return { ...base, ...j, ratios: m.ratios, group: m.group, verdict: m.comparable ? (j.stale ? 'stale' : 'fresh') : 'not comparable' };
   });
   let commit = 'unknown';
   try {
@@ -698,12 +696,12 @@ export function renderCheck(res) {
       continue;
     }
     const stored = `stored ${fmtX(r.stored)} (${r.measured.date}, ${r.measured.commit})`;
-    const now = `now ${fmtX(r.now)} [${r.lo.toFixed(2)}–${r.hi.toFixed(2)}, ${r.reps} rep${r.reps === 1 ? '' : 's'}${r.tolerance ? `, ±${Math.round(r.tolerance * 100)} %` : ''}]`;
+    const now = `now ${fmtX(r.now)} [${r.lo.toFixed(2)}–${r.hi.toFixed(2)}, ${r.reps} rep${r.reps === 1 ? '' : 's'}]`;
     out.push(`${id}  ${stored.padEnd(36)}  ${now.padEnd(30)}  ${r.verdict.toUpperCase()}`);
   }
   out.push('');
   const n = (v) => res.rows.filter((r) => r.verdict === v).length;
-  out.push(`${n('stale')} stale, ${n('fresh')} fresh${n('not comparable') ? `, ${n('not comparable')} not comparable (a reduced form)` : ''}${n('skipped') ? `, ${n('skipped')} skipped` : ''}. Stale: a ratio outside this run's min–max (widened by the entry's stated tolerance), or a fact whose claim no longer holds within its tolerance.`);
+  out.push(`${n('stale')} stale, ${n('fresh')} fresh${n('not comparable') ? `, ${n('not comparable')} not comparable (a reduced form)` : ''}${n('skipped') ? `, ${n('skipped')} skipped` : ''}. Stale: a ratio outside this run's min–max, or a fact whose claim no longer holds within its tolerance.`);
   return out.join('\n');
 }
 

@@ -85,10 +85,12 @@ describe('headlines: one record, rendered', () => {
     const missing = structuredClone(doc);
     delete (missing.headlines[4] as Partial<Headline>).check;
     expect(() => validate(missing)).toThrow(/\(proper-lockfile-free\): check must name/);
-    // A ratio's tolerance is a fraction.
-    const loose = structuredClone(doc);
-    Object.assign(loose.headlines[0], { tolerance: 1.5 });
-    expect(() => validate(loose)).toThrow(/tolerance must be a fraction/);
+    // No entry widens its run's spread by a tolerance of its own, ratio or fact.
+    for (const k of [0, doc.headlines.findIndex((h) => h.kind === 'fact')]) {
+      const loose = structuredClone(doc);
+      Object.assign(loose.headlines[k] as Headline, { tolerance: 0.05 });
+      expect(() => validate(loose)).toThrow(/"tolerance" is not a field/);
+    }
   });
 
   it('every entry of the record has a check', () => {
@@ -116,12 +118,10 @@ describe('headlines: one record, rendered', () => {
     expect(judge(2.01, [1.8, 1.9, 2.0]).stale).toBe(true);
     expect(judge(1.5, [1.4, 1.6]).now).toBe(1.5);
     expect(() => judge(1, [])).toThrow(/no usable ratios/);
-    // A stated tolerance widens the run's min–max by that fraction on each side, and no further.
-    expect(judge(1.9, [2.0], 0.2).stale).toBe(false);
-    expect(judge(2.4, [2.0], 0.2).stale).toBe(false);
-    expect(judge(1.59, [2.0], 0.2).stale).toBe(true);
-    expect(judge(2.41, [2.0], 0.2).stale).toBe(true);
-    expect(judge(1.9, [2.0]).stale).toBe(true);
+    // One repetition is a spread of one value: anything else is stale, both ways.
+    expect(judge(2.0, [2.0]).stale).toBe(false);
+    expect(judge(1.99, [2.0]).stale).toBe(true);
+    expect(judge(2.01, [2.0]).stale).toBe(true);
   });
 });
 

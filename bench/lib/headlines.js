@@ -9,24 +9,24 @@
  * "N×") or `fact` (a markdown statement of absolute times, counts or
  * outcomes); for a ratio `value`, `spread` ([lo, hi] of the measuring run, or
  * null when that run did not keep one) and `spread_of` (what the spread is);
- * optional `note`; for a ratio an optional `tolerance` (a fraction below 1;
- * see below); `measured` = { date (YYYY-MM-DD), commit, command }; `check`:
+ * optional `note`; `measured` = { date (YYYY-MM-DD), commit, command }; `check`:
  * the name of the bench/check.mjs measurement that re-derives it by the
  * entry's own command (a ratio's repetitions, or a fact's claim judged on a
  * fresh run). Every entry has one: a headline nothing can re-derive is not
  * kept (validate refuses a missing or null `check`). A time is recorded as a
  * ratio to a reference measured in the same run wherever the bench has one;
  * a fact is left only where the product's target is itself absolute (a p99
- * in ms, a memory size), and its judge states the target and tolerance.
+ * in ms, a memory size), and its judge states the target and the spread it
+ * is held to.
  *
  * Staleness (bench/check.mjs): a check run measures R interleaved repetitions
  * and takes each repetition's ratio; its spread is [min, max] of those R
  * ratios, rounded to the stored value's two decimals. The stored value is
  * STALE when it lies outside that spread (stored < min or stored > max),
  * FRESH otherwise. A run's own spread is the only yardstick that moves with
- * the machine's noise: a noisy run widens it and calls less stale. An entry
- * whose quantity barely varies between repetitions (a peak RSS) states a
- * `tolerance` t: the spread is then [min × (1 − t), max × (1 + t)]. A fact's
+ * the machine's noise: a noisy run widens it and calls less stale. No entry
+ * states a tolerance of its own: a quantity that barely varies (a peak RSS)
+ * is measured in enough repetitions for its spread to be its own. A fact's
  * times are judged the same way by bench/check.mjs: a stored time within the
  * fresh repetitions' [min, max], a stored p99 within the fresh run's median
  * to its slowest, both sides.
@@ -65,7 +65,6 @@ export function validate(doc) {
         problems.push(`${at}: spread must be null or [lo, hi] with lo ≤ hi`);
       }
       if (Array.isArray(h.spread) && typeof h.spread_of !== 'string') problems.push(`${at}: a spread needs spread_of`);
-      if (h.tolerance !== undefined && !(typeof h.tolerance === 'number' && h.tolerance >= 0 && h.tolerance < 1)) problems.push(`${at}: tolerance must be a fraction in [0, 1)`);
     } else if (h?.kind === 'fact') {
       if (typeof h.value !== 'string' || h.value === '') problems.push(`${at}: a fact's value must be a non-empty string`);
     } else problems.push(`${at}: kind must be "ratio" or "fact"`);
@@ -75,7 +74,7 @@ export function validate(doc) {
     if (typeof m?.command !== 'string' || m.command === '') problems.push(`${at}: measured.command must name the command`);
     if (typeof h?.check !== 'string' || h.check === '') problems.push(`${at}: check must name the bench/check.mjs measurement that re-derives it (every headline has one)`);
     if (h !== null && typeof h === 'object' && 'unchecked' in h) problems.push(`${at}: "unchecked" is not a field: every headline is re-derived by its check`);
-    if (h?.kind === 'fact' && 'tolerance' in h) problems.push(`${at}: a fact's tolerance is its judge's (bench/check.mjs), not a field`);
+    if (h !== null && typeof h === 'object' && 'tolerance' in h) problems.push(`${at}: "tolerance" is not a field: a headline is judged by its fresh run's own spread (a fact's judge in bench/check.mjs states it)`);
   }
   if (problems.length > 0) throw new Error(`headlines.json:\n  ${problems.join('\n  ')}`);
   return list;
@@ -183,10 +182,9 @@ export function writeDocs(doc = loadHeadlines(), paths = { docs: BENCHMARKS_PATH
 /**
  * Judges one stored ratio against this run's repetitions (see the file's
  * comment): `now` is their median, `lo`–`hi` their min–max rounded to two
- * decimals, `stale` whether the stored value lies outside [lo, hi], widened
- * to [lo × (1 − tolerance), hi × (1 + tolerance)] when the entry states one.
+ * decimals, `stale` whether the stored value lies outside [lo, hi].
  */
-export function judge(stored, ratios, tolerance = 0) {
+export function judge(stored, ratios) {
   if (!Array.isArray(ratios) || ratios.length === 0 || !ratios.every((r) => Number.isFinite(r) && r > 0)) {
     throw new Error(`judge: no usable ratios (${JSON.stringify(ratios)})`);
   }
@@ -195,5 +193,5 @@ export function judge(stored, ratios, tolerance = 0) {
   const lo = round2(sorted[0]);
   const hi = round2(sorted[sorted.length - 1]);
   const now = round2(sorted[Math.floor((sorted.length - 1) / 2)] / 2 + sorted[Math.ceil((sorted.length - 1) / 2)] / 2);
-  return { stored, now, lo, hi, reps: ratios.length, stale: stored < lo * (1 - tolerance) || stored > hi * (1 + tolerance) };
+  return { stored, now, lo, hi, reps: ratios.length, stale: stored < lo || stored > hi };
 }
