@@ -441,6 +441,15 @@ test('require("runwarden/lockfile") has proper-lockfile shape, and its lock is t
   await release();
   expect(await lockfile.check(file)).toBe(false);
 });
+
+test("the kernel errors keep their codes in the Jest sandbox (made in the realm of Node, not instanceof its Error)", async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'rw-jest-'));
+  const missing = await lockfile.lock(join(dir, 'never-made')).catch((e) => e);
+  expect(missing.code).toBe('ENOENT');
+  const noDir = await lockfile.lock(join(dir, 'no-dir', 'foo'), { realpath: false }).catch((e) => e);
+  expect(noDir.code).toBe('ENOENT');
+  expect((await lockfile.check(join(dir, 'never-made')).catch((e) => e)).code).toBe('ENOENT');
+});
 `;
 const JEST_CONFIG = `module.exports = { rootDir: __dirname, testEnvironment: 'node', testMatch: ['<rootDir>/*.jest.js'], transform: {}, watchman: false };\n`;
 
@@ -662,7 +671,7 @@ describe('under Jest 29', () => {
     const r = run(process.execPath, [jest, '--config', 'cjs/jest.config.js', '--ci', '--runInBand', '--json'], { cwd: dir });
     expect(r.status, `${r.stdout}\n${r.stderr}`).toBe(0);
     const report = JSON.parse(r.stdout.slice(r.stdout.indexOf('{'))) as { numPassedTests: number; numFailedTests: number };
-    expect(report).toMatchObject({ numPassedTests: 2, numFailedTests: 0 });
+    expect(report).toMatchObject({ numPassedTests: 3, numFailedTests: 0 });
   }, SLOW);
 });
 

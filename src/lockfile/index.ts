@@ -48,9 +48,30 @@ function cleanupAtExit(): void {
   locks.clear();
 }
 
+/**
+ * An error as it was thrown, typed: the kernel's errors are made in Node's own realm, so inside a
+ * test runner's sandbox (Jest) `instanceof Error` does not hold for them, and wrapping them would
+ * lose their `code`.
+ */
+function asThrown(err: unknown): Error {
+  return err as Error;
+}
+
 /** The file as proper-lockfile resolves it: realpath through the caller's `fs` (callback style), or path.resolve. */
 function resolveAsync(file: string, realpath: boolean, fs: ResolvedLockOptions['fs']): Promise<string> {
   if (!realpath) return Promise.resolve(resolve(file));
+  // Node's own realpath (the default fs) is resolved in place: the same walk of the same lstat calls as its
+  // callback form, without a round trip through libuv's thread pool, which costs a lock more than the
+  // few calls themselves; every later step of taking the lock is synchronous too. A caller's own `fs`
+  // is asked as proper-lockfile asks it.
+  if (fs.realpath === nodeFs.realpath) {
+    try {
+      return Promise.resolve(nodeFs.realpathSync(file));
+    } catch (err) {
+      // As the callback form passes it: the error itself.
+      return Promise.reject(asThrown(err));
+    }
+  }
   return new Promise((ok, fail) => {
     const rp = fs.realpath;
     if (typeof rp !== 'function') {
@@ -147,7 +168,7 @@ export async function lock(file: string, options?: LockOptions): Promise<() => P
         release(h);
         ok();
       } catch (err) {
-        fail(err instanceof Error ? err : new Error(String(err)));
+        fail(asThrown(err));
       }
     });
   };
