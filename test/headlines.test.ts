@@ -88,7 +88,7 @@ describe('headlines: one record, rendered', () => {
     // No entry widens its run's spread by a tolerance of its own, ratio or fact.
     for (const k of [0, doc.headlines.findIndex((h) => h.kind === 'fact')]) {
       const loose = structuredClone(doc);
-      Object.assign(loose.headlines[k] as Headline, { tolerance: 0.05 });
+      Object.assign(loose.headlines[k], { tolerance: 0.05 });
       expect(() => validate(loose)).toThrow(/"tolerance" is not a field/);
     }
   });
