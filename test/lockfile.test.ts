@@ -49,7 +49,8 @@ class Proc {
   constructor(impl: 'rw' | 'plf', file: string, options: Record<string, unknown> = {}) {
     this.child = spawn(process.execPath, [PROC, impl, file, JSON.stringify(options)], { cwd: ROOT, stdio: ['pipe', 'pipe', 'pipe'] });
     track(this.child);
-    this.exited = new Promise((r) => this.child.once('exit', (code, signal) => r({ code, signal })));
+    // 'close', not 'exit': a child's last output can still be unread when its 'exit' is told (Node's child_process docs).
+    this.exited = new Promise((r) => this.child.once('close', (code, signal) => r({ code, signal })));
     createInterface({ input: this.child.stdout! }).on('line', (l) => {
       this.lines.push(l);
       for (const w of this.waiters.splice(0)) w();
