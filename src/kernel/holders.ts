@@ -198,10 +198,9 @@ const DELETED = ' (deleted)';
  * directory's identity for the caller's one census.
  */
 function namesPlace(link: string, place: LockPlace, root: string, seen: Map<string, string>): boolean | 'doubt' {
-  const text = link.endsWith(DELETED) ? link.slice(0, -DELETED.length) : link;
-  const slash = text.lastIndexOf('/');
-  if (slash < 0 || text.slice(slash + 1) !== place.name) return false;
-  const parent = root + (slash === 0 ? '/' : text.slice(0, slash));
+  const { dir, name } = linkParts(link);
+  if (dir === undefined || name !== place.name) return false;
+  const parent = root + dir;
   let id = seen.get(parent);
   if (id === undefined) {
     id = dirIdentity(Buffer.from(parent, 'latin1'));
@@ -210,10 +209,15 @@ function namesPlace(link: string, place: LockPlace, root: string, seen: Map<stri
   return id === 'unreadable' ? 'doubt' : id === place.dir;
 }
 
-/** The file name a descriptor's link ends in (without linux's " (deleted)"), as bytes in a latin1 string. */
-function linkName(link: string): string {
+/**
+ * A descriptor's link (bytes in a latin1 string) as the directory it names
+ * and the file name in it, without linux's " (deleted)"; no directory when
+ * the link is not a path (a socket, a pipe).
+ */
+function linkParts(link: string): { dir: string | undefined; name: string } {
   const text = link.endsWith(DELETED) ? link.slice(0, -DELETED.length) : link;
-  return text.slice(text.lastIndexOf('/') + 1);
+  const slash = text.lastIndexOf('/');
+  return { dir: slash < 0 ? undefined : slash === 0 ? '/' : text.slice(0, slash), name: text.slice(slash + 1) };
 }
 
 /** The root a linux process's descriptor paths are relative to, as seen from here. */
@@ -400,7 +404,7 @@ function descriptorCensus(key: string): (pid: number) => Map<string, string[]> |
         } catch {
           continue; // closed since the listing
         }
-        const name = linkName(link);
+        const { name } = linkParts(link);
         const links = byName.get(name);
         if (links === undefined) byName.set(name, [link]);
         else if (!links.includes(link)) links.push(link);
